@@ -1,0 +1,97 @@
+"""Compare what a student's function returned with the expected value.
+
+Checks run in a fixed order and stop at the first failure: the call itself
+(defined, finished, did not raise) → type → shape (exactly, never by
+broadcasting) → dtype kind → finite → values. Each failure says what was
+compared, what came back and what was expected. Runs in the grading process on
+plain data only (``CallResult`` from the sandbox).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.sandbox import CallResult
+
+# Report statuses of a test.
+PASSED, FAILED, ERROR = "passed", "failed", "error"
+CALL_STATUSES = {  # a call that did not return a value → the test's status
+    "raised": ERROR, "missing": ERROR, "bad-type": FAILED,
+    "timeout": "timeout", "memory": "memory", "crashed": "crashed", "import-error": "import-error",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # "passed", "failed", "error", "timeout", "memory", "crashed" or "import-error"
+    message: str = ""
+
+
+def _call_failed(result: CallResult, what: str) -> Verdict | None:
+    if result.status == "ok":
+        return None
+    status = CALL_STATUSES.get(result.status, ERROR)
+    return Verdict(status, f"{what} {result.message}" if result.status in ("raised", "bad-type") else result.message)
+
+
+def check_array(result: CallResult, expected: np.ndarray, rtol: float, atol: float, what: str) -> Verdict:
+    """Compare an array result with ``expected`` (finite, float) within |got − expected| ≤ atol + rtol·|expected|."""
+    if failed := _call_failed(result, what):
+        return failed
+    got = result.value
+    if not isinstance(got, np.ndarray) and np.ndim(expected) == 0 and type(got) in (int, float):
+        got = np.asarray(got)  # a scalar is an array of shape ()
+    expected = np.asarray(expected)
+    if not isinstance(got, np.ndarray):
+        return Verdict(FAILED, f"{what} returned {result.type_name} {_short(got)}, expected an array of shape {expected.shape}")
+    if got.shape != expected.shape:
+        return Verdict(FAILED, f"{what} returned shape {got.shape}, expected {expected.shape}")
+    if got.dtype.kind not in "fiu":
+        return Verdict(FAILED, f"{what} returned dtype {got.dtype}, expected floating-point numbers")
+    got = got.astype(np.float64)
+    bad = ~np.isfinite(got)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        return Verdict(FAILED, f"{what} returned {int(bad.sum())} non-finite value(s) of {got.size}; "
+                               f"first at index {index}: got {got[index]}, expected {expected[index]:.6g}")
+    error = np.abs(got - expected)
+    wrong = error > atol + rtol * np.abs(expected)
+    if wrong.any():
+        index = tuple(int(i) for i in np.unravel_index(np.argmax(np.where(wrong, error, -1)), error.shape))
+        return Verdict(FAILED, f"{what}: {int(wrong.sum())} of {got.size} values differ beyond rtol={rtol:g}, atol={atol:g}; "
+                               f"largest difference {error[index]:.3g} at index {index}: got {got[index]:.6g}, expected {expected[index]:.6g}")
+    return Verdict(PASSED)
+
+
+def check_count(result: CallResult, expected: int, what: str) -> Verdict:
+    """Compare an integer count exactly; a Python or numpy integer of the right value passes."""
+    if failed := _call_failed(result, what):
+        return failed
+    got = result.value
+    if isinstance(got, np.ndarray) and got.shape == () and got.dtype.kind in "iu":
+        got = int(got)
+    if type(got) is not int:
+        return Verdict(FAILED, f"{what} returned {result.type_name} {_short(got)}, expected the int {expected:,}")
+    if got != expected:
+        return Verdict(FAILED, f"{what} returned {got:,}, expected {expected:,} (off by {got - expected:+,})")
+    return Verdict(PASSED)
+
+
+def check_raises(result: CallResult, exception: str, what: str) -> Verdict:
+    """The contract asks for an exception: pass when the call raised exactly that type."""
+    if result.status == "raised" and result.message.startswith(f"raised {exception}"):
+        return Verdict(PASSED)
+    if result.status == "raised":
+        return Verdict(FAILED, f"{what} {result.message}; expected {exception}")
+    if result.status == "ok":
+        return Verdict(FAILED, f"{what} returned a value; expected it to raise {exception}")
+    return _call_failed(result, what) or Verdict(ERROR, result.message)
+
+
+def _short(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        return f"array of shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

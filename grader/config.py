@@ -1,0 +1,136 @@
+"""The course's configuration: grader.toml read into one typed object.
+
+Every key has a default and a one-line description here, in ``KEYS``; the
+README's table is generated from the same list. Precedence: defaults < the
+file < command-line flags (``Config.with_overrides``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+
+
+class ConfigError(Exception):
+    """grader.toml is missing, unreadable or holds a bad value; the message says which."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits for one submission's sandboxed run."""
+
+    call_timeout_s: float = 10.0
+    submission_timeout_s: float = 120.0
+    memory_mb: int = 2048
+    file_size_mb: int = 16
+    output_bytes: int = 64_000
+    max_result_bytes: int = 256 << 20
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything grading reads from grader.toml, with its defaults."""
+
+    root: Path = Path(".")  # the directory that holds grader.toml; relative paths start here
+    assignment: str = "mha"
+    suite: Path = Path("assignments/mha/graded")
+    seed: int = 2026
+    random_cases: int = 12
+    rtol: float = 1e-3
+    atol: float = 1e-5
+    points: dict[str, Fraction] = field(default_factory=dict)
+    visibility: dict[str, str] = field(default_factory=dict)
+    limits: Limits = Limits()
+
+    @property
+    def suite_dir(self) -> Path:
+        return self.suite if self.suite.is_absolute() else self.root / self.suite
+
+    def with_overrides(self, *, seed: int | None = None) -> "Config":
+        """Command-line flags win over the file."""
+        return self if seed is None else replace(self, seed=seed)
+
+
+# (table, key, type, description): the single list of grader.toml's keys.
+KEYS: list[tuple[str, str, type, str]] = [
+    ("assignment", "name", str, "Name of the assignment, copied into every report."),
+    ("assignment", "suite", str, "Folder of the graded pytest suite, relative to grader.toml."),
+    ("grading", "seed", int, "Seed of the private random generator that makes the inputs."),
+    ("grading", "random_cases", int, "Number of random-shape cases for multi_head_attention."),
+    ("grading", "rtol", float, "Relative tolerance of array comparisons (|got − expected| ≤ atol + rtol·|expected|)."),
+    ("grading", "atol", float, "Absolute tolerance of array comparisons."),
+    ("limits", "call_timeout_s", float, "Wall-clock limit of one call of a student function, in seconds."),
+    ("limits", "submission_timeout_s", float, "Wall-clock limit of one submission's whole run, in seconds."),
+    ("limits", "memory_mb", int, "Address-space limit of the student's process (RLIMIT_AS), in MiB."),
+    ("limits", "file_size_mb", int, "Largest file the student's process may write (RLIMIT_FSIZE), in MiB."),
+    ("limits", "output_bytes", int, "Student output kept per call: head and tail, in bytes."),
+    ("points", "<group>", float, "Points of a test group, shared equally by its tests (e.g. mha_random = 30)."),
+    ("visibility", "<group>", str, "Who sees a group's results: visible (default), hidden, after_due_date, after_published."),
+]
+
+_SCALARS = {(table, key): kind for table, key, kind, _ in KEYS if not key.startswith("<")}
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+
+
+def load_config(path: Path) -> Config:
+    """Read grader.toml at ``path``; raises ConfigError naming the file and the key."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"no configuration file at {path} (pass --config PATH)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+
+    values: dict[tuple[str, str], object] = {}
+    for table, entries in data.items():
+        if not isinstance(entries, dict):
+            raise ConfigError(f"{path}: [{table}] must be a table")
+        if table in ("points", "visibility"):
+            continue
+        for key, value in entries.items():
+            kind = _SCALARS.get((table, key))
+            if kind is None:
+                raise ConfigError(f"{path}: unknown key {table}.{key}")
+            if kind is float and type(value) is int:
+                value = float(value)
+            if type(value) is not kind:
+                raise ConfigError(f"{path}: {table}.{key} must be {kind.__name__}, got {value!r}")
+            values[(table, key)] = value
+
+    points: dict[str, Fraction] = {}
+    for group, value in data.get("points", {}).items():
+        if type(value) not in (int, float) or value < 0:
+            raise ConfigError(f"{path}: points.{group} must be a number ≥ 0, got {value!r}")
+        points[group] = Fraction(str(value))
+    visibility = dict(data.get("visibility", {}))
+    for group, value in visibility.items():
+        if value not in VISIBILITIES:
+            raise ConfigError(f"{path}: visibility.{group} must be one of {', '.join(VISIBILITIES)}, got {value!r}")
+
+    limit_values = {key: value for (table, key), value in values.items() if table == "limits"}
+    limits = Limits(**limit_values)
+    for key, value in limit_values.items():
+        if value <= 0:
+            raise ConfigError(f"{path}: limits.{key} must be positive, got {value!r}")
+    if values.get(("grading", "random_cases"), 1) < 1:
+        raise ConfigError(f"{path}: grading.random_cases must be at least 1")
+    config = Config(
+        root=path.resolve().parent,
+        assignment=values.get(("assignment", "name"), Config.assignment),
+        suite=Path(values.get(("assignment", "suite"), str(Config.suite))),
+        seed=values.get(("grading", "seed"), Config.seed),
+        random_cases=values.get(("grading", "random_cases"), Config.random_cases),
+        rtol=values.get(("grading", "rtol"), Config.rtol),
+        atol=values.get(("grading", "atol"), Config.atol),
+        points=points,
+        visibility=visibility,
+        limits=limits,
+    )
+    if not config.suite_dir.is_dir():
+        raise ConfigError(f"{path}: assignment.suite {config.suite_dir} is not a folder")
+    return config

@@ -1,0 +1,116 @@
+"""The JSON score report: pure builders, the text summary, and an atomic writer.
+
+The report's keys are documented in the README and in grader/schema/report.schema.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from grader.score import Score, as_number
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).parent / "schema" / "report.schema.json"
+FUNCTIONS = ("multi_head_attention", "attention_param_count", "head_entropy")
+FAILURES_SHOWN = 4  # failed tests listed per function in the text summary
+OUTPUT_CAP = 4000  # characters of student output kept per test in the report
+
+
+def build_report(*, assignment: str, submission: dict, seed: int, grader_version: str, started_at: str,
+                 duration_s: float, outcomes: list, score: Score | None, visibility: dict[str, str],
+                 error: str | None = None) -> dict:
+    """The report as a plain dict. With ``error`` set (the grader failed), status is "error" and score 0."""
+    tests = []
+    if score is not None and error is None:
+        for outcome, (earned, worth) in zip(outcomes, score.per_test):
+            tests.append({
+                "name": outcome.name, "function": outcome.function, "group": outcome.group,
+                "score": as_number(earned), "max_score": as_number(worth),
+                "status": outcome.status, "message": outcome.message,
+                "output": _cap(outcome.output), "visibility": visibility.get(outcome.group, "visible"),
+            })
+    functions: dict[str, dict] = defaultdict(lambda: {"score": 0, "max_score": 0, "passed": 0, "tests": 0})
+    if tests:
+        for outcome, (earned, worth), test in zip(outcomes, score.per_test, tests):
+            entry = functions[outcome.function]
+            entry["score"] += earned
+            entry["max_score"] += worth
+            entry["passed"] += test["status"] == "passed"
+            entry["tests"] += 1
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "assignment": assignment,
+        "submission": submission,
+        "seed": seed,
+        "grader_version": grader_version,
+        "started_at": started_at,
+        "duration_s": round(duration_s, 3),
+        "status": "error" if error is not None else "graded",
+        "error": error,
+        "score": 0 if error is not None or score is None else as_number(score.total),
+        "max_score": 0 if score is None else as_number(score.max_total),
+        "functions": {name: dict(entry, score=as_number(entry["score"]), max_score=as_number(entry["max_score"]))
+                      for name, entry in functions.items()},
+        "tests": tests,
+    }
+
+
+def summary_text(report: dict) -> str:
+    """A few readable lines: the total, each function's points, one line per failed test."""
+    name = Path(report["submission"]["path"]).name
+    if report["status"] == "error":
+        return f"{report['assignment']}: {name} could not be graded: {report['error']}\n"
+    lines = [f"{report['assignment']}: {name} scored {_num(report['score'])} / {_num(report['max_score'])}"]
+    for function, entry in report["functions"].items():
+        lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"
+                     f" {entry['passed']} of {entry['tests']} tests passed")
+        failed = [t for t in report["tests"] if t["function"] == function and t["status"] != "passed"]
+        shown = 0
+        for test in failed:
+            if shown == FAILURES_SHOWN:
+                lines.append(f"    … and {len(failed) - shown} more failed test(s), listed in the report")
+                break
+            if test["visibility"] != "visible":
+                lines.append(f"    ✗ a hidden test [{test['status']}]")
+            else:
+                lines.append(f"    ✗ {test['name']} [{test['status']}]: {test['message']}")
+            shown += 1
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: int | float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _cap(text: str) -> str:
+    if len(text) <= OUTPUT_CAP:
+        return text
+    half = OUTPUT_CAP // 2
+    return f"{text[:half]}\n... [{len(text) - OUTPUT_CAP} characters omitted] ...\n{text[-half:]}"
+
+
+def to_json(report: dict) -> str:
+    """Serialize as strict UTF-8-safe JSON (no NaN; lone surrogates escaped)."""
+    return json.dumps(report, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: readers see old or new, never half."""
+    path = Path(path)
+    fd, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise

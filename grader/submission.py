@@ -1,0 +1,36 @@
+"""Load a submission: check the path, read its bytes, fingerprint them.
+
+The grading process only reads the file; it never imports or executes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class SubmissionError(Exception):
+    """The submission path is unusable (missing, a folder, not a .py file)."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    path: Path
+    sha256: str
+
+
+def load_submission(path: Path) -> Submission:
+    """Check that ``path`` is a readable .py file; raises SubmissionError saying why not."""
+    path = Path(path)
+    if not path.exists():
+        raise SubmissionError(f"no such file: {path}")
+    if not path.is_file():
+        raise SubmissionError(f"not a file: {path}")
+    if path.suffix != ".py":
+        raise SubmissionError(f"{path} is not a Python file (.py)")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SubmissionError(f"cannot read {path}: {exc.strerror}") from None
+    return Submission(path, hashlib.sha256(data).hexdigest())

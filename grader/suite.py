@@ -1,0 +1,94 @@
+"""Run the graded pytest suite against one sandboxed submission.
+
+pytest runs in this (trusted) process; the suite's ``student`` fixture is the
+``Sandbox``, so student code only ever runs in the sandbox's child. Each test
+records its verdict with pytest-json-report's ``json_metadata``; the JSON report
+pytest-json-report builds is the record read back here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from dataclasses import dataclass
+
+import pytest
+
+from grader.config import Config
+from grader.sandbox import Sandbox
+
+
+class SuiteError(Exception):
+    """The graded suite itself failed (a grader error, not the student's)."""
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    name: str  # e.g. "mha_random[00-B2-T7-...]"
+    group: str  # points group in grader.toml
+    function: str  # the student function the test calls
+    status: str  # "passed", "failed", "error", "timeout", "memory", "crashed", "import-error"
+    message: str
+    output: str  # what the student's code printed during the test
+
+
+GRADING_KEY = pytest.StashKey[Config]()  # the suite's conftest reads the config from here
+
+
+class _GraderSession:
+    """The pytest plugin that hands the suite its sandbox and config, and keeps the JSON report."""
+
+    def __init__(self, sandbox: Sandbox, config: Config) -> None:
+        self.sandbox, self.config = sandbox, config
+        self.json_report: dict | None = None
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[GRADING_KEY] = self.config
+
+    @pytest.fixture
+    def student(self) -> Sandbox:
+        return self.sandbox
+
+    @pytest.fixture
+    def grading(self) -> Config:
+        return self.config
+
+    def pytest_json_modifyreport(self, json_report: dict) -> None:
+        self.json_report = json_report
+
+
+def run_suite(sandbox: Sandbox, config: Config) -> list[TestOutcome]:
+    """Run every graded test once; raises SuiteError when the suite could not run or a test broke."""
+    session = _GraderSession(sandbox, config)
+    suite = config.suite_dir
+    args = [str(suite), "-c", str(suite / "pytest.ini"), "--rootdir", str(suite),
+            "-p", "pytest_jsonreport.plugin", "--json-report", "--json-report-file=none",
+            "--json-report-omit", "log", "traceback", "streams", "warnings", "keywords", "collectors",
+            "-p", "no:cacheprovider", "-p", "no:stepwise", "-qq", "--tb=short", "--no-header"]
+    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only the plugins named above
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as console:
+            code = pytest.main(args, plugins=[session])
+    finally:
+        if saved is None:
+            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+    report = session.json_report
+    if report is None or code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        tail = console.getvalue().strip().splitlines()[-3:]
+        raise SuiteError(f"the graded suite in {suite} did not run (pytest exit code {int(code)}): {' / '.join(tail)}")
+    outcomes = []
+    for test in report["tests"]:
+        meta = test.get("metadata") or {}
+        if "status" not in meta:
+            stage = test.get("call") or test.get("setup") or {}
+            crash = (stage.get("crash") or {}).get("message", test.get("outcome"))
+            raise SuiteError(f"graded test {test['nodeid']} broke before reaching a verdict: {crash}")
+        outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
+                                    meta["status"], meta["message"], meta.get("output", "")))
+    if not outcomes:
+        raise SuiteError(f"the graded suite in {suite} collected no tests")
+    return outcomes

@@ -1,0 +1,1 @@
+"""Trusted reference solutions; never shipped to students, never imported by student code."""
