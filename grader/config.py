@@ -59,7 +59,7 @@ KEYS: list[tuple[str, str, type, str]] = [
     ("assignment", "suite", str, "Folder of the graded pytest suite, relative to grader.toml."),
     ("grading", "seed", int, "Seed of the private random generator that makes the inputs."),
     ("grading", "random_cases", int, "Number of random-shape cases for multi_head_attention."),
-    ("grading", "rtol", float, "Relative tolerance of array comparisons (|got − expected| ≤ atol + rtol·|expected|)."),
+    ("grading", "rtol", float, "Relative tolerance of array comparisons: passes when abs(got − expected) ≤ atol + rtol·abs(expected)."),
     ("grading", "atol", float, "Absolute tolerance of array comparisons."),
     ("limits", "call_timeout_s", float, "Wall-clock limit of one call of a student function, in seconds."),
     ("limits", "submission_timeout_s", float, "Wall-clock limit of one submission's whole run, in seconds."),
