@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,11 +91,13 @@ def check_variant(variant: variants.Variant, report: dict) -> list[str]:
     return problems
 
 
-def run_selftest(config: Config, reference: Path | None = None, starter: Path | None = None) -> SelftestResult:
+def run_selftest(config: Config, reference: Path | None = None, starter: Path | None = None,
+                 codes: Sequence[str] | None = None) -> SelftestResult:
     """Grade the reference, the starter and every variant with ``config``; one Row each, in that order.
 
     reference, starter: the files to grade (default: reference/mha.py, and
-    starter.py beside the graded suite's folder).
+    starter.py beside the graded suite's folder); codes: the variants to grade
+    (default: all of ``reference.variants.VARIANTS``).
     """
     reference = reference or Path(variants.__file__).with_name("mha.py")
     starter = starter or config.suite_dir.parent / "starter.py"
@@ -104,6 +107,8 @@ def run_selftest(config: Config, reference: Path | None = None, starter: Path | 
     ]
     with tempfile.TemporaryDirectory(prefix="grade-selftest-") as folder:
         for variant in variants.VARIANTS:
+            if codes is not None and variant.code not in codes:
+                continue
             path = Path(folder) / f"variant_{variant.code.replace('-', '_')}.py"
             path.write_text(variants.student_source(variant.code), encoding="utf-8")
             report = grade_submission(path, config).report
