@@ -8,15 +8,15 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, SUBMISSIONS
+
 from grader.diagnose import CAUSAL_LEAK, GENERIC, NON_FINITE, WRONG_SHAPE, Diagnosis, diagnose, matches, settle
 from grader.grade import grade_submission
 from grader.report import summary_text
 from reference import mha, variants
 
 sys.path.insert(0, str(ROOT / "assignments/mha/graded"))
-from cases import build_cases  # noqa: E402
+from cases import build_cases
 
 RTOL, ATOL = 1e-3, 1e-5
 CATALOGUE = {**GENERIC, **variants.CATALOGUE}
@@ -229,3 +229,34 @@ def test_an_unknown_shape_bug_is_reported_as_wrong_shape(config, tmp_path, valid
     codes = {t["diagnosis"]["code"] for t in report["tests"] if t["diagnosis"]}
     assert codes == {WRONG_SHAPE}
     assert report["tests"][0]["message"].startswith("multi_head_attention() returned shape")
+
+
+def test_summary_says_each_misconception_once_and_keeps_hidden_tests_hidden():
+    def test(name, code, visibility="visible"):
+        diagnosis = {"code": code, "explanation": f"about {code}", "section": "§4.5"} if code else None
+        return {"name": name, "function": "head_entropy", "status": "failed", "message": "m",
+                "visibility": visibility, "diagnosis": diagnosis}
+
+    report = {"assignment": "mha", "submission": {"path": "s.py"}, "status": "graded", "score": 0, "max_score": 15,
+              "functions": {"head_entropy": {"score": 0, "max_score": 15, "passed": 0, "tests": 4}},
+              "tests": [test("a", "entropy-bits"), test("b", "entropy-bits"), test("c", None),
+                        test("d", "entropy-log-zero", "hidden")],
+              "notes": [{"message": "multi_head_attention loops over the heads in Python (line 3: for i in range(h):)"}]}
+    lines = summary_text(report).splitlines()
+    assert lines[-2:] == ["    ⇒ entropy-bits (§4.5, 2 tests): about entropy-bits",
+                          "  note: multi_head_attention loops over the heads in Python (line 3: for i in range(h):)"]
+    assert "    ✗ a hidden test [failed]" in lines and "entropy-log-zero" not in "\n".join(lines)
+
+
+def test_vectorization_points_reward_a_loop_free_passing_function(config, validate_report):
+    from dataclasses import replace
+
+    worth = replace(config, vectorization_points=2.5)
+    vectorized = validate_report(grade_submission(SUBMISSIONS / "style_np_split.py", worth).report)
+    looped = validate_report(grade_submission(SUBMISSIONS / "style_loop_heads.py", worth).report)
+    assert (vectorized["score"], vectorized["max_score"], vectorized["notes"]) == (107.5, 107.5, [])
+    assert (looped["score"], looped["max_score"]) == (105, 107.5)
+    assert [(n["code"], n["score"], n["max_score"]) for n in looped["notes"]] == [("loop-over-heads", 0, 2.5)]
+    assert looped["notes"][0]["message"] == (
+        "multi_head_attention loops over the heads in Python (line 20: for i in range(h):); "
+        "the exercise computes all heads at once with one reshape and one transpose")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from click.testing import CliRunner
-
 from conftest import ROOT, SUBMISSIONS
+
 from grader.cli import main
 from grader.selftest import Row, SelftestResult, check_variant, run_selftest, table_text
 from reference.variants import CATALOGUE, VARIANTS

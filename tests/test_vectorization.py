@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conftest import SUBMISSIONS
+
 from grader.vectorization import MAX_SOURCE_CHARS, HeadLoop, find_head_loops
 
 HEADER = "import numpy as np\n\n\ndef multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):\n"
@@ -53,3 +54,17 @@ def test_the_source_is_never_run(tmp_path):
     source = f"open({str(marker)!r}, 'w').close()\nraise SystemExit(3)\n" + HEADER + "    for i in range(h):\n        pass\n"
     assert find_head_loops(source) == [HeadLoop("multi_head_attention", 7, "for i in range(h):")]
     assert not marker.exists()
+
+
+def test_vectorization_points_are_read_from_grader_toml(tmp_path):
+    import pytest
+
+    from grader.config import ConfigError, load_config
+
+    (tmp_path / "suite").mkdir()
+    path = tmp_path / "grader.toml"
+    path.write_text('[assignment]\nsuite = "suite"\n[grading]\nvectorization_points = 2\n')
+    assert load_config(path).vectorization_points == 2.0
+    path.write_text('[assignment]\nsuite = "suite"\n[grading]\nvectorization_points = -1\n')
+    with pytest.raises(ConfigError, match="grading.vectorization_points must be ≥ 0"):
+        load_config(path)
