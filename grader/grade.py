@@ -19,9 +19,9 @@ from grader.config import Config
 from grader.diagnose import GENERIC, Diagnosis, settle
 from grader.report import build_report, summary_text
 from grader.sandbox import Sandbox
-from grader.score import as_number, score
+from grader.score import Score, as_number, score
 from grader.submission import load_submission
-from grader.suite import SuiteError, run_suite
+from grader.suite import SuiteError, TestOutcome, run_suite
 from grader.vectorization import find_head_loops
 from reference.variants import CATALOGUE
 
@@ -63,7 +63,7 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
     return GradeResult(report, error)
 
 
-def settle_diagnoses(outcomes: list) -> list:
+def settle_diagnoses(outcomes: list[TestOutcome]) -> list[TestOutcome]:
     """Name one misconception where a test's output matches several (grader.diagnose.settle); drop ``also``."""
     catalogue = {**GENERIC, **CATALOGUE}
     found = [None if o.diagnosis is None else Diagnosis(**{**o.diagnosis, "also": tuple(o.diagnosis.get("also", ()))})
@@ -71,12 +71,13 @@ def settle_diagnoses(outcomes: list) -> list:
     return [replace(o, diagnosis=None if d is None else d.as_dict()) for o, d in zip(outcomes, settle(found, catalogue))]
 
 
-def vectorization(path: Path, outcomes: list, result, config: Config) -> tuple:
-    """The loop-over-heads note and its points: (score with them, notes).
+def vectorization(path: Path, outcomes: list[TestOutcome], result: Score, config: Config) -> tuple[Score, list[dict]]:
+    """The loop-over-heads note and its points: (the score with them, the report's notes).
 
-    The source is parsed, never run (grader.vectorization). With
-    grading.vectorization_points > 0, those points are added to max_score and
-    earned when multi_head_attention passes every test and has no loop over heads.
+    The source is parsed, never run (grader.vectorization). One note lists every
+    loop over heads found. With grading.vectorization_points > 0, those points
+    are added to max_score and earned when multi_head_attention passes every
+    test and has no loop over heads.
     """
     try:
         source = path.read_text(encoding="utf-8", errors="replace")
@@ -84,10 +85,13 @@ def vectorization(path: Path, outcomes: list, result, config: Config) -> tuple:
         source = ""
     loops = find_head_loops(source)
     worth = Fraction(str(config.vectorization_points))
-    notes = [{"code": "loop-over-heads", "function": "multi_head_attention", "line": loop.line,
-              "message": f"{loop.function} loops over the heads in Python (line {loop.line}: {loop.text}); "
-                         "the exercise computes all heads at once with one reshape and one transpose",
-              "score": 0, "max_score": as_number(worth)} for loop in loops]
+    notes = []
+    if loops:
+        where = "; ".join(f"{loop.function}, line {loop.line}: {loop.text}" for loop in loops)
+        notes.append({"code": "loop-over-heads", "function": "multi_head_attention", "line": loops[0].line,
+                      "message": f"multi_head_attention loops over the heads in Python ({where}); the exercise "
+                                 "computes all heads at once with one reshape and one transpose",
+                      "score": 0, "max_score": as_number(worth)})
     if worth:
         passed = all(o.status == "passed" for o in outcomes if o.function == "multi_head_attention")
         earned = worth if passed and not loops else Fraction(0)

@@ -258,5 +258,5 @@ def test_vectorization_points_reward_a_loop_free_passing_function(config, valida
     assert (looped["score"], looped["max_score"]) == (105, 107.5)
     assert [(n["code"], n["score"], n["max_score"]) for n in looped["notes"]] == [("loop-over-heads", 0, 2.5)]
     assert looped["notes"][0]["message"] == (
-        "multi_head_attention loops over the heads in Python (line 20: for i in range(h):); "
+        "multi_head_attention loops over the heads in Python (multi_head_attention, line 20: for i in range(h):); "
         "the exercise computes all heads at once with one reshape and one transpose")
