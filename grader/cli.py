@@ -79,7 +79,7 @@ def submission_command(path: Path, output: str, config_path: Path, seed: int | N
               show_default=True, help="The course's grader.toml.")
 @click.option("--seed", type=int, default=None, help="Override grading.seed from grader.toml.")
 def selftest_command(config_path: Path, seed: int | None) -> None:
-    """Check the grader on the reference, the starter and every known misconception.
+    """Check the grader on all known misconceptions.
 
     Grades the reference (full marks, no diagnosis), the starter (its
     documented score, 0) and each misconception variant written out as a
