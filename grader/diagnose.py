@@ -107,8 +107,10 @@ def diagnose(got: object, expected: object, candidates: Mapping[str, object], rt
     if hits:
         first = catalogue[hits[0]]
         return Diagnosis(hits[0], first.explanation, first.section, tuple(hits[1:]))
-    if isinstance(got, np.ndarray) and isinstance(expected, np.ndarray):
-        if got.shape != expected.shape:
+    counted = isinstance(expected, (int, np.integer))  # counts have no generic finding
+    if not counted and isinstance(got, (np.ndarray, int, float)) and not isinstance(got, bool):
+        got = np.asarray(got)  # a scalar is an array of shape ()
+        if got.shape != np.shape(expected):
             return generic(WRONG_SHAPE)
         if got.dtype.kind in "fiu" and not np.isfinite(got).all():
             return generic(NON_FINITE)

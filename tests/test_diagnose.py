@@ -64,7 +64,9 @@ def test_generic_findings_when_no_variant_matches():
     nan_variant = np.array([[np.nan, 1, 1], [1, 1, 1]])
     assert diagnose(nan_variant.copy(), expected, {"mask-off-by-one": nan_variant}, RTOL, ATOL,
                     CATALOGUE).code == "mask-off-by-one"
-    # Counts have no generic finding.
+    # A scalar result (the entropy of one (T_q, T_k) matrix) gets them too; counts have none.
+    assert diagnose(float("nan"), np.float64(1.2), {}, RTOL, ATOL, CATALOGUE).code == NON_FINITE
+    assert diagnose(np.ones(2), np.float64(1.2), {}, RTOL, ATOL, CATALOGUE).code == WRONG_SHAPE
     assert diagnose(5, 4, {"count-missing-bias": 3}, RTOL, ATOL, CATALOGUE) is None
 
 
