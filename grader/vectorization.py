@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-MAX_SOURCE_CHARS = 1_000_000  # larger sources are not analysed
+MAX_SOURCE_CHARS = 200_000  # larger sources are not analysed (a submission is a few kB; parsing costs parent time)
 _SPLITTERS = {"range", "split", "array_split", "hsplit", "dsplit", "enumerate", "zip", "list", "tuple"}
 
 
@@ -91,9 +91,12 @@ def find_head_loops(source: str, function: str = "multi_head_attention") -> list
     if len(source) > MAX_SOURCE_CHARS:
         return []
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _find(ast.parse(source), source, function)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # unparsable, or too deep to walk
         return []
+
+
+def _find(tree: ast.Module, source: str, function: str) -> list[HeadLoop]:
     defs = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     target = defs.get(function)
     if target is None:
@@ -101,14 +104,16 @@ def find_head_loops(source: str, function: str = "multi_head_attention") -> list
     lines = source.splitlines()
     params = [a.arg for a in (*target.args.posonlyargs, *target.args.args)]
     heads = _head_names(target, {params[5] if len(params) > 5 else "h"})
-    found = _loops(target, heads, lines)
-    for call in ast.walk(target):  # one level of helpers, each searched once
+    found = set(_loops(target, heads, lines))
+    searched: set[tuple[str, frozenset[str]]] = set()
+    for call in ast.walk(target):  # one level of helpers, each searched once per set of heads parameters
         helper = defs.get(call.func.id) if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) else None
         if helper is None or helper is target:
             continue
         names = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
         passed = {names[i] for i, a in enumerate(call.args) if i < len(names) and _names(a) & heads}
         passed |= {k.arg for k in call.keywords if k.arg and _names(k.value) & heads}
-        if passed:
-            found += [loop for loop in _loops(helper, passed, lines) if loop not in found]
-    return sorted(set(found), key=lambda loop: loop.line)
+        if passed and (helper.name, frozenset(passed)) not in searched:
+            searched.add((helper.name, frozenset(passed)))
+            found.update(_loops(helper, passed, lines))
+    return sorted(found, key=lambda loop: loop.line)
