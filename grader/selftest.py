@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grader.config import Config
 from grader.grade import grade_submission
+from grader.report import _num  # the summary's number format
 from reference import variants
 
 STARTER_SCORE = 0  # the starter's documented score: every stub raises
@@ -133,6 +134,3 @@ def table_text(result: SelftestResult) -> str:
                 f"{len(result.rows)} submissions as expected")
     return "\n".join(text) + "\n"
 
-
-def _num(value: float) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
