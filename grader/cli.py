@@ -38,29 +38,38 @@ def main() -> None:
 
 @main.command("submission")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("-o", "--output", default="report.json", show_default=True,
-              help="Where to write the JSON report; - for stdout.")
+@click.option("-o", "--output", default=None,
+              help="Where to write the report; - for stdout. Default: report.json (native), results.json "
+                   "(gradescope, prairielearn), stdout (text).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
               show_default=True, help="The course's grader.toml.")
 @click.option("--seed", type=int, default=None, help="Override grading.seed from grader.toml.")
-def submission_command(path: Path, output: str, config_path: Path, seed: int | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text"]),
+              default="native", show_default=True,
+              help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only.")
+def submission_command(path: Path, output: str | None, config_path: Path, seed: int | None, fmt: str) -> None:
     """Grade one submission and write its JSON score report.
 
     Prints a summary (points per function, one line per failed test) and
-    writes the report to report.json, or to -o PATH (- for stdout). Exits 0
+    writes the report to report.json, or to -o PATH (- for stdout); --format
+    picks Gradescope's or PrairieLearn's results.json instead. Exits 0
     whenever grading completed, whatever the score; exits 1 with a one-line
     message when the grader could not run.
     """
+    from grader.export.formats import DEFAULT_OUTPUT, render
     from grader.grade import grade_submission
-    from grader.report import to_json, write_atomic
+    from grader.report import write_atomic
 
     try:
         config = load_config(config_path).with_overrides(seed=seed)
         result = grade_submission(path, config)
     except (ConfigError, SubmissionError) as exc:
         raise click.ClickException(str(exc)) from None
-    text = to_json(result.report)
-    if output == "-":
+    output = output or DEFAULT_OUTPUT[fmt]
+    text = render(result.report, fmt)
+    if fmt == "text" and output == "-":
+        sys.stdout.write(text)
+    elif output == "-":
         click.echo(result.summary, err=True, nl=False)
         sys.stdout.write(text)
     else:
