@@ -14,7 +14,7 @@ from pathlib import Path
 from grader import __version__
 from grader.config import Config
 from grader.report import build_report, summary_text
-from grader.sandbox import Sandbox
+from grader.notebook import sandbox_for
 from grader.score import score
 from grader.submission import load_submission
 from grader.suite import SuiteError, run_suite
@@ -35,9 +35,9 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
     submission = load_submission(path)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     clock = time.monotonic()
-    outcomes, result, error = [], None, None
+    outcomes, result, error, warnings = [], None, None, []
     try:
-        with Sandbox(submission.path, config.limits) as sandbox:
+        with sandbox_for(submission.path, config.limits) as (sandbox, warnings):
             outcomes = run_suite(sandbox, config)
         result = score([(o.group, o.status == "passed") for o in outcomes], config.points)
     except SuiteError as exc:
@@ -51,4 +51,6 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
         duration_s=time.monotonic() - clock, outcomes=outcomes, score=result,
         visibility=config.visibility, error=error,
     )
+    if warnings:  # e.g. IPython magics dropped from a notebook
+        report["warnings"] = warnings
     return GradeResult(report, error)
