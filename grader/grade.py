@@ -13,8 +13,8 @@ from pathlib import Path
 
 from grader import __version__
 from grader.config import Config
-from grader.report import build_report, summary_text
 from grader.notebook import sandbox_for
+from grader.report import build_report, summary_text
 from grader.score import score
 from grader.submission import load_submission
 from grader.suite import SuiteError, run_suite

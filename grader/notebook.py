@@ -56,7 +56,7 @@ def extract_script(path: Path) -> Script:
     try:
         notebook = nbformat.reads(text, as_version=4)
         nbformat.validate(notebook)
-    except Exception as exc:  # nbformat raises many kinds on malformed structure
+    except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds on malformed structure
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise NotebookError(f"{path.name} is not a valid Jupyter notebook: {first}") from None
     chunks, warnings = [], []
