@@ -81,3 +81,28 @@ def submission_command(path: Path, output: str | None, config_path: Path, seed: 
         click.echo(f"Report written to {output}")
     if result.grader_error:
         raise click.ClickException(f"grading failed: {result.grader_error}")
+
+
+@main.command("gradescope-zip")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("autograder.zip"), show_default=True,
+              help="Where to write the zip.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
+              show_default=True, help="The course's grader.toml, copied into the zip.")
+def gradescope_zip_command(output: Path, config_path: Path) -> None:
+    """Build the autograder zip to upload to Gradescope.
+
+    It holds setup.sh (installs the grader's pinned dependencies, makes sure the
+    unprivileged user for student code exists, makes the grader's source
+    readable by root only), run_autograder (grades the .py or .ipynb in
+    /autograder/submission and always writes /autograder/results/results.json;
+    AUTOGRADER_ROOT overrides /autograder) and the grader's source.
+    """
+    from grader.export.gradescope_zip import build_zip
+
+    try:
+        names = build_zip(config_path, output)
+    except (ConfigError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+    click.echo(f"Wrote {output} ({len(names)} files). Upload it as the autograder of a programming assignment.")
