@@ -106,3 +106,88 @@ def gradescope_zip_command(output: Path, config_path: Path) -> None:
     except OSError as exc:
         raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
     click.echo(f"Wrote {output} ({len(names)} files). Upload it as the autograder of a programming assignment.")
+
+
+@main.group("export")
+def export_group() -> None:
+    """Turn a folder of JSON reports into a gradebook CSV for an LMS (Canvas, Moodle)."""
+
+
+def _write_csv(text: str, output: str) -> None:
+    from grader.report import write_atomic
+
+    if output == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(Path(output), text)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
+
+
+def _load_reports(folder: Path):
+    from grader.export.reports import load_reports
+
+    try:
+        found = load_reports(folder)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    for name, why in found.skipped:
+        click.echo(f"skipped {name}: {why}", err=True)
+    return found.reports
+
+
+@export_group.command("canvas")
+@click.argument("reports_dir", type=click.Path(path_type=Path))
+@click.option("--gradebook", type=click.Path(path_type=Path), required=True,
+              help="The gradebook CSV exported from Canvas (Grades → Export), to match students.")
+@click.option("--assignment", required=True, help='The assignment column, "Title (assignment id)".')
+@click.option("-o", "--output", default="canvas.csv", show_default=True, help="Where to write the CSV; - for stdout.")
+def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, output: str) -> None:
+    """Write a CSV that Canvas's gradebook import accepts.
+
+    Columns Student, ID, SIS User ID, SIS Login ID, Section and one named
+    "Title (assignment id)", one row per student of the gradebook export (blank
+    score: no report). Students are matched by the reports' student object or
+    file names; every report that matches nobody is listed, never dropped.
+    """
+    from grader.export import canvas
+
+    try:
+        assignment = canvas.check_assignment(assignment)
+        students = canvas.read_gradebook(gradebook.read_text(encoding="utf-8-sig"))
+    except canvas.GradebookError as exc:
+        raise click.ClickException(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.ClickException(f"cannot read the gradebook {gradebook}: {exc}") from None
+    export = canvas.match(_load_reports(reports_dir), students)
+    _write_csv(canvas.to_csv(export, assignment), output)
+    for label, why in export.unmatched:
+        click.echo(f"unmatched report {label}: {why}", err=True)
+    if export.without_report:
+        click.echo(f"{len(export.without_report)} student(s) of the gradebook have no report (score left blank): "
+                   + ", ".join(f"{s.name} ({s.id})" for s in export.without_report), err=True)
+    click.echo(f"{len(export.scores)} score(s) for {assignment}" + ("" if output == "-" else f" written to {output}")
+               + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
+
+
+@export_group.command("moodle")
+@click.argument("reports_dir", type=click.Path(path_type=Path))
+@click.option("--key", type=click.Choice(["email", "idnumber"]), default="email", show_default=True,
+              help="The user field Moodle matches rows by.")
+@click.option("--column", default="Grade", show_default=True, help="Name of the grade column.")
+@click.option("-o", "--output", default="moodle.csv", show_default=True, help="Where to write the CSV; - for stdout.")
+def export_moodle_command(reports_dir: Path, key: str, column: str, output: str) -> None:
+    """Write a CSV for Moodle's grade import, keyed by email address or ID number.
+
+    Columns "Email address", "ID number", "Full name" and the grade; every report
+    without the key is listed, never dropped.
+    """
+    from grader.export import moodle
+
+    export = moodle.build(_load_reports(reports_dir), key)
+    _write_csv(moodle.to_csv(export, column), output)
+    for label, why in export.unmatched:
+        click.echo(f"unmatched report {label}: {why}", err=True)
+    click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
+               + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
