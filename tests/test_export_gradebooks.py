@@ -88,8 +88,8 @@ def test_canvas_name_match_and_ambiguity():
     report = canvas.GradedReport("x.json", {"status": "graded", "score": 3, "student": {"name": "Ada Lovelace"}})
     export = canvas.match([report], students)
     assert export.scores == {}
-    assert export.unmatched == [("x.json (Ada Lovelace)", "its student name 'Ada Lovelace' matches 2 students: "
-                                 "Lovelace, Ada (1001), Lovelace, Ada (1005)")]
+    assert export.unmatched == [("x.json (Ada Lovelace)", ("its student name 'Ada Lovelace' matches 2 students: "
+                                                           "Lovelace, Ada (1001), Lovelace, Ada (1005)"))]
     report = canvas.GradedReport("y.json", {"status": "graded", "score": 3, "student": {"name": "Grace Hopper"}})
     assert canvas.match([report], students).scores == {"1003": 3}
 

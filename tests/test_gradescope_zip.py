@@ -52,7 +52,8 @@ def autograder_root(tmp_path: Path, zip_path: Path, files: dict[str, bytes]) -> 
 
 def run_autograder(root: Path) -> tuple[dict, str]:
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable)
-    process = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=180)
+    process = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=180,
+                             check=False)
     assert process.returncode == 0, process.stderr
     results = json.loads((root / "results" / "results.json").read_text())
     jsonschema.Draft202012Validator(SCHEMA).validate(results)
@@ -77,7 +78,7 @@ def test_zip_holds_the_scripts_and_the_source(autograder_zip):
 def test_setup_sh_dry_run(autograder_zip, tmp_path):
     root = autograder_root(tmp_path, autograder_zip, {})
     process = subprocess.run(["bash", str(root / "source" / "setup.sh"), "--dry-run"], capture_output=True, text=True,
-                             env=dict(os.environ, AUTOGRADER_ROOT=str(root)), timeout=60)
+                             env=dict(os.environ, AUTOGRADER_ROOT=str(root)), timeout=60, check=False)
     assert process.returncode == 0, process.stderr
     lines = process.stdout.splitlines()
     assert f"+ {root}/venv/bin/python -m pip install --no-cache-dir --quiet -r {root}/source/requirements.txt" in lines
