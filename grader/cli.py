@@ -191,3 +191,28 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
         click.echo(f"unmatched report {label}: {why}", err=True)
     click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
+
+
+@main.command("student-kit")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="A new or empty folder.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
+              show_default=True, help="The course's grader.toml.")
+@click.option("--seed", type=int, default=None, help="Seed of the public cases (default: grading.seed + 1).")
+def student_kit_command(output: Path, config_path: Path, seed: int | None) -> None:
+    """Write the kit students receive to check their work before submitting.
+
+    The starter, the exercise README, and the public (visible) cases with their
+    expected outputs precomputed in .npz files, with a grader.toml so that
+    `grade` run inside the kit grades against them. No reference code, no
+    hidden case.
+    """
+    from grader.student_kit import KitError, build_kit
+
+    try:
+        kit = build_kit(config_path, output, seed=seed)
+    except (ConfigError, KitError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the kit to {output}: {exc.strerror or exc}") from None
+    click.echo(f"Wrote the student kit to {output}: {kit.cases} public case(s) drawn with seed {kit.seed}, "
+               f"{kit.hidden} hidden case(s) left out, {sum(kit.points.values()):g} points.")
