@@ -9,17 +9,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from example_reports import graded as example
 
 from grader.cli import main
 from grader.export import canvas, moodle
 from grader.export.reports import load_reports
-from grader.grade import grade_submission
 
-SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 ASSIGNMENT = "Multi-head attention (222)"
 CANVAS_EXPORT = """\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Homework 1 (111),Multi-head attention (222),Current Score,Final Score
     Points Possible,,,,,10.00,100.00,(read only),(read only)
@@ -31,10 +29,9 @@ CANVAS_EXPORT = """\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Homework 1 
 """
 
 
-@pytest.fixture(scope="module")
-def graded(config):
-    return {name: grade_submission(SUBMISSIONS / f"{name}.py", config).report
-            for name in ("correct", "wrong_reshape", "nan_entropy")}
+@pytest.fixture
+def graded():
+    return {name: example(name) for name in ("correct", "wrong_reshape", "nan_entropy")}
 
 
 @pytest.fixture

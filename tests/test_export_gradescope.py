@@ -4,16 +4,15 @@ written from Gradescope's autograder specification (grader/schema/gradescope.sch
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
 import pytest
 from click.testing import CliRunner
+from example_reports import graded, with_visibility
 
 from grader.cli import main
 from grader.export import gradescope
-from grader.grade import grade_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -25,19 +24,14 @@ def validate(results: dict) -> dict:
     return results
 
 
-@pytest.fixture(scope="module")
-def hidden_config(config):
+@pytest.fixture
+def wrong_reshape():
     # the reshape trap hidden, the stability cases shown only after the due date
-    return replace(config, visibility={"mha_reshape": "hidden", "mha_stability": "after_due_date"})
+    return with_visibility(graded("wrong_reshape"), {"mha_reshape": "hidden", "mha_stability": "after_due_date"})
 
 
-@pytest.fixture(scope="module")
-def wrong_reshape(hidden_config):
-    return grade_submission(SUBMISSIONS / "wrong_reshape.py", hidden_config).report
-
-
-def test_correct_scores_full_points(config):
-    results = validate(gradescope.results(grade_submission(SUBMISSIONS / "correct.py", config).report))
+def test_correct_scores_full_points():
+    results = validate(gradescope.results(graded("correct")))
     assert results["score"] == 100
     assert len(results["tests"]) == 38
     assert all(t["status"] == "passed" and t["score"] == t["max_score"] for t in results["tests"])

@@ -4,16 +4,15 @@ grader/schema/prairielearn.schema.json (fields of PrairieLearn's external gradin
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
 import pytest
 from click.testing import CliRunner
+from example_reports import graded, with_visibility
 
 from grader.cli import main
 from grader.export import prairielearn
-from grader.grade import grade_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -26,10 +25,9 @@ def validate(results: dict) -> dict:
     return results
 
 
-@pytest.fixture(scope="module")
-def wrong_reshape(config):
-    hidden = replace(config, visibility={"mha_reshape": "hidden", "mha_model_sizes": "after_published"})
-    return grade_submission(SUBMISSIONS / "wrong_reshape.py", hidden).report
+@pytest.fixture
+def wrong_reshape():
+    return with_visibility(graded("wrong_reshape"), {"mha_reshape": "hidden", "mha_model_sizes": "after_published"})
 
 
 def test_score_is_a_fraction_and_points_are_per_test(wrong_reshape):
@@ -41,8 +39,8 @@ def test_score_is_a_fraction_and_points_are_per_test(wrong_reshape):
     assert len(results["tests"]) == 38
 
 
-def test_full_pass_scores_exactly_one(config):
-    results = validate(prairielearn.results(grade_submission(SUBMISSIONS / "correct.py", config).report))
+def test_full_pass_scores_exactly_one():
+    results = validate(prairielearn.results(graded("correct")))
     assert results["score"] == 1.0
     assert all(t["points"] == t["max_points"] and t["message"] == "" for t in results["tests"])
 

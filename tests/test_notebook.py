@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from click.testing import CliRunner
+from example_reports import graded
 
 from grader.cli import main
 from grader.grade import grade_submission
@@ -54,7 +55,7 @@ def test_notebook_and_py_of_the_same_code_score_the_same(tmp_path, config):
     for name in ("correct", "wrong_reshape", "nan_entropy"):
         source = (SUBMISSIONS / f"{name}.py").read_text()
         notebook = write_notebook(tmp_path / f"{name}.ipynb", "%matplotlib inline", *split_in_cells(source))
-        from_py = grade_submission(SUBMISSIONS / f"{name}.py", config).report
+        from_py = graded(name)
         from_nb = grade_submission(notebook, config).report
         assert from_nb["score"] == from_py["score"]
         strip = [{k: t[k] for k in ("name", "score", "status", "message")} for t in from_py["tests"]]
