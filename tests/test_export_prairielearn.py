@@ -13,6 +13,7 @@ from example_reports import graded, with_visibility
 
 from grader.cli import main
 from grader.export import prairielearn
+from grader.grade import grade_submission
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -82,6 +83,16 @@ def test_grader_error_is_not_gradable(wrong_reshape):
     results = validate(prairielearn.results(broken))
     assert results["gradable"] is False and results["score"] == 0
     assert results["message"] == "This submission could not be graded: internal grader error: KeyError: 'x'"
+
+
+def test_a_submission_that_cannot_be_imported_is_not_gradable(tmp_path, config):
+    # PrairieLearn's external grading docs: input that cannot even compile is "gradable": false,
+    # with the reason in format_errors, and costs the student no attempt.
+    (tmp_path / "broken.py").write_text("def multi_head_attention(:\n")
+    results = validate(prairielearn.results(grade_submission(tmp_path / "broken.py", config).report))
+    assert results["gradable"] is False and results["tests"] == []
+    assert results["format_errors"][0].startswith("importing broken.py failed: SyntaxError")
+    assert results["message"] == f"Your code could not be imported: {results['format_errors'][0]}"
 
 
 def test_cli_format_prairielearn_and_text(tmp_path):

@@ -23,12 +23,19 @@ SIZE_CAP = 1_000_000  # bytes of results.json PrairieLearn accepts
 def results(report: dict, *, list_hidden: bool = True, cap: int = SIZE_CAP) -> dict:
     """The results.json dict for one native report, under ``cap`` bytes once serialized.
 
-    A report with status "error" (the grader failed, not the student) is not
-    gradable: PrairieLearn then charges the student no attempt.
+    Not gradable (PrairieLearn then awards and removes no points and charges
+    no attempt): a report with status "error" (the grader failed, not the
+    student), and a submission that could not even be imported (every test
+    "import-error", e.g. a syntax error or a broken notebook), whose reason goes
+    in ``format_errors`` as PrairieLearn's documentation asks.
     """
     if report["status"] == "error":
         return {"gradable": False, "score": 0.0, "message": f"This submission could not be graded: {report['error']}",
                 "output": "", "tests": []}
+    if report["tests"] and all(t["status"] == "import-error" for t in report["tests"]):
+        reason = report["tests"][0]["message"]
+        return fit({"gradable": False, "score": 0.0, "message": f"Your code could not be imported: {reason}",
+                    "format_errors": [reason], "output": report["tests"][0]["output"], "tests": []}, cap)
     tests = [{
         "name": test["name"],
         "description": test["function"] + (f" ({test['group']})" if test["group"] else " (hidden)"),
