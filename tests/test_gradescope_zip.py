@@ -117,6 +117,26 @@ def test_hostile_submission_that_kills_the_grader(autograder_zip, tmp_path):
         assert "The autograder failed before it could grade this submission (exit status 137)" in results["output"]
 
 
+FORGER = b"""
+import json, os
+# Find the grading process's folder (ROOT/source) and plant a perfect result beside it.
+try:
+    source = os.readlink(f"/proc/{os.getppid()}/cwd")
+    with open(os.path.join(source, "..", "results", "results.json"), "w") as handle:
+        json.dump({"score": 100, "tests": []}, handle)
+except OSError:
+    pass
+"""
+
+
+def test_hostile_submission_that_forges_results(autograder_zip, tmp_path):
+    # A result the submission writes while it runs is replaced by the grader's own.
+    root = autograder_root(tmp_path, autograder_zip, {"forger.py": FORGER})
+    results, _ = run_autograder(root)
+    assert results["score"] == 0 and len(results["tests"]) == 38
+    assert {t["status"] for t in results["tests"]} == {"failed"}  # no function defined: every test fails
+
+
 @pytest.mark.parametrize(("files", "message"), [
     ({}, "No .py or .ipynb file was found in your submission."),
     ({"a.py": b"x = 1\n", "b.ipynb": b"{}"}, "Your submission holds 2 Python files or notebooks (a.py, b.ipynb). Upload exactly one."),
