@@ -12,7 +12,8 @@ Case store: ``public_cases/cases.json`` lists the cases (group, id, function,
 plain arguments, where each array is) and ``public_cases/cases/NNN.npz`` holds
 one case's named arrays: "arg.<i>", "kwarg.<name>", "expected" and, when the
 grader can compute them, "candidate.<code>", the output of each known mistake
-on the same inputs, so a kit can name the misconception offline.
+on the same inputs, so a kit can name the misconception offline; cases.json's
+"catalogue" holds each such code's explanation and section.
 """
 
 from __future__ import annotations
@@ -73,13 +74,22 @@ def expected_value(case) -> object:
     return expected
 
 
-def _candidates(case) -> dict:
-    """Outputs of the known mistakes on ``case``'s inputs, when the grader has a diagnosis module."""
+def _candidates(case) -> tuple[dict, dict]:
+    """Outputs of the known misconceptions on ``case``'s inputs, and their explanations.
+
+    Uses ``reference.variants`` (``variant_outputs(function, args, kwargs)``
+    and ``CATALOGUE``: code -> object with ``explanation`` and ``section``)
+    when the grader has it; otherwise there is nothing to store. Only outputs
+    and explanations go into the kit, never the variants' code.
+    """
     try:
-        from grader.diagnose import variant_outputs  # type: ignore[import-not-found]
+        from reference.variants import CATALOGUE, variant_outputs  # type: ignore[import-not-found]
     except ImportError:
-        return {}
-    return dict(variant_outputs(case))
+        return {}, {}
+    outputs = dict(variant_outputs(case.function, case.args, case.kwargs))
+    explained = {code: {"explanation": CATALOGUE[code].explanation, "section": CATALOGUE[code].section}
+                 for code in outputs if code in CATALOGUE}
+    return outputs, explained
 
 
 def _store(value, key: str, arrays: dict) -> dict:
@@ -112,22 +122,23 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Ki
     (suite / "cases").mkdir(parents=True)
     for name in ("pytest.ini", "conftest.py", "graded_kit.py"):
         shutil.copyfile(KIT_SUITE / name, suite / name)
-    manifest = []
+    manifest, catalogue = [], {}
     for index, case in enumerate(public):
         arrays: dict[str, np.ndarray] = {}
+        candidates, explained = ({}, {}) if case.raises else _candidates(case)
+        catalogue.update(explained)
         entry = {
             "group": case.group, "id": case.id, "function": case.function, "file": f"cases/{index:03d}.npz",
             "args": [_store(a, f"arg.{i}", arrays) for i, a in enumerate(case.args)],
             "kwargs": {k: _store(v, f"kwarg.{k}", arrays) for k, v in case.kwargs.items()},
             "raises": case.raises,
             "expected": None if case.raises else _store(expected_value(case), "expected", arrays),
-            "candidates": {code: _store(out, f"candidate.{code}", arrays)
-                           for code, out in ({} if case.raises else _candidates(case)).items()},
+            "candidates": {code: _store(out, f"candidate.{code}", arrays) for code, out in candidates.items()},
         }
         np.savez(suite / entry["file"], allow_pickle=False, **arrays)
         manifest.append(entry)
-    (suite / "cases.json").write_text(json.dumps({"format": 1, "seed": seed, "cases": manifest}, indent=1) + "\n",
-                                      encoding="utf-8")
+    store = {"format": 1, "seed": seed, "catalogue": catalogue, "cases": manifest}
+    (suite / "cases.json").write_text(json.dumps(store, indent=1) + "\n", encoding="utf-8")
 
     points = {group: value for group, value in config.points.items() if any(c.group == group for c in public)}
     (target / "grader.toml").write_text(_kit_toml(config, seed, points), encoding="utf-8")

@@ -74,7 +74,8 @@ def test_kit_holds_the_public_cases_and_no_reference_code(kit):
             text = path.read_text(encoding="utf-8")
             leaked = [line for line in code if line in text]
             assert not leaked, f"{path} holds reference code: {leaked[:2]}"
-    assert (kit / "README.md").read_text().startswith("# Exercise: multi-head attention (§4.5)")
+    statement = (ROOT / "assignments/mha/README.md").read_text().rstrip("\n")
+    assert (kit / "README.md").read_text().startswith(statement + "\n\n## Checking your work with this kit\n")
     assert (kit / "starter.py").read_bytes() == (ROOT / "assignments/mha/starter.py").read_bytes()
 
 
@@ -126,3 +127,29 @@ def test_kit_refuses_a_folder_that_is_not_empty(tmp_path, course):
     result = CliRunner().invoke(main, ["student-kit", "-o", str(tmp_path), "--config", str(course)])
     assert result.exit_code == 1
     assert f"{tmp_path} is not empty; pick a new folder" in result.output
+
+
+def test_kit_stores_the_outputs_of_known_mistakes_beside_the_expected(course, tmp_path, monkeypatch):
+    # Where the grader knows misconceptions (reference.variants: their outputs on a case's inputs,
+    # and an explanation per code), the kit stores each output as a named array of the case.
+    import importlib.util
+    import types
+
+    variants = types.ModuleType("reference.variants")
+    variants.CATALOGUE = {"double-softmax": types.SimpleNamespace(explanation="Softmax applied twice.", section="§4.3")}
+    variants.variant_outputs = lambda function, args, kwargs: (
+        {"double-softmax": np.full((2, 2), 7.0)} if function == "multi_head_attention" else {})
+    monkeypatch.setitem(sys.modules, "reference.variants", variants)
+    result = CliRunner().invoke(main, ["student-kit", "-o", str(tmp_path / "kit"), "--config", str(course)])
+    assert result.exit_code == 0, result.output
+    spec = importlib.util.spec_from_file_location("kit_conftest", tmp_path / "kit/public_cases/conftest.py")
+    kit_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kit_conftest)
+    cases = kit_conftest.load_cases(tmp_path / "kit/public_cases")
+    attention = [c for c in cases if c.function == "multi_head_attention" and not c.raises]
+    assert len(attention) == 14  # 12 random + 2 stability
+    assert all(list(c.candidates) == ["double-softmax"] and (c.candidates["double-softmax"] == 7.0).all()
+               for c in attention)
+    assert all(c.candidates == {} for c in cases if c not in attention)
+    assert kit_conftest.load_catalogue(tmp_path / "kit/public_cases") == {
+        "double-softmax": {"explanation": "Softmax applied twice.", "section": "§4.3"}}

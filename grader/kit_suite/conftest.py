@@ -52,6 +52,11 @@ def load_cases(folder=HERE):
     return cases
 
 
+def load_catalogue(folder=HERE):
+    """{code: {"explanation", "section"}} of every misconception whose outputs the kit stores."""
+    return json.loads((folder / "cases.json").read_text(encoding="utf-8")).get("catalogue", {})
+
+
 def pytest_generate_tests(metafunc):
     if "case" in metafunc.fixturenames:
         cases = load_cases()
