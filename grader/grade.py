@@ -35,7 +35,8 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
     submission = load_submission(path)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     clock = time.monotonic()
-    outcomes, result, error, warnings = [], None, None, []
+    outcomes, result, error = [], None, None
+    warnings: list[str] = []
     try:
         with sandbox_for(submission.path, config.limits) as (sandbox, warnings):
             outcomes = run_suite(sandbox, config)

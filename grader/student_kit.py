@@ -52,6 +52,8 @@ def _load_cases_module(suite: Path):
     if not path.is_file():
         raise KitError(f"{suite} has no cases.py to build the public cases from")
     spec = importlib.util.spec_from_file_location("_kit_source_cases", path)
+    if spec is None or spec.loader is None:
+        raise KitError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
     try:

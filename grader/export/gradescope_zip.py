@@ -49,7 +49,9 @@ def _requirements(distribution: str) -> list[str]:
     for requirement in metadata.requires(distribution) or []:
         if re.search(r"\bextra\s*==", requirement):
             continue
-        names.append(re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement).group(0))
+        name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+        if name:
+            names.append(name.group(0))
     return names
 
 

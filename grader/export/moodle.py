@@ -38,7 +38,7 @@ def build(reports: list[GradedReport], key: str = "email") -> Export:
     """One row per student with a graded report (the newest when several), keyed by ``key``."""
     if key not in KEYS:
         raise ValueError(f"key must be one of {', '.join(KEYS)}, got {key!r}")
-    export, seen = Export(), {}
+    export, seen = Export(), dict[str, str]()
     for report in latest_first(reports):
         email, idnumber, name = identity(report)
         value = email if key == "email" else idnumber
