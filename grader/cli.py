@@ -155,12 +155,19 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, o
 
     try:
         assignment = canvas.check_assignment(assignment)
-        students = canvas.read_gradebook(gradebook.read_text(encoding="utf-8-sig"))
+        text = gradebook.read_text(encoding="utf-8-sig")
+        students = canvas.read_gradebook(text)
     except canvas.GradebookError as exc:
         raise click.ClickException(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"cannot read the gradebook {gradebook}: {exc}") from None
-    export = canvas.match(_load_reports(reports_dir), students)
+    reports = _load_reports(reports_dir)
+    export = canvas.match(reports, students)
+    possible = canvas.points_possible(text, assignment)
+    maxima = sorted({r.report["max_score"] for r in reports if r.report.get("status") == "graded"})
+    if possible is not None and maxima and maxima != [possible]:
+        click.echo(f"note: {assignment} is worth {possible:g} points in Canvas; the reports are out of "
+                   f"{', '.join(f'{m:g}' for m in maxima)} (scores are exported as they are)", err=True)
     _write_csv(canvas.to_csv(export, assignment), output)
     for label, why in export.unmatched:
         click.echo(f"unmatched report {label}: {why}", err=True)

@@ -91,6 +91,12 @@ def test_canvas_name_match_and_ambiguity():
     assert canvas.match([report], students).scores == {"1003": 3}
 
 
+def test_points_possible_of_an_assignment():
+    assert canvas.points_possible(CANVAS_EXPORT, ASSIGNMENT) == 100.0
+    assert canvas.points_possible(CANVAS_EXPORT, "Homework 1 (111)") == 10.0
+    assert canvas.points_possible(CANVAS_EXPORT, "New assignment (999)") is None
+
+
 def test_canvas_rejects_a_bad_assignment_name_and_a_non_canvas_file():
     with pytest.raises(canvas.GradebookError, match="Title \\(assignment id\\)"):
         canvas.check_assignment("Multi-head attention")
@@ -109,6 +115,12 @@ def test_cli_export_canvas(reports_dir, tmp_path):
     assert "unmatched report stranger.json (Nobody Here): no student in the gradebook" in result.stderr
     assert "1 student(s) of the gradebook have no report (score left blank): Student, Test (1099)" in result.stderr
     assert f"4 score(s) for {ASSIGNMENT} written to {out}; 3 report(s) unmatched." in result.stderr
+    assert "note:" not in result.stderr  # 100 points in Canvas, as in the reports
+    result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
+                                       "--assignment", "Homework 1 (111)", "-o", str(tmp_path / "hw1.csv")])
+    assert result.exit_code == 0, result.output
+    assert ("note: Homework 1 (111) is worth 10 points in Canvas; the reports are out of 100 "
+            "(scores are exported as they are)") in result.stderr
     result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
                                        "--assignment", "MHA", "-o", str(out)])
     assert result.exit_code == 1 and "Title (assignment id)" in result.output

@@ -82,6 +82,22 @@ def read_gradebook(text: str) -> list[CanvasStudent]:
     return students
 
 
+def points_possible(text: str, assignment: str) -> float | None:
+    """The assignment's "Points Possible" in a Canvas export, or None when the export has no such column or row."""
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    header = [cell.strip() for cell in rows[0]] if rows else []
+    if assignment not in header or "Student" not in header:
+        return None
+    column, student = header.index(assignment), header.index("Student")
+    for row in rows[1:]:
+        if student < len(row) and row[student].strip().lower() == "points possible" and column < len(row):
+            try:
+                return float(row[column])
+            except ValueError:
+                return None
+    return None
+
+
 def match(reports: list[GradedReport], students: list[CanvasStudent]) -> Export:
     """Give each report's score to the student it belongs to; list what could not be matched."""
     export = Export(students, {})
