@@ -48,7 +48,7 @@ def main() -> None:
               default="native", show_default=True,
               help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only.")
 def submission_command(path: Path, output: str | None, config_path: Path, seed: int | None, fmt: str) -> None:
-    """Grade one submission (.py, or a notebook .ipynb) and write its JSON score report.
+    """Grade one .py or .ipynb submission and write its report.
 
     Prints a summary (points per function, one line per failed test) and
     writes the report to report.json, or to -o PATH (- for stdout); --format
