@@ -38,29 +38,38 @@ def main() -> None:
 
 @main.command("submission")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("-o", "--output", default="report.json", show_default=True,
-              help="Where to write the JSON report; - for stdout.")
+@click.option("-o", "--output", default=None,
+              help="Where to write the report; - for stdout. Default: report.json (native), results.json "
+                   "(gradescope, prairielearn), stdout (text).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
               show_default=True, help="The course's grader.toml.")
 @click.option("--seed", type=int, default=None, help="Override grading.seed from grader.toml.")
-def submission_command(path: Path, output: str, config_path: Path, seed: int | None) -> None:
-    """Grade one submission and write its JSON score report.
+@click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text"]),
+              default="native", show_default=True,
+              help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only.")
+def submission_command(path: Path, output: str | None, config_path: Path, seed: int | None, fmt: str) -> None:
+    """Grade one .py or .ipynb submission and write its report.
 
     Prints a summary (points per function, one line per failed test) and
-    writes the report to report.json, or to -o PATH (- for stdout). Exits 0
+    writes the report to report.json, or to -o PATH (- for stdout); --format
+    picks Gradescope's or PrairieLearn's results.json instead. Exits 0
     whenever grading completed, whatever the score; exits 1 with a one-line
     message when the grader could not run.
     """
+    from grader.export.formats import DEFAULT_OUTPUT, render
     from grader.grade import grade_submission
-    from grader.report import to_json, write_atomic
+    from grader.report import write_atomic
 
     try:
         config = load_config(config_path).with_overrides(seed=seed)
         result = grade_submission(path, config)
     except (ConfigError, SubmissionError) as exc:
         raise click.ClickException(str(exc)) from None
-    text = to_json(result.report)
-    if output == "-":
+    output = output or DEFAULT_OUTPUT[fmt]
+    text = render(result.report, fmt)
+    if fmt == "text" and output == "-":
+        sys.stdout.write(text)
+    elif output == "-":
         click.echo(result.summary, err=True, nl=False)
         sys.stdout.write(text)
     else:
@@ -96,3 +105,145 @@ def selftest_command(config_path: Path, seed: int | None) -> None:
     click.echo(table_text(result), nl=False)
     if not result.ok:
         raise click.ClickException("selftest failed: see the rows marked FAIL above")
+
+
+@main.command("gradescope-zip")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("autograder.zip"), show_default=True,
+              help="Where to write the zip.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
+              show_default=True, help="The course's grader.toml, copied into the zip.")
+def gradescope_zip_command(output: Path, config_path: Path) -> None:
+    """Build the autograder zip to upload to Gradescope.
+
+    It holds setup.sh (installs the grader's pinned dependencies, makes sure the
+    unprivileged user for student code exists, makes the grader's source
+    readable by root only), run_autograder (grades the .py or .ipynb in
+    /autograder/submission and always writes /autograder/results/results.json;
+    AUTOGRADER_ROOT overrides /autograder) and the grader's source.
+    """
+    from grader.export.gradescope_zip import build_zip
+
+    try:
+        names = build_zip(config_path, output)
+    except (ConfigError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+    click.echo(f"Wrote {output} ({len(names)} files). Upload it as the autograder of a programming assignment.")
+
+
+@main.group("export")
+def export_group() -> None:
+    """Turn a folder of JSON reports into a gradebook CSV for an LMS (Canvas, Moodle)."""
+
+
+def _write_csv(text: str, output: str) -> None:
+    from grader.report import write_atomic
+
+    if output == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(Path(output), text)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
+
+
+def _load_reports(folder: Path):
+    from grader.export.reports import load_reports
+
+    try:
+        found = load_reports(folder)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    for name, why in found.skipped:
+        click.echo(f"skipped {name}: {why}", err=True)
+    return found.reports
+
+
+@export_group.command("canvas")
+@click.argument("reports_dir", type=click.Path(path_type=Path))
+@click.option("--gradebook", type=click.Path(path_type=Path), required=True,
+              help="The gradebook CSV exported from Canvas (Grades → Export), to match students.")
+@click.option("--assignment", required=True, help='The assignment column, "Title (assignment id)".')
+@click.option("-o", "--output", default="canvas.csv", show_default=True, help="Where to write the CSV; - for stdout.")
+def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, output: str) -> None:
+    """Write a CSV that Canvas's gradebook import accepts.
+
+    Columns Student, ID, SIS User ID, SIS Login ID, Section and one named
+    "Title (assignment id)", one row per student of the gradebook export (blank
+    score: no report). Students are matched by the reports' student object or
+    file names; every report that matches nobody is listed, never dropped.
+    """
+    from grader.export import canvas
+
+    try:
+        assignment = canvas.check_assignment(assignment)
+        text = gradebook.read_text(encoding="utf-8-sig")
+        students = canvas.read_gradebook(text)
+    except canvas.GradebookError as exc:
+        raise click.ClickException(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.ClickException(f"cannot read the gradebook {gradebook}: {exc}") from None
+    reports = _load_reports(reports_dir)
+    export = canvas.match(reports, students)
+    possible = canvas.points_possible(text, assignment)
+    maxima = sorted({r.report["max_score"] for r in reports if r.report.get("status") == "graded"})
+    if possible is not None and maxima and maxima != [possible]:
+        click.echo(f"note: {assignment} is worth {possible:g} points in Canvas; the reports are out of "
+                   f"{', '.join(f'{m:g}' for m in maxima)} (scores are exported as they are)", err=True)
+    _write_csv(canvas.to_csv(export, assignment), output)
+    for label, why in export.unmatched:
+        click.echo(f"unmatched report {label}: {why}", err=True)
+    if export.without_report:
+        click.echo(f"{len(export.without_report)} student(s) of the gradebook have no report (score left blank): "
+                   + ", ".join(f"{s.name} ({s.id})" for s in export.without_report), err=True)
+    click.echo(f"{len(export.scores)} score(s) for {assignment}" + ("" if output == "-" else f" written to {output}")
+               + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
+
+
+@export_group.command("moodle")
+@click.argument("reports_dir", type=click.Path(path_type=Path))
+@click.option("--key", type=click.Choice(["email", "idnumber"]), default="email", show_default=True,
+              help="The user field Moodle matches rows by.")
+@click.option("--column", default="Grade", show_default=True, help="Name of the grade column.")
+@click.option("-o", "--output", default="moodle.csv", show_default=True, help="Where to write the CSV; - for stdout.")
+def export_moodle_command(reports_dir: Path, key: str, column: str, output: str) -> None:
+    """Write a CSV for Moodle's grade import, keyed by email address or ID number.
+
+    Columns "Email address", "ID number", "Full name" and the grade; every report
+    without the key is listed, never dropped.
+    """
+    from grader.export import moodle
+
+    export = moodle.build(_load_reports(reports_dir), key)
+    _write_csv(moodle.to_csv(export, column), output)
+    for label, why in export.unmatched:
+        click.echo(f"unmatched report {label}: {why}", err=True)
+    click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
+               + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
+
+
+@main.command("student-kit")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="A new or empty folder.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
+              show_default=True, help="The course's grader.toml.")
+@click.option("--seed", type=int, default=None, help="Seed of the public cases (default: grading.seed + 1).")
+def student_kit_command(output: Path, config_path: Path, seed: int | None) -> None:
+    """Write the kit students receive to check their work before submitting.
+
+    The starter, the exercise README, and the public (visible) cases with their
+    expected outputs precomputed in .npz files, with a grader.toml so that
+    `grade` run inside the kit grades against them. No reference code, no
+    hidden case.
+    """
+    from grader.student_kit import KitError, build_kit
+
+    try:
+        kit = build_kit(config_path, output, seed=seed)
+    except (ConfigError, KitError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the kit to {output}: {exc.strerror or exc}") from None
+    click.echo(f"Wrote the student kit to {output}: {kit.cases} public case(s) drawn with seed {kit.seed}, "
+               f"{kit.hidden} hidden case(s) left out, {sum(kit.points.values()):g} points.")

@@ -17,8 +17,8 @@ from threadpoolctl import threadpool_limits
 from grader import __version__
 from grader.config import Config
 from grader.diagnose import GENERIC, Diagnosis, settle
+from grader.notebook import NotebookError, extract_script, sandbox_for
 from grader.report import build_report, summary_text
-from grader.sandbox import Sandbox
 from grader.score import Score, as_number, score
 from grader.submission import load_submission
 from grader.suite import SuiteError, TestOutcome, run_suite
@@ -42,10 +42,12 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     clock = time.monotonic()
     outcomes, result, error, notes = [], None, None, []
+    warnings: list[str] = []
     try:
         # The grading process multiplies small matrices only (expected values, misconception variants):
         # one BLAS thread is faster there than several contending for a shared machine's cores.
-        with Sandbox(submission.path, config.limits) as sandbox, threadpool_limits(limits=1, user_api="blas"):
+        with sandbox_for(submission.path, config.limits) as (sandbox, warnings), \
+                threadpool_limits(limits=1, user_api="blas"):
             outcomes = settle_diagnoses(run_suite(sandbox, config))
         result = score([(o.group, o.status == "passed") for o in outcomes], config.points)
         result, notes = vectorization(submission.path, outcomes, result, config)
@@ -60,6 +62,8 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
         duration_s=time.monotonic() - clock, outcomes=outcomes, score=result,
         visibility=config.visibility, error=error, notes=notes,
     )
+    if warnings:  # e.g. IPython magics dropped from a notebook
+        report["warnings"] = warnings
     return GradeResult(report, error)
 
 
@@ -79,9 +83,10 @@ def vectorization(path: Path, outcomes: list[TestOutcome], result: Score, config
     are added to max_score and earned when multi_head_attention passes every
     test and has no loop over heads.
     """
-    try:
-        source = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    try:  # a notebook is analysed as the script that was graded
+        source = (extract_script(path).source if path.suffix == ".ipynb"
+                  else path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, NotebookError):
         source = ""
     loops = find_head_loops(source)
     worth = Fraction(str(config.vectorization_points))

@@ -71,6 +71,7 @@ def summary_text(report: dict) -> str:
     if report["status"] == "error":
         return f"{report['assignment']}: {name} could not be graded: {report['error']}\n"
     lines = [f"{report['assignment']}: {name} scored {_num(report['score'])} / {_num(report['max_score'])}"]
+    lines += [f"  warning: {warning}" for warning in report.get("warnings", [])]
     for function, entry in report["functions"].items():
         lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"
                      f" {entry['passed']} of {entry['tests']} tests passed")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 class SubmissionError(Exception):
-    """The submission path is unusable (missing, a folder, not a .py file)."""
+    """The submission path is unusable (missing, a folder, not a .py or .ipynb file)."""
 
 
 @dataclass(frozen=True)
@@ -21,14 +21,14 @@ class Submission:
 
 
 def load_submission(path: Path) -> Submission:
-    """Check that ``path`` is a readable .py file; raises SubmissionError saying why not."""
+    """Check that ``path`` is a readable .py or .ipynb file; raises SubmissionError saying why not."""
     path = Path(path)
     if not path.exists():
         raise SubmissionError(f"no such file: {path}")
     if not path.is_file():
         raise SubmissionError(f"not a file: {path}")
-    if path.suffix != ".py":
-        raise SubmissionError(f"{path} is not a Python file (.py)")
+    if path.suffix not in (".py", ".ipynb"):
+        raise SubmissionError(f"{path} is not a Python file (.py) or a notebook (.ipynb)")
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -64,4 +64,4 @@ def test_help_documents_the_command():
     assert result.exit_code == 0, result.output
     assert "Grade multi-head attention submissions" in result.output
     sub = CliRunner().invoke(main, ["submission", "--help"])
-    assert "Where to write the JSON report; - for stdout." in sub.output
+    assert "Where to write the report; - for stdout." in sub.output

@@ -1,0 +1,92 @@
+"""Gradescope's run_autograder, in Python: grade the one submission, always write results.json.
+
+Run as ``python -m grader.export.autograder ROOT`` from ROOT/source (the
+run_autograder script does). Layout, as Gradescope's autograder specification
+gives it: ROOT/submission/ holds the student's files, ROOT/submission_metadata.json
+describes the submission, ROOT/results/results.json receives the result. What
+goes wrong with the submission (no file, several files, code that fails) is a
+result with score 0 and a message for the student; what goes wrong with the
+grader is logged on stdout (hidden from students) and still gives a valid file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from grader.report import to_json, write_atomic
+
+SUBMISSION_SUFFIXES = (".py", ".ipynb")
+
+
+def find_submission(folder: Path) -> tuple[Path | None, str]:
+    """The single .py or .ipynb file under ``folder``, or None and a message for the student."""
+    found = sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix in SUBMISSION_SUFFIXES
+                   and not any(part.startswith((".", "__MACOSX")) for part in p.relative_to(folder).parts))
+    if len(found) == 1:
+        return found[0], ""
+    if not found:
+        return None, "No .py or .ipynb file was found in your submission. Upload your solution as one .py or .ipynb file."
+    names = ", ".join(str(p.relative_to(folder)) for p in found)
+    return None, f"Your submission holds {len(found)} Python files or notebooks ({names}). Upload exactly one."
+
+
+def read_metadata(path: Path) -> dict:
+    """submission_metadata.json as a dict ({} when missing or unreadable; the reason is logged)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"note: cannot read {path}: {exc}")
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def zero_result(message: str) -> dict:
+    """A valid results.json that gives no points and tells the student why."""
+    return {"score": 0, "execution_time": 0, "output": message, "output_format": "text",
+            "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+
+
+def run(root: Path) -> dict:
+    """Grade the submission under ``root``; returns the results.json dict (never raises for the student's faults)."""
+    from grader.config import load_config
+    from grader.export import gradescope
+    from grader.grade import grade_submission
+
+    metadata = read_metadata(root / "submission_metadata.json")
+    users = ", ".join(f"{u.get('name')} <{u.get('email')}>" for u in metadata.get("users", []) if isinstance(u, dict))
+    print(f"submission {metadata.get('id', '?')} by {users or 'unknown users'}")
+    path, problem = find_submission(root / "submission")
+    if path is None:
+        return zero_result(problem)
+    config = load_config(Path(__file__).resolve().parents[2] / "grader.toml")
+    result = grade_submission(path, config)
+    if result.grader_error:
+        print(f"grader error: {result.grader_error}")
+    total = (metadata.get("assignment") or {}).get("total_points")
+    if total is not None and result.report["max_score"] and float(total) != float(result.report["max_score"]):
+        print(f"warning: the assignment is worth {total} points on Gradescope, the grader's maximum is "
+              f"{result.report['max_score']}; scores are reported in the grader's points")
+    print(result.summary, end="")
+    return gradescope.results(result.report)
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[1] if len(argv) > 1 else "/autograder")
+    target = root / "results" / "results.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)  # nothing planted earlier survives
+    try:
+        results = run(root)
+    except Exception:  # noqa: BLE001 - a bug of ours still ends in a valid results.json
+        traceback.print_exc(file=sys.stdout)
+        results = zero_result("The autograder failed while grading this submission; the course staff can see why. "
+                              "Please contact them.")
+    write_atomic(target, to_json(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,156 @@
+"""Canvas gradebook import CSV from a folder of reports, matched against the instructor's Canvas export.
+
+Canvas's gradebook export starts with the columns Student, ID, SIS User ID,
+SIS Login ID and Section (some exports add Integration ID or Root Account),
+then one column per assignment, and its second line is a "Points Possible"
+row (some exports add a "Manual Posting" row too). The import accepts the same
+five columns followed by one column per assignment named "Title (assignment
+id)"; a blank cell leaves the grade unchanged.
+
+Matching, first hit wins: the report's ``student.id`` with ID or SIS User ID;
+``student.email`` with SIS Login ID; ``student.name`` with Student (as "Last,
+First" or "First Last"); then the report's file name with ID, SIS User ID, SIS
+Login ID or the name; then Canvas's download naming (``name_userid_...`` or
+``name_LATE_userid_...``) with ID. Reports that match nobody, or more than one
+student, and students with no report are listed in the result.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+
+from grader.export.reports import GradedReport, latest_first, normal_name
+
+IDENTITY_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+_ASSIGNMENT = re.compile(r"^.+ \((\d+)\)$")
+_NON_STUDENT_ROWS = ("points possible", "manual posting")
+
+
+class GradebookError(ValueError):
+    """The Canvas export cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class CanvasStudent:
+    name: str
+    id: str
+    sis_user_id: str = ""
+    sis_login_id: str = ""
+    section: str = ""
+
+    def row(self) -> list[str]:
+        return [self.name, self.id, self.sis_user_id, self.sis_login_id, self.section]
+
+
+@dataclass
+class Export:
+    students: list[CanvasStudent]
+    scores: dict[str, int | float]  # Canvas ID -> points
+    matched: dict[str, str] = field(default_factory=dict)  # Canvas ID -> report file
+    unmatched: list[tuple[str, str]] = field(default_factory=list)  # (report, why) for reports given no row
+    without_report: list[CanvasStudent] = field(default_factory=list)  # gradebook students with no score
+
+
+def check_assignment(assignment: str) -> str:
+    """The assignment column's name must read "Title (assignment id)"; raises GradebookError otherwise."""
+    if not _ASSIGNMENT.match(assignment.strip()):
+        raise GradebookError(f"--assignment must read \"Title (assignment id)\", e.g. \"Multi-head attention (12345)\", "
+                             f"got {assignment!r}")
+    return assignment.strip()
+
+
+def read_gradebook(text: str) -> list[CanvasStudent]:
+    """The students of a Canvas gradebook export (CSV text), in its order, without its Points Possible row."""
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    if not rows:
+        raise GradebookError("the gradebook export is empty")
+    header = [cell.strip() for cell in rows[0]]
+    missing = [c for c in ("Student", "ID") if c not in header]
+    if missing:
+        raise GradebookError(f"the gradebook export has no {' or '.join(missing)} column (its header is: {', '.join(header[:6])} …)")
+    column = {name: header.index(name) for name in IDENTITY_COLUMNS if name in header}
+    students = []
+    for row in rows[1:]:
+        cells = {name: (row[i].strip() if i < len(row) else "") for name, i in column.items()}
+        if cells["Student"].lower() in _NON_STUDENT_ROWS or not cells["ID"]:
+            continue  # "Points Possible" and other rows that are not students
+        students.append(CanvasStudent(cells["Student"], cells["ID"], cells.get("SIS User ID", ""),
+                                      cells.get("SIS Login ID", ""), cells.get("Section", "")))
+    return students
+
+
+def points_possible(text: str, assignment: str) -> float | None:
+    """The assignment's "Points Possible" in a Canvas export, or None when the export has no such column or row."""
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    header = [cell.strip() for cell in rows[0]] if rows else []
+    if assignment not in header or "Student" not in header:
+        return None
+    column, student = header.index(assignment), header.index("Student")
+    for row in rows[1:]:
+        if student < len(row) and row[student].strip().lower() == "points possible" and column < len(row):
+            try:
+                return float(row[column])
+            except ValueError:
+                return None
+    return None
+
+
+def match(reports: list[GradedReport], students: list[CanvasStudent]) -> Export:
+    """Give each report's score to the student it belongs to; list what could not be matched."""
+    export = Export(students, {})
+    claimed: dict[str, GradedReport] = {}
+    for report in latest_first(reports):
+        found = _find(report, students)
+        if isinstance(found, str):
+            export.unmatched.append((report.label, found))
+        elif report.report.get("status") != "graded":
+            export.unmatched.append((report.label, f"the grader failed on it ({report.report.get('error')}); no score exported"))
+        elif found.id in claimed:
+            export.unmatched.append((report.label, f"{found.name} ({found.id}) already has the newer report {claimed[found.id].file}"))
+        else:
+            claimed[found.id] = report
+            export.scores[found.id] = report.report["score"]
+            export.matched[found.id] = report.file
+    export.without_report = [s for s in students if s.id not in claimed]
+    return export
+
+
+def _find(report: GradedReport, students: list[CanvasStudent]) -> CanvasStudent | str:
+    """The one student ``report`` belongs to, or why there is none."""
+    student = report.student
+    sid, email, name = str(student.get("id") or ""), str(student.get("email") or ""), str(student.get("name") or "")
+    stem = report.stem
+    tokens = stem.split("_")
+    canvas_user = tokens[2] if len(tokens) > 2 and tokens[1] == "LATE" else tokens[1] if len(tokens) > 1 else ""
+    rules = [
+        ("student id", sid, lambda s: sid in (s.id, s.sis_user_id)),
+        ("student email", email, lambda s: email.lower() in (s.sis_login_id.lower(),)),
+        ("student name", name, lambda s: normal_name(name) == normal_name(s.name)),
+        ("file name", stem, lambda s: stem in (s.id, s.sis_user_id) or stem.lower() == s.sis_login_id.lower()
+         or normal_name(stem) == normal_name(s.name)),
+        ("Canvas download name", canvas_user, lambda s: canvas_user.isdigit() and canvas_user == s.id),
+    ]
+    for what, value, test in rules:
+        if not value:
+            continue
+        hits = [s for s in students if test(s)]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            return f"its {what} {value!r} matches {len(hits)} students: " + ", ".join(f"{s.name} ({s.id})" for s in hits)
+    tried = ", ".join(f"{what} {value!r}" for what, value, _ in rules if value)
+    return f"no student in the gradebook has its {tried}"
+
+
+def to_csv(export: Export, assignment: str) -> str:
+    """The import CSV: the five identity columns and the assignment's column; blank where no score."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*IDENTITY_COLUMNS, assignment])
+    for student in export.students:
+        score = export.scores.get(student.id)
+        writer.writerow([*student.row(), "" if score is None else score])
+    return out.getvalue()

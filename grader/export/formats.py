@@ -1,0 +1,22 @@
+"""The output formats of `grade SUBMISSION --format ...`, rendered as text from the native report."""
+
+from __future__ import annotations
+
+from grader.export import gradescope, prairielearn
+from grader.report import summary_text, to_json
+
+FORMATS = ("native", "gradescope", "prairielearn", "text")
+DEFAULT_OUTPUT = {"native": "report.json", "gradescope": "results.json", "prairielearn": "results.json", "text": "-"}
+
+
+def render(report: dict, fmt: str) -> str:
+    """The report in format ``fmt`` (one of FORMATS), as the text to write."""
+    if fmt == "native":
+        return to_json(report)
+    if fmt == "gradescope":
+        return to_json(gradescope.results(report))
+    if fmt == "prairielearn":
+        return to_json(prairielearn.results(report))
+    if fmt == "text":
+        return summary_text(report)
+    raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -1,0 +1,83 @@
+"""Gradescope's results.json, built from the native report (pure; no I/O).
+
+Follows Gradescope's autograder specification: top-level ``score`` (points),
+``execution_time`` (seconds), ``output``, ``visibility``, ``stdout_visibility``
+and ``tests``, each test with ``name``, ``score``, ``max_score``, ``status``
+("passed" or "failed"), ``output``, ``visibility``, ``number`` and ``tags``.
+Gradescope itself hides a test whose ``visibility`` says so, so per-test
+entries keep their details for the instructor; the top-level ``output``, which
+every student sees, is the redacted summary. Schema:
+grader/schema/gradescope.schema.json.
+"""
+
+from __future__ import annotations
+
+import math
+
+from grader.export.visibility import is_visible, student_view
+from grader.report import FUNCTIONS, summary_text
+
+STDOUT_VISIBILITY = "hidden"  # run_autograder's own log is for the instructor
+
+
+def results(report: dict) -> dict:
+    """The results.json dict for one native report.
+
+    Scores stay in points (Gradescope adds them up); a test's Gradescope status
+    is "passed" only when ours is "passed", and our finer status (timeout,
+    crashed, …) opens its output. A report with status "error" (the grader
+    failed) gives score 0, no tests, and the reason in ``output``.
+    """
+    base = {
+        "score": report["score"],
+        "execution_time": math.ceil(report.get("duration_s", 0)),
+        "output_format": "text",
+        "test_output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": STDOUT_VISIBILITY,
+    }
+    if report["status"] == "error":
+        return dict(base, score=0, output=f"This submission could not be graded: {report['error']}", tests=[])
+    numbers = _numbers(report["tests"])
+    tests = [{
+        "name": test["name"],
+        "number": number,
+        "score": test["score"],
+        "max_score": test["max_score"],
+        "status": "passed" if test["status"] == "passed" else "failed",
+        "output": _test_output(test),
+        "tags": [test["function"], test["group"]],
+        "visibility": test["visibility"],
+    } for test, number in zip(report["tests"], numbers)]
+    return dict(base, output=_student_summary(report), tests=tests)
+
+
+def _numbers(tests: list[dict]) -> list[str]:
+    """Gradescope's "number" orders tests: "<function index>.<test index within it>"."""
+    counters: dict[str, int] = {}
+    numbers = []
+    for test in tests:
+        counters[test["function"]] = counters.get(test["function"], 0) + 1
+        index = FUNCTIONS.index(test["function"]) + 1 if test["function"] in FUNCTIONS else len(FUNCTIONS) + 1
+        numbers.append(f"{index}.{counters[test['function']]}")
+    return numbers
+
+
+def _test_output(test: dict) -> str:
+    if test["status"] == "passed":
+        text = "Passed."
+    else:
+        text = f"[{test['status']}] {test['message']}".rstrip()
+    if test.get("output"):
+        text += f"\n\nYour code printed:\n{test['output']}"
+    return text
+
+
+def _student_summary(report: dict) -> str:
+    """The text summary with hidden tests redacted: what every student sees on Gradescope."""
+    redacted = dict(report, tests=student_view(report["tests"]))
+    hidden = sum(not is_visible(t) for t in report["tests"])
+    text = summary_text(redacted)
+    if hidden:
+        text += f"{hidden} hidden test(s) count toward the score; their details are not shown.\n"
+    return text

@@ -1,0 +1,76 @@
+"""A folder of native JSON reports (one per submission, as batch grading writes them) and who each is for.
+
+Identity: a report may carry an optional top-level ``student`` object
+(``{id, name, email}``, any of them); otherwise the report's file name stands
+for the student. Files that are not native reports (other JSON, summary.json,
+unreadable files) are listed with the reason, never silently skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class GradedReport:
+    file: str  # path relative to the reports folder
+    report: dict
+
+    @property
+    def student(self) -> dict:
+        student = self.report.get("student")
+        return student if isinstance(student, dict) else {}
+
+    @property
+    def stem(self) -> str:
+        return Path(self.file).stem
+
+    @property
+    def label(self) -> str:
+        """Who this report is for, in words, for listings."""
+        student = self.student
+        who = student.get("name") or student.get("email") or student.get("id")
+        return f"{self.file} ({who})" if who else self.file
+
+
+@dataclass
+class ReportFolder:
+    reports: list[GradedReport] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why it is not a report)
+
+
+def load_reports(folder: Path) -> ReportFolder:
+    """Every native report under ``folder`` (recursively, sorted by path); raises FileNotFoundError if absent."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no such folder: {folder}")
+    found = ReportFolder()
+    for path in sorted(folder.rglob("*.json")):
+        name = path.relative_to(folder).as_posix()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            found.skipped.append((name, f"not readable JSON ({exc})"))
+            continue
+        if not (isinstance(data, dict) and data.get("schema_version") == 1 and "score" in data and "status" in data):
+            found.skipped.append((name, "not a grading report (no schema_version 1, score and status)"))
+            continue
+        found.reports.append(GradedReport(name, data))
+    return found
+
+
+def normal_name(name: str) -> str:
+    """A person's name for matching: "Lovelace, Ada" and "ada lovelace" both give "ada lovelace"."""
+    name = name.strip()
+    if "," in name:
+        last, _, first = name.partition(",")
+        name = f"{first} {last}"
+    return " ".join(re.sub(r"[^\w\s]", " ", name.lower()).split())
+
+
+def latest_first(reports: list[GradedReport]) -> list[GradedReport]:
+    """Reports ordered newest first by ``started_at`` (ISO 8601 sorts as text), then by file."""
+    return sorted(reports, key=lambda r: (str(r.report.get("started_at", "")), r.file), reverse=True)

@@ -1,0 +1,63 @@
+"""Parametrizes the kit's suite with the public cases stored beside it (cases.json + cases/*.npz).
+
+Each case's arrays are one .npz file read with allow_pickle=False: its inputs
+("arg.<i>", "kwarg.<name>"), its expected output ("expected") and, when the
+kit was built with diagnoses, the output of each known mistake
+("candidate.<code>"). Plain values (h, causal, counts) sit in cases.json.
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class KitCase:
+    group: str
+    id: str
+    function: str
+    args: tuple
+    kwargs: dict
+    raises: str | None
+    expected: object  # ndarray, int, or None when the function must raise
+    candidates: dict = field(default_factory=dict)  # mistake code -> its output on these inputs
+
+    @property
+    def name(self):
+        return f"{self.group}[{self.id}]"
+
+
+def _value(spec, arrays):
+    return arrays[spec["array"]] if "array" in spec else spec["value"]
+
+
+def load_cases(folder=HERE):
+    manifest = json.loads((folder / "cases.json").read_text(encoding="utf-8"))
+    cases = []
+    for entry in manifest["cases"]:
+        with np.load(folder / entry["file"], allow_pickle=False) as stored:
+            arrays = {key: stored[key] for key in stored.files}
+        cases.append(KitCase(
+            entry["group"], entry["id"], entry["function"],
+            tuple(_value(a, arrays) for a in entry["args"]),
+            {k: _value(v, arrays) for k, v in entry["kwargs"].items()},
+            entry["raises"],
+            None if entry["expected"] is None else _value(entry["expected"], arrays),
+            {code: _value(v, arrays) for code, v in entry.get("candidates", {}).items()},
+        ))
+    return cases
+
+
+def load_catalogue(folder=HERE):
+    """{code: {"explanation", "section"}} of every misconception whose outputs the kit stores."""
+    return json.loads((folder / "cases.json").read_text(encoding="utf-8")).get("catalogue", {})
+
+
+def pytest_generate_tests(metafunc):
+    if "case" in metafunc.fixturenames:
+        cases = load_cases()
+        metafunc.parametrize("case", cases, ids=[c.name for c in cases])

@@ -1,0 +1,182 @@
+"""The student kit: what students receive to check their work before submitting.
+
+``build_kit`` writes the starter, the exercise README, a grader.toml and a
+suite of the public cases (groups whose visibility is "visible") with their
+expected outputs precomputed, plus a copy of the grader package so that
+``python -m grader`` runs inside the kit. No reference code and no hidden case
+goes in: expected values are computed here, by the instructor's grader, and
+stored as arrays. The kit's cases are drawn from their own seed (by default
+grading.seed + 1), so the public outputs are not the graded ones.
+
+Case store: ``public_cases/cases.json`` lists the cases (group, id, function,
+plain arguments, where each array is) and ``public_cases/cases/NNN.npz`` holds
+one case's named arrays: "arg.<i>", "kwarg.<name>", "expected" and, when the
+grader can compute them, "candidate.<code>", the output of each known mistake
+on the same inputs, so a kit can name the misconception offline; cases.json's
+"catalogue" holds each such code's explanation and section.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import grader
+from grader.config import Config, load_config
+
+KIT_SUITE = Path(__file__).parent / "kit_suite"
+SUITE_FOLDER = "public_cases"
+
+
+class KitError(Exception):
+    """The kit cannot be built (missing starter, suite without cases.py, target not empty)."""
+
+
+@dataclass(frozen=True)
+class Kit:
+    folder: Path
+    seed: int
+    cases: int  # public cases written
+    hidden: int  # cases left out because their group is not visible
+    points: dict[str, float]  # the kit's points per visible group
+
+
+def _load_cases_module(suite: Path):
+    path = suite / "cases.py"
+    if not path.is_file():
+        raise KitError(f"{suite} has no cases.py to build the public cases from")
+    spec = importlib.util.spec_from_file_location("_kit_source_cases", path)
+    if spec is None or spec.loader is None:
+        raise KitError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def expected_value(case) -> object:
+    """The reference's output for ``case`` in float64, as the graded suite computes it; None when it must raise."""
+    from reference import mha
+
+    if case.raises:
+        return None
+    args = [np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in case.args]
+    expected = getattr(mha, case.function)(*args, **case.kwargs)
+    if isinstance(expected, np.ndarray) and not np.isfinite(expected).all():
+        raise KitError(f"the reference's output for {case.name} is not finite")
+    return expected
+
+
+def _candidates(case) -> tuple[dict, dict]:
+    """Outputs of the known misconceptions on ``case``'s inputs, and their explanations.
+
+    Uses ``reference.variants`` (``variant_outputs(function, args, kwargs)``
+    and ``CATALOGUE``: code -> object with ``explanation`` and ``section``)
+    when the grader has it; otherwise there is nothing to store. Only outputs
+    and explanations go into the kit, never the variants' code.
+    """
+    try:
+        from reference.variants import CATALOGUE, variant_outputs  # type: ignore[import-not-found]
+    except ImportError:
+        return {}, {}
+    outputs = dict(variant_outputs(case.function, case.args, case.kwargs))
+    explained = {code: {"explanation": CATALOGUE[code].explanation, "section": CATALOGUE[code].section}
+                 for code in outputs if code in CATALOGUE}
+    return outputs, explained
+
+
+def _store(value, key: str, arrays: dict) -> dict:
+    """A manifest entry for one value: plain JSON, or the name of an array in the case's .npz."""
+    if isinstance(value, np.ndarray):
+        arrays[key] = value
+        return {"array": key}
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"value": value}
+    raise KitError(f"cannot store a {type(value).__name__} in the kit")
+
+
+def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Kit:
+    """Write the student kit for grader.toml at ``config_path`` into the new or empty folder ``target``."""
+    config = load_config(config_path)
+    assignment = config.suite_dir.parent
+    starter = assignment / "starter.py"
+    if not starter.is_file():
+        raise KitError(f"no starter at {starter}")
+    target = Path(target)
+    if target.exists() and any(target.iterdir()):
+        raise KitError(f"{target} is not empty; pick a new folder")
+    seed = config.seed + 1 if seed is None else seed
+    cases = _load_cases_module(config.suite_dir).build_cases(seed, config.random_cases)
+    public = [c for c in cases if config.visibility.get(c.group, "visible") == "visible"]
+
+    suite = target / SUITE_FOLDER
+    (suite / "cases").mkdir(parents=True)
+    for name in ("pytest.ini", "conftest.py", "graded_kit.py"):
+        shutil.copyfile(KIT_SUITE / name, suite / name)
+    manifest, catalogue = [], {}
+    for index, case in enumerate(public):
+        arrays: dict[str, np.ndarray] = {}
+        candidates, explained = ({}, {}) if case.raises else _candidates(case)
+        catalogue.update(explained)
+        entry = {
+            "group": case.group, "id": case.id, "function": case.function, "file": f"cases/{index:03d}.npz",
+            "args": [_store(a, f"arg.{i}", arrays) for i, a in enumerate(case.args)],
+            "kwargs": {k: _store(v, f"kwarg.{k}", arrays) for k, v in case.kwargs.items()},
+            "raises": case.raises,
+            "expected": None if case.raises else _store(expected_value(case), "expected", arrays),
+            "candidates": {code: _store(out, f"candidate.{code}", arrays) for code, out in candidates.items()},
+        }
+        np.savez(suite / entry["file"], allow_pickle=False, **arrays)
+        manifest.append(entry)
+    store = {"format": 1, "seed": seed, "catalogue": catalogue, "cases": manifest}
+    (suite / "cases.json").write_text(json.dumps(store, indent=1) + "\n", encoding="utf-8")
+
+    points = {group: value for group, value in config.points.items() if any(c.group == group for c in public)}
+    (target / "grader.toml").write_text(_kit_toml(config, seed, points), encoding="utf-8")
+    shutil.copyfile(starter, target / "starter.py")
+    readme = assignment / "README.md"
+    statement = readme.read_text(encoding="utf-8") if readme.is_file() else "# Multi-head attention (§4.5)\n"
+    (target / "README.md").write_text(statement.rstrip("\n") + "\n\n" + _CHECKING, encoding="utf-8")
+    package = Path(grader.__file__).resolve().parent
+    shutil.copytree(package, target / "grader", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return Kit(target, seed, len(public), len(cases) - len(public), {g: float(v) for g, v in points.items()})
+
+
+def _kit_toml(config: Config, seed: int, points: dict) -> str:
+    lines = [
+        "# The student kit's configuration: grades against the public cases in public_cases/.",
+        "[assignment]", f'name = "{config.assignment}"', f'suite = "{SUITE_FOLDER}"', "",
+        "[grading]", f"seed = {seed}  # the seed the public cases were drawn with (they are stored, not redrawn)",
+        f"random_cases = {config.random_cases}", f"rtol = {config.rtol!r}", f"atol = {config.atol!r}", "",
+        "[limits]",
+        *(f"{key} = {getattr(config.limits, key)!r}" for key in
+          ("call_timeout_s", "submission_timeout_s", "memory_mb", "file_size_mb", "output_bytes")), "",
+        "[points]", *(f"{group} = {float(value)!r}" for group, value in points.items()), "",
+    ]
+    return "\n".join(lines)
+
+
+_CHECKING = """## Checking your work with this kit
+
+This folder holds the starter, the public test cases with their expected outputs, and the grader.
+With numpy, pytest, pytest-json-report, click and nbformat installed, run from this folder:
+
+```sh
+python -m grader starter.py
+```
+
+(or `grade starter.py` if the grader is installed). It grades your file, or your notebook,
+against the public cases only, with the same checks and messages as the real grading; the real
+grading also has cases you do not see here, drawn from another seed.
+"""
