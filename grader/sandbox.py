@@ -422,6 +422,9 @@ class Sandbox:
             if number == signal.SIGKILL:
                 text += " (from inside the submission, or for using too much memory)"
             return CallResult(CRASHED, message=text, output=output)
+        if ended.get("exit") == worker.LOST_SOCKET_EXIT:
+            return CallResult(CRASHED, message="the submission's process lost its connection to the grader"
+                              " (its socket on file descriptor 3 was closed or misused)", output=output)
         if "exit" in ended:
             return CallResult(CRASHED, message=f"the submission's process exited with status {ended['exit']}"
                               " (sys.exit or os._exit in the submission)", output=output)

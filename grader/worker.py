@@ -50,6 +50,7 @@ NUMERIC_KINDS = "biuf"  # numpy dtype kinds that may cross the boundary
 MEMFD_MIN_BYTES = 1 << 20  # arrays at least this big travel in a memfd instead of the socket
 SOCKET_BUFFER = 4 << 20  # SO_SNDBUF / SO_RCVBUF of the protocol socket
 NOBODY = 65534  # uid and gid of student code when the grader runs as root
+LOST_SOCKET_EXIT = 71  # exit status of a worker whose grading socket was closed or misused
 
 _LEN = struct.Struct(">Q")
 
@@ -383,8 +384,10 @@ def _worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.argv = [request["argv0"]]
-    sock = socket.socket(fileno=3)
-    serve(sock, request["limits"]["max_result_bytes"])
+    try:
+        serve(socket.socket(fileno=3), request["limits"]["max_result_bytes"])
+    except (OSError, EOFError, ProtocolError, ValueError, KeyError, TypeError):
+        os._exit(LOST_SOCKET_EXIT)
 
 
 def _build_root(request: dict) -> None:
