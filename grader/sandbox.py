@@ -50,7 +50,7 @@ MEMORY = "memory"  # MemoryError under the memory limit
 CRASHED = "crashed"  # the child died (signal, exit) or broke the protocol
 BAD_TYPE = "bad-type"  # the return value is not plain numeric data
 
-TEXT_BUDGET = 200_000  # characters of student-controlled text (output, messages) kept per submission
+TEXT_BUDGET = 100_000  # characters of student-controlled text (output, messages) kept per submission
 TEXT_FLOOR = 300  # characters of a message kept even when the budget is spent
 NPROC = 256  # processes and threads student code may have at once (RLIMIT_NPROC)
 _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
@@ -239,6 +239,7 @@ class _MessageReader:
 @dataclass
 class _Child:
     keeper: int  # pid of the keeper process (see grader.worker)
+    pidfd: int  # readable once the keeper has exited
     sock: socket.socket  # protocol
     out: int  # read end of the output pipe (stdout and stderr of the child)
     ctl: socket.socket  # control: "kill" from here; how the worker ended, from there
@@ -297,7 +298,8 @@ class Sandbox:
         self._text_left = max(0, self._text_left - len(text))
         if len(text) <= keep:
             return text
-        return text[:keep] + f" ... [{len(text) - keep} characters dropped: the submission's output limit is spent]"
+        marker = f"\n... [{len(text) - keep} characters dropped: the submission's total output limit is spent] ...\n"
+        return text[: keep // 2] + marker + (text[len(text) - keep // 2:] if keep > 1 else "")
 
     def _call(self, function: str, args: tuple, kwargs: dict) -> CallResult:
         if self._import_failure is None and self._child is None:
@@ -483,7 +485,12 @@ class Sandbox:
         proto_child.close()
         os.close(out_child)
         ctl_child.close()
-        child = _Child(keeper, proto, out, ctl, _Output(limits.output_bytes))
+        try:
+            pidfd = os.pidfd_open(keeper)
+        except ProcessLookupError:  # already gone: a pidfd of this process never becomes readable, use a pipe
+            pidfd, write_end = os.pipe()
+            os.close(write_end)
+        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes))
         self._child = child
         try:
             proto.settimeout(max(0.001, min(limits.call_timeout_s, self._remaining())))
@@ -522,6 +529,8 @@ class Sandbox:
                 os.kill(child.keeper, signal.SIGKILL)  # everything under it has PR_SET_PDEATHSIG
             except ProcessLookupError:
                 pass
+        select.select([child.pidfd], [], [], 5)  # the keeper has exited, not only closed its sockets
+        os.close(child.pidfd)
         child.sock.close()
         child.ctl.close()
         os.close(child.out)

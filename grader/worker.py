@@ -116,7 +116,7 @@ def recv_message(sock: socket.socket, max_blob: int, with_fds: bool = False):
 
 def array_to_blob(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
-    np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    np.lib.format.write_array(buffer, np.asarray(array, order="C"), allow_pickle=False)  # keeps shape ()
     return buffer.getvalue()
 
 
@@ -134,7 +134,7 @@ def encode_values(values: list) -> tuple[list, list, list[int]]:
     specs, blobs, fds = [], [], []
     for value in values:
         if isinstance(value, np.ndarray):
-            array = np.ascontiguousarray(value)
+            array = np.asarray(value, order="C")  # C order, shape () kept
             spec = {"dtype": array.dtype.str, "shape": list(array.shape)}
             if array.nbytes >= MEMFD_MIN_BYTES:
                 fd = os.memfd_create("grader-argument", os.MFD_CLOEXEC)
