@@ -305,7 +305,8 @@ class Sandbox:
         if self._import_failure is None and self._child is None:
             if self._remaining() <= 0:
                 return self._out_of_time()
-            self._start_child()
+            if failed := self._start_child():
+                return failed
         if self._import_failure is not None:
             return replace(self._import_failure, output="")
         child = self._child
@@ -457,7 +458,8 @@ class Sandbox:
     def _remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def _start_child(self) -> None:
+    def _start_child(self) -> CallResult | None:
+        """Start a child and import the submission there; returns the failure when it did not start."""
         limits = self.limits
         isolated = self.isolated
         module = Path(self.filename).stem if Path(self.filename).stem.isidentifier() else "submission"
@@ -498,13 +500,17 @@ class Sandbox:
         except OSError:
             pass  # the reply (or its absence) says what happened
         result = self._receive(child, min(limits.call_timeout_s, self._remaining()))
-        if result.status != "ok":
-            # An import that fails fails every call the same way: remember it, start no more children.
-            if result.status not in (TIMEOUT, MEMORY):
-                result.status = IMPORT_ERROR
-            result.message = f"importing {self.filename} failed: {result.message}"
-            self._import_failure = result
-            self._stop_child()
+        if result.status == "ok":
+            return None
+        self._stop_child()
+        if result.status == TIMEOUT and self._remaining() <= 0:
+            return result  # the submission's time ran out while it was being imported again
+        # An import that fails fails every call the same way: remember it, start no more children.
+        if result.status not in (TIMEOUT, MEMORY):
+            result.status = IMPORT_ERROR
+        result.message = f"importing {self.filename} failed: {result.message}"
+        self._import_failure = result
+        return None
 
     def _stop_child(self) -> None:
         """Kill the child's whole process tree and wait until the keeper says it is gone."""
