@@ -84,7 +84,7 @@ class _Zygote:
         self.owner = os.getpid()
         self.lock = threading.Lock()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.errors = tempfile.TemporaryFile()
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-c", WORKER_SOURCE, str(theirs.fileno())],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errors,
@@ -270,7 +270,7 @@ class Sandbox:
         self._import_failure: CallResult | None = None
         self._text_left = TEXT_BUDGET
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:  # noqa: PYI034
         return self
 
     def __exit__(self, *exc) -> None:

@@ -30,6 +30,7 @@ parent with ``allow_pickle=False``. Nothing is ever pickled.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import io
 import json
 import mmap
@@ -186,15 +187,15 @@ def _describe_result(result) -> tuple[dict, list[bytes]]:
     name = _type_name(result)
     if kind in (int, float, bool):
         return {"status": "ok", "type": name, "value": result}, []
-    if isinstance(result, np.generic) and kind is getattr(np, kind.__name__, None):
-        if result.dtype.kind in NUMERIC_KINDS:
-            return {"status": "ok", "type": name, "value": result.item()}, []
+    plain_scalar = isinstance(result, np.generic) and kind is getattr(np, kind.__name__, None)
+    if plain_scalar and result.dtype.kind in NUMERIC_KINDS:
+        return {"status": "ok", "type": name, "value": result.item()}, []
     if kind is np.ndarray and result.dtype.kind in NUMERIC_KINDS:
         return {"status": "ok", "type": name, "array": 0}, [array_to_blob(result)]
     if kind in (list, tuple):
         try:
             array = np.array(result)
-        except Exception:  # a ragged or hostile list
+        except Exception:  # noqa: BLE001 - a ragged or hostile list
             array = None
         if array is not None and type(array) is np.ndarray and array.dtype.kind in NUMERIC_KINDS:
             return {"status": "ok", "type": name, "array": 0}, [array_to_blob(array)]
@@ -209,7 +210,7 @@ def _describe_result(result) -> tuple[dict, list[bytes]]:
 def _describe_exception(exc: BaseException) -> dict:
     try:
         text = str(exc)
-    except BaseException:  # an exception whose __str__ itself raises
+    except BaseException:  # noqa: BLE001 - an exception whose __str__ itself raises
         text = "<its message could not be read: its __str__ raised>"
     if not isinstance(text, str):
         text = "<its message is not text>"
@@ -220,7 +221,7 @@ def _describe_exception(exc: BaseException) -> dict:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == _SUBMISSION_FILE]
         if frames:
             where = f"line {frames[-1].lineno}"
-    except BaseException:
+    except BaseException:  # noqa: BLE001, S110 - student code may raise anything
         pass
     return {"exception": type(exc).__name__, "message": text, "where": where}
 
@@ -233,7 +234,7 @@ def _flush_output() -> None:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             stream.flush()
-        except BaseException:
+        except BaseException:  # noqa: BLE001, S110 - student code may raise anything
             pass
 
 
@@ -245,8 +246,6 @@ def _send(sock: socket.socket, header: dict, blobs=()) -> None:
 def serve(sock: socket.socket, max_blob: int) -> None:
     """Receive the submission, import it, and answer call requests until told to stop."""
     global _SUBMISSION_FILE
-    import importlib.util
-
     load, blobs = recv_message(sock, max_blob)
     path = os.path.abspath(load["filename"])
     with open(path, "wb") as handle:
@@ -262,7 +261,7 @@ def serve(sock: socket.socket, max_blob: int) -> None:
         where = f"{os.path.basename(exc.filename or path)}, line {exc.lineno}"
         _send(sock, {"status": "import-error", "exception": "SyntaxError", "message": f"{exc.msg} ({where})", "where": ""})
         return
-    except BaseException as exc:  # SystemExit, KeyboardInterrupt and EOFError (input()) at import included
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, EOFError (input()) too
         _send(sock, dict(_describe_exception(exc), status="import-error"))
         return
     _send(sock, {"status": "ready"})
@@ -285,7 +284,7 @@ def serve(sock: socket.socket, max_blob: int) -> None:
         try:
             result = function(*args, **kwargs)
             reply, out = _describe_result(result)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - student code may raise anything
             reply, out = dict(_describe_exception(exc), status="raised"), []
         del args, kwargs
         _send(sock, reply, out)
@@ -314,7 +313,9 @@ def _prctl(option: int, value: int) -> None:
 
 
 def _mount(source, target, fstype, flags: int, data=None) -> None:
-    enc = lambda s: None if s is None else os.fsencode(s)  # noqa: E731
+    def enc(text):
+        return None if text is None else os.fsencode(text)
+
     _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            f"mount {source} on {target}")
 
@@ -528,7 +529,7 @@ def _run_child(function, *args) -> None:
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - student code may raise anything
         try:
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         except OSError:
@@ -612,9 +613,6 @@ def zygote(control_fd: int) -> None:
         del request, data
         control.send(json.dumps({"event": "spawned", "pid": pid}).encode())
 
-
-# Modules student code is likely to import, loaded while the zygote can still read every file.
-import importlib.util  # noqa: E402,F401
 
 if __name__ == "__main__":
     zygote(int(sys.argv[1]))
