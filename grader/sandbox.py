@@ -93,6 +93,10 @@ class _Zygote:
         self.sock = ours
         hello = self._reply(60.0)
         self.path = [p for p in hello.get("path", []) if isinstance(p, str)]
+        self.namespaces = hello.get("namespaces") is True
+        if os.geteuid() == 0 and not self.namespaces:
+            print("grade: warning: running as root, but namespaces cannot be created here (no CAP_SYS_ADMIN?); "
+                  "student code runs as root with rlimits only", file=sys.stderr)
 
     def _reply(self, timeout: float) -> dict:
         self.sock.settimeout(timeout)
@@ -153,8 +157,8 @@ def shutdown() -> None:
 
 
 def isolation_available() -> bool:
-    """True when student code can run as uid 65534 in its own namespaces (the grader runs as root)."""
-    return os.geteuid() == 0
+    """True when student code can run as uid 65534 in its own namespaces: root, and namespaces allowed."""
+    return os.geteuid() == 0 and _get_zygote().namespaces
 
 
 def _hidden_paths() -> list[str]:

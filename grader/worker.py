@@ -585,6 +585,16 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     os._exit(0)
 
 
+def _namespaces_work() -> bool:
+    """Can this process create the namespaces of root mode? (No in containers without CAP_SYS_ADMIN.)"""
+    if os.geteuid() != 0:
+        return False
+    pid = os.fork()
+    if pid == 0:
+        os._exit(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
+    return os.waitpid(pid, 0)[1] == 0
+
+
 def zygote(control_fd: int) -> None:
     """Fork one keeper per request that arrives on the control socket, until it closes.
 
@@ -593,9 +603,10 @@ def zygote(control_fd: int) -> None:
     paths and the environment, never the submission or any grading data.
     """
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    hello = {"event": "ready", "pid": os.getpid(), "path": sys.path, "namespaces": _namespaces_work()}
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
     control = socket.socket(fileno=control_fd)
-    control.send(json.dumps({"event": "ready", "pid": os.getpid(), "path": sys.path}).encode())
+    control.send(json.dumps(hello).encode())
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(control, 1 << 16, 8)

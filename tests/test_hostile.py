@@ -24,11 +24,11 @@ import pytest
 from grader.config import load_config
 from grader.grade import grade_submission
 from grader.report import to_json
-from grader.sandbox import _get_zygote
+from grader.sandbox import _get_zygote, isolation_available
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ROOT = HOSTILE.parent.parent
-ROOT_MODE = os.geteuid() == 0
+ROOT_MODE = isolation_available()  # root, and namespaces allowed (as in CI)
 MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"
 ALL_PASS = {MHA: {"passed": 24}, COUNT: {"passed": 8}, ENTROPY: {"passed": 6}}
 
