@@ -161,6 +161,23 @@ def isolation_available() -> bool:
     return os.geteuid() == 0 and _get_zygote().namespaces
 
 
+def _visible_paths(interpreter_path: list[str]) -> list[str]:
+    """What the child may see in root mode: system folders, the Python prefix, the zygote's sys.path.
+
+    A folder that holds the grader's source checkout (a sys.path entry added by a .pth file, say)
+    is left out: it would show grader.toml, reference/ and the graded suite.
+    """
+    package = Path(__file__).resolve().parent
+    checkout = package.parent if any((package.parent / f).exists() for f in ("pyproject.toml", "grader.toml")) else None
+    paths = []
+    for entry in sorted({sys.base_prefix, *interpreter_path}):
+        path = Path(entry).resolve()
+        if checkout is not None and (path == checkout or path in checkout.parents):
+            continue
+        paths.append(str(path))
+    return _SYSTEM_DIRS + paths
+
+
 def _hidden_paths() -> list[str]:
     """The grader's own packages, hidden in the child even when installed beside numpy in site-packages."""
     paths = [str(Path(__file__).resolve().parent)]
@@ -479,7 +496,7 @@ class Sandbox:
             request = {
                 "isolated": isolated, "workdir": self._workdir.name, "env": _ENV, "argv0": module + ".py",
                 "limits": asdict(limits), "nproc": NPROC,
-                "visible": _SYSTEM_DIRS + sorted({sys.base_prefix, sys.prefix, *zygote.path}),
+                "visible": _visible_paths(zygote.path),
                 "hidden": _hidden_paths(),
             }
             try:

@@ -406,6 +406,11 @@ def _build_root(request: dict) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     root = request["workdir"]  # an empty folder of the parent's; this tmpfs covers it in this namespace only
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    size = f"size={max(64, 4 * request['limits']['file_size_mb'])}m"
+    os.makedirs(root + "/tmp")  # first: a virtual environment under /tmp is bound inside it below
+    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
+    os.makedirs(root + "/tmp/work", mode=0o700)
+    os.chown(root + "/tmp/work", NOBODY, NOBODY)
     mounted: list[str] = []
     for path in request["visible"]:
         if not os.path.lexists(path) or any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounted):
@@ -431,13 +436,8 @@ def _build_root(request: dict) -> None:
     os.symlink("/proc/self/fd", root + "/dev/fd")
     for number, name in enumerate(("stdin", "stdout", "stderr")):
         os.symlink(f"/proc/self/fd/{number}", f"{root}/dev/{name}")
-    size = f"size={max(64, 4 * request['limits']['file_size_mb'])}m"
     os.makedirs(root + "/dev/shm")
     _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
-    os.makedirs(root + "/tmp")
-    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
-    os.makedirs(root + "/tmp/work", mode=0o700)
-    os.chown(root + "/tmp/work", NOBODY, NOBODY)
     os.makedirs(root + "/proc")
     try:
         _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
@@ -602,7 +602,8 @@ def zygote(control_fd: int) -> None:
     pipe, control socket of the keeper, and nothing else); it carries limits,
     paths and the environment, never the submission or any grading data.
     """
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # No PR_SET_PDEATHSIG here: it fires when the parent's *thread* ends, and the grader may start the
+    # zygote from a worker thread. The zygote ends when its control socket closes instead.
     hello = {"event": "ready", "pid": os.getpid(), "path": sys.path, "namespaces": _namespaces_work()}
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
     control = socket.socket(fileno=control_fd)
