@@ -91,12 +91,26 @@ class _Zygote:
             pass_fds=(theirs.fileno(),), env=_ENV, cwd="/", start_new_session=True)
         theirs.close()
         self.sock = ours
-        hello = self._reply(60.0)
-        self.path = [p for p in hello.get("path", []) if isinstance(p, str)]
-        self.namespaces = hello.get("namespaces") is True
-        if os.geteuid() == 0 and not self.namespaces:
-            print("grade: warning: running as root, but namespaces cannot be created here (no CAP_SYS_ADMIN?); "
-                  "student code runs as root with rlimits only", file=sys.stderr)
+        self._hello: dict | None = None  # awaited on first use, so the start overlaps the grader's own work
+
+    def hello(self) -> dict:
+        """What the zygote said once it had imported numpy: its sys.path and whether namespaces work."""
+        if self._hello is None:
+            with self.lock:
+                if self._hello is None:
+                    self._hello = self._reply(60.0)
+                    if os.geteuid() == 0 and self._hello.get("namespaces") is not True:
+                        print("grade: warning: running as root, but namespaces cannot be created here (no "
+                              "CAP_SYS_ADMIN?); student code runs as root with rlimits only", file=sys.stderr)
+        return self._hello
+
+    @property
+    def path(self) -> list[str]:
+        return [p for p in self.hello().get("path", []) if isinstance(p, str)]
+
+    @property
+    def namespaces(self) -> bool:
+        return self.hello().get("namespaces") is True
 
     def _reply(self, timeout: float) -> dict:
         self.sock.settimeout(timeout)
@@ -112,6 +126,7 @@ class _Zygote:
 
     def spawn(self, request: dict, fds: list[int]) -> int:
         """Fork a keeper with ``fds`` (protocol socket, output pipe, control socket); return its pid."""
+        self.hello()
         with self.lock:
             socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
             return int(self._reply(30.0)["pid"])
@@ -284,7 +299,8 @@ class Sandbox:
         self.source = Path(submission).read_bytes()
         self.filename = Path(submission).name
         self.limits = limits
-        self.isolated = isolation_available() if isolated is None else isolated
+        self._isolated = isolated
+        _get_zygote()  # starts it now, if needed, without waiting: it imports numpy while pytest collects
         self.deadline = time.monotonic() + limits.submission_timeout_s
         self._workdir = tempfile.TemporaryDirectory(prefix="grade-")
         self._child: _Child | None = None
@@ -482,7 +498,9 @@ class Sandbox:
     def _start_child(self) -> CallResult | None:
         """Start a child and import the submission there; returns the failure when it did not start."""
         limits = self.limits
-        isolated = self.isolated
+        if self._isolated is None:
+            self._isolated = isolation_available()
+        isolated = self._isolated
         module = Path(self.filename).stem if Path(self.filename).stem.isidentifier() else "submission"
         proto, proto_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         for sock in (proto, proto_child):

@@ -313,3 +313,25 @@ def test_malformed_frames_are_protocol_errors(garbage):
         reader.feed(garbage)
     except worker.ProtocolError:
         pass
+
+
+def test_one_zygote_per_process_and_a_clean_shutdown(tmp_path):
+    """Sandboxes in one process share the zygote; it exits with the process that started it."""
+    import subprocess
+    import sys
+
+    script = f"""
+from pathlib import Path
+from grader.config import Limits
+from grader.sandbox import Sandbox, _get_zygote
+pids = set()
+for _ in range(3):
+    with Sandbox(Path({str(CORRECT)!r}), Limits()) as sandbox:
+        assert sandbox.call("attention_param_count", 8, 2).value == 256
+    pids.add(_get_zygote().process.pid)
+print(*pids)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (zygote,) = map(int, done.stdout.split())
+    assert not Path(f"/proc/{zygote}").exists() or "Z" in Path(f"/proc/{zygote}/stat").read_text().split(")")[1][:3]
