@@ -335,3 +335,21 @@ print(*pids)
     assert done.returncode == 0, done.stderr
     (zygote,) = map(int, done.stdout.split())
     assert not Path(f"/proc/{zygote}").exists() or "Z" in Path(f"/proc/{zygote}/stat").read_text().split(")")[1][:3]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(array=hnp.arrays(st.sampled_from(["float64", "float32", "int64", "uint8", "bool"]),
+                        hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=6)),
+       big=st.booleans())
+def test_arguments_arrive_exactly(array, big, monkeypatch):
+    """The parent's arrays reach the worker with the same dtype, shape and bits, by socket or by memfd."""
+    monkeypatch.setattr(worker, "MEMFD_MIN_BYTES", 0 if big else 1 << 20)
+    specs, blobs, fds = worker.encode_values([array, 3, 2.5])
+    try:
+        decoded = [worker._decode_argument(spec, [bytes(b) for b in blobs], fds) for spec in specs]
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert decoded[1:] == [3, 2.5]
+    assert decoded[0].dtype == array.dtype and decoded[0].shape == array.shape
+    np.testing.assert_array_equal(decoded[0], array)
