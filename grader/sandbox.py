@@ -290,9 +290,10 @@ class Sandbox:
 
     submission: path of the student's .py file (read once here; the child gets
     its bytes, never the path). limits: time, memory, file-size and output
-    limits. isolated: run as uid 65534 in new namespaces; default: when the
-    grader runs as root. Raises SandboxError from ``call`` only when the
-    sandbox itself cannot run.
+    limits. isolated: run as uid 65534 in new namespaces (root mode); default:
+    when the grader runs as root and namespaces can be created. Raises
+    SandboxError from ``call`` only when the sandbox itself cannot run (a
+    grader error, never the student's).
     """
 
     def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None) -> None:
