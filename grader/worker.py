@@ -529,7 +529,7 @@ def _run_child(function, *args) -> None:
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException as exc:  # noqa: BLE001 - student code may raise anything
+    except BaseException as exc:  # noqa: BLE001 - any failure of the setup, reported
         try:
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         except OSError:
@@ -598,9 +598,11 @@ def _namespaces_work() -> bool:
 def zygote(control_fd: int) -> None:
     """Fork one keeper per request that arrives on the control socket, until it closes.
 
-    A request is a JSON object plus four descriptors (protocol socket, output
-    pipe, control socket of the keeper, and nothing else); it carries limits,
-    paths and the environment, never the submission or any grading data.
+    A request is a JSON object plus three descriptors (protocol socket, output
+    pipe, control socket of the keeper); it carries limits, paths and the
+    environment, never the submission or any grading data: the submission's
+    bytes go straight to the worker on its own socket, so no copy of one
+    student's code stays in the zygote's memory for the next submission to find.
     """
     # No PR_SET_PDEATHSIG here: it fires when the parent's *thread* ends, and the grader may start the
     # zygote from a worker thread. The zygote ends when its control socket closes instead.
