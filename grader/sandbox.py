@@ -193,13 +193,22 @@ def _visible_paths(interpreter_path: list[str]) -> list[str]:
     return _SYSTEM_DIRS + paths
 
 
-def _hidden_paths() -> list[str]:
-    """The grader's own packages, hidden in the child even when installed beside numpy in site-packages."""
+_PACKAGES = ("grader", "reference")  # this project's packages: the reference solution is in one
+
+
+def _hidden_paths(interpreter_path: list[str]) -> list[str]:
+    """The grader's own packages, hidden in the child even when installed beside numpy in site-packages.
+
+    Both the copy this process imported and any copy in a folder of the
+    interpreter's sys.path (a source checkout may import its own copy while
+    ``pip install .`` put another in site-packages).
+    """
     paths = [str(Path(__file__).resolve().parent)]
     spec = importlib.util.find_spec("reference")
     if spec is not None and spec.submodule_search_locations:
         paths += [str(Path(p).resolve()) for p in spec.submodule_search_locations]
-    return paths
+    paths += [str(Path(entry).resolve() / name) for entry in interpreter_path for name in _PACKAGES]
+    return sorted(set(paths))
 
 
 # ---------------------------------------------------------------- output and messages from the child
@@ -516,7 +525,7 @@ class Sandbox:
                 "isolated": isolated, "workdir": self._workdir.name, "env": _ENV, "argv0": module + ".py",
                 "limits": asdict(limits), "nproc": NPROC,
                 "visible": _visible_paths(zygote.path),
-                "hidden": _hidden_paths(),
+                "hidden": _hidden_paths(zygote.path),
             }
             try:
                 keeper = zygote.spawn(request, [proto_child.fileno(), out_child, ctl_child.fileno()])
