@@ -425,7 +425,7 @@ def _build_root(request: dict) -> None:
     for path in request["hidden"]:
         target = root + path
         if os.path.isdir(target):
-            _mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0555,size=4k")
+            _mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0000,size=4k")
         elif os.path.exists(target):
             _bind("/dev/null", target)
     os.makedirs(root + "/dev", mode=0o755)

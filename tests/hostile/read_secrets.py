@@ -62,9 +62,9 @@ for root in _roots:
                 except OSError:
                     pass
 try:
-    import reference  # noqa: F401
+    import reference.mha  # noqa: F401
 
-    _found.append("import reference")
+    _found.append("import reference.mha")
 except ImportError:
     pass
 _honest = (multi_head_attention, attention_param_count, head_entropy)
