@@ -18,9 +18,14 @@ from grader.sandbox import CallResult
 
 # Report statuses of a test.
 PASSED, FAILED, ERROR = "passed", "failed", "error"
-CALL_STATUSES = {  # a call that did not return a value → the test's status
-    "raised": ERROR, "missing": ERROR, "bad-type": FAILED,
-    "timeout": "timeout", "memory": "memory", "crashed": "crashed", "import-error": "import-error",
+CALL_STATUSES = {  # a sandbox call that did not return a value → the test's report status
+    "raised": ERROR,  # the function raised (message: type, line in the submission, its text, clipped)
+    "missing": ERROR,  # the submission does not define the function: only that function's tests fail
+    "bad-type": FAILED,  # not plain numbers: ndarray subclass, object/complex/str array, other objects
+    "timeout": "timeout",  # the call or the whole submission ran out of wall-clock time; the tree was killed
+    "memory": "memory",  # MemoryError under the address-space limit
+    "crashed": "crashed",  # killed by a signal (named), exited during the call, or broke the grading socket
+    "import-error": "import-error",  # the submission could not be imported: every test fails this way
 }
 
 

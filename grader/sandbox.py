@@ -1,23 +1,37 @@
-"""Run one submission's functions in a child process: the only module that starts processes.
+"""Run one submission's functions in a sandboxed child process: the only module that starts processes.
 
-``Sandbox(path, limits)`` imports the submission in a fresh child and
-``call(name, *args, **kwargs)`` runs one function there, returning a ``CallResult``
-that holds only plain data (an exact ``numpy.ndarray`` of a numeric dtype, or a
-plain number) plus a status and message. A call that hangs, crashes or kills its
-process fails with a status saying so, and the next call starts a fresh child.
+``Sandbox(path, limits)`` imports the submission in a child and
+``call(name, *args, **kwargs)`` runs one function there, returning a
+``CallResult`` that holds only plain data (an exact ``numpy.ndarray`` of a
+numeric dtype, or a plain number) plus a status and message. A call that hangs,
+crashes or kills its process fails with a status saying so, and the next call
+starts a fresh child.
+
+Children are forked from a "zygote": one interpreter per grading process,
+started on first use, that has imported numpy and nothing of the grader (see
+``grader.worker``), so a child starts in milliseconds. When the grader runs as
+root, each child runs as uid/gid 65534 in new PID, mount, network, IPC and UTS
+namespaces with a minimal root file system; as an ordinary user it runs with
+rlimits, its own session and a subreaper that kills whatever it leaves behind
+(README: "Sandbox and isolation").
 """
 
 from __future__ import annotations
 
+import atexit
+import importlib.util
+import json
 import os
+import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +50,17 @@ MEMORY = "memory"  # MemoryError under the memory limit
 CRASHED = "crashed"  # the child died (signal, exit) or broke the protocol
 BAD_TYPE = "bad-type"  # the return value is not plain numeric data
 
+TEXT_BUDGET = 100_000  # characters of student-controlled text (output, messages) kept per submission
+TEXT_FLOOR = 300  # characters of a message kept even when the budget is spent
+NPROC = 256  # processes and threads student code may have at once (RLIMIT_NPROC)
+_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+_SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
+
+
+class SandboxError(Exception):
+    """The sandbox itself could not run (a grader error, never the student's fault)."""
+
 
 @dataclass
 class CallResult:
@@ -49,61 +74,250 @@ class CallResult:
     seconds: float = 0.0
 
 
-@dataclass
-class _Child:
-    process: subprocess.Popen
-    sock: socket.socket
-    output: "_OutputTap"
+# ---------------------------------------------------------------- the zygote (one per grading process)
 
 
-class _OutputTap(threading.Thread):
-    """Drains the child's stdout+stderr, keeping the head and tail of each call's output."""
+class _Zygote:
+    """The pre-started interpreter that forks one process tree per child; see grader.worker.zygote."""
 
-    def __init__(self, stream, cap: int) -> None:
-        super().__init__(daemon=True)
-        self.stream, self.cap = stream, cap
+    def __init__(self) -> None:
+        self.owner = os.getpid()
         self.lock = threading.Lock()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-c", WORKER_SOURCE, str(theirs.fileno())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errors,
+            pass_fds=(theirs.fileno(),), env=_ENV, cwd="/", start_new_session=True)
+        theirs.close()
+        self.sock = ours
+        self._hello: dict | None = None  # awaited on first use, so the start overlaps the grader's own work
+
+    def hello(self) -> dict:
+        """What the zygote said once it had imported numpy: its sys.path and whether namespaces work."""
+        if self._hello is None:
+            with self.lock:
+                if self._hello is None:
+                    self._hello = self._reply(60.0)
+                    if os.geteuid() == 0 and self._hello.get("namespaces") is not True:
+                        print("grade: warning: running as root, but namespaces cannot be created here (no "
+                              "CAP_SYS_ADMIN?); student code runs as root with rlimits only", file=sys.stderr)
+        return self._hello
+
+    @property
+    def path(self) -> list[str]:
+        return [p for p in self.hello().get("path", []) if isinstance(p, str)]
+
+    @property
+    def namespaces(self) -> bool:
+        return self.hello().get("namespaces") is True
+
+    def _reply(self, timeout: float) -> dict:
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            self.errors.seek(0)
+            tail = self.errors.read()[-500:].decode("utf-8", "replace").strip()
+            raise SandboxError(f"the sandbox's zygote process stopped ({tail or 'no message'})")
+        return json.loads(data)
+
+    def spawn(self, request: dict, fds: list[int]) -> int:
+        """Fork a keeper with ``fds`` (protocol socket, output pipe, control socket); return its pid."""
+        self.hello()
+        with self.lock:
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
+            return int(self._reply(30.0)["pid"])
+
+    def alive(self) -> bool:
+        return self.owner == os.getpid() and self.process.poll() is None
+
+    def close(self) -> None:
+        if self.owner != os.getpid():
+            return  # a forked copy of the grading process: the zygote belongs to its parent
+        self.sock.close()  # the zygote exits when its control socket closes
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.errors.close()
+
+
+_zygote: _Zygote | None = None
+_zygote_lock = threading.Lock()
+
+
+def _get_zygote(restart: bool = False) -> _Zygote:
+    """This process's zygote, started on first use (and again in a forked copy of this process)."""
+    global _zygote
+    with _zygote_lock:
+        if restart or _zygote is None or not _zygote.alive():
+            if _zygote is not None and _zygote.owner == os.getpid():
+                _zygote.close()
+            _zygote = _Zygote()
+        return _zygote
+
+
+@atexit.register
+def shutdown() -> None:
+    """Stop this process's zygote (children of submissions are already gone when their Sandbox closed)."""
+    global _zygote
+    with _zygote_lock:
+        if _zygote is not None:
+            _zygote.close()
+            _zygote = None
+
+
+def isolation_available() -> bool:
+    """True when student code can run as uid 65534 in its own namespaces: root, and namespaces allowed."""
+    return os.geteuid() == 0 and _get_zygote().namespaces
+
+
+def _visible_paths(interpreter_path: list[str]) -> list[str]:
+    """What the child may see in root mode: system folders, the Python prefix, the zygote's sys.path.
+
+    A folder that holds the grader's source checkout (a sys.path entry added by a .pth file, say)
+    is left out: it would show grader.toml, reference/ and the graded suite.
+    """
+    package = Path(__file__).resolve().parent
+    checkout = package.parent if any((package.parent / f).exists() for f in ("pyproject.toml", "grader.toml")) else None
+    paths = []
+    for entry in sorted({sys.base_prefix, *interpreter_path}):
+        path = Path(entry).resolve()
+        if checkout is not None and (path == checkout or path in checkout.parents):
+            continue
+        paths.append(str(path))
+    return _SYSTEM_DIRS + paths
+
+
+_PACKAGES = ("grader", "reference")  # this project's packages: the reference solution is in one
+
+
+def _hidden_paths(interpreter_path: list[str]) -> list[str]:
+    """The grader's own packages, hidden in the child even when installed beside numpy in site-packages.
+
+    Both the copy this process imported and any copy in a folder of the
+    interpreter's sys.path (a source checkout may import its own copy while
+    ``pip install .`` put another in site-packages).
+    """
+    paths = [str(Path(__file__).resolve().parent)]
+    spec = importlib.util.find_spec("reference")
+    if spec is not None and spec.submodule_search_locations:
+        paths += [str(Path(p).resolve()) for p in spec.submodule_search_locations]
+    paths += [str(Path(entry).resolve() / name) for entry in interpreter_path for name in _PACKAGES]
+    return sorted(set(paths))
+
+
+# ---------------------------------------------------------------- output and messages from the child
+
+
+class _Output:
+    """What the child printed during one call: head and tail, with a marker for what was dropped."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
         self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
 
-    def run(self) -> None:
-        while chunk := self.stream.read1(65536):
-            with self.lock:
-                room = self.cap // 2 - len(self.head)
-                if room > 0:
-                    self.head += chunk[:room]
-                    chunk = chunk[room:]
-                self.tail += chunk
-                if len(self.tail) > self.cap // 2:
-                    self.dropped += len(self.tail) - self.cap // 2
-                    del self.tail[: len(self.tail) - self.cap // 2]
+    def add(self, chunk: bytes) -> None:
+        room = self.cap // 2 - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > self.cap // 2:
+            self.dropped += len(self.tail) - self.cap // 2
+            del self.tail[: len(self.tail) - self.cap // 2]
 
     def take(self) -> str:
-        with self.lock:
-            head, tail, dropped = bytes(self.head), bytes(self.tail), self.dropped
-            self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
+        head, tail, dropped = bytes(self.head), bytes(self.tail), self.dropped
+        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
         text = head.decode("utf-8", "replace")
         if dropped:
             text += f"\n... [{dropped} bytes of output omitted] ...\n"
         return text + tail.decode("utf-8", "replace")
 
 
+class _MessageReader:
+    """Parses one framed message from the child, fed as bytes arrive; raises worker.ProtocolError."""
+
+    def __init__(self, max_blob: int) -> None:
+        self.max_blob = max_blob
+        self.buffer = bytearray()
+        self.header: dict | None = None
+        self.start = 0
+
+    def feed(self, data: bytes) -> tuple[dict, list[bytes]] | None:
+        self.buffer += data
+        if self.header is None:
+            if len(self.buffer) < 8:
+                return None
+            (size,) = struct.unpack(">Q", self.buffer[:8])
+            if size > worker.MAX_HEADER:
+                raise worker.ProtocolError(f"header of {size} bytes exceeds {worker.MAX_HEADER}")
+            if len(self.buffer) < 8 + size:
+                return None
+            try:
+                header = json.loads(bytes(self.buffer[8:8 + size]).decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                raise worker.ProtocolError("malformed header") from None
+            sizes = header.get("blobs") if isinstance(header, dict) else None
+            if (not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes)
+                    or sum(sizes) > self.max_blob):
+                raise worker.ProtocolError("malformed blob list")
+            self.header, self.start = header, 8 + size
+        sizes = self.header["blobs"]
+        end = self.start + sum(sizes)
+        if len(self.buffer) < end:
+            return None
+        if len(self.buffer) > end:
+            raise worker.ProtocolError("unexpected data after a reply")
+        blobs, offset = [], self.start
+        for size in sizes:
+            blobs.append(bytes(self.buffer[offset:offset + size]))
+            offset += size
+        return self.header, blobs
+
+
+@dataclass
+class _Child:
+    keeper: int  # pid of the keeper process (see grader.worker)
+    pidfd: int  # readable once the keeper has exited
+    sock: socket.socket  # protocol
+    out: int  # read end of the output pipe (stdout and stderr of the child)
+    ctl: socket.socket  # control: "kill" from here; how the worker ended, from there
+    output: _Output
+
+
+# ---------------------------------------------------------------- the sandbox
+
+
 class Sandbox:
     """One submission, imported in a child process; use as a context manager.
 
-    submission: path of the student's .py file (read once, copied into the
-    child's private working directory). limits: time, memory and output limits.
+    submission: path of the student's .py file (read once here; the child gets
+    its bytes, never the path). limits: time, memory, file-size and output
+    limits. isolated: run as uid 65534 in new namespaces (root mode); default:
+    when the grader runs as root and namespaces can be created. Raises
+    SandboxError from ``call`` only when the sandbox itself cannot run (a
+    grader error, never the student's).
     """
 
-    def __init__(self, submission: Path, limits: Limits) -> None:
+    def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None) -> None:
         self.source = Path(submission).read_bytes()
         self.filename = Path(submission).name
         self.limits = limits
+        self._isolated = isolated
+        _get_zygote()  # starts it now, if needed, without waiting: it imports numpy while pytest collects
         self.deadline = time.monotonic() + limits.submission_timeout_s
         self._workdir = tempfile.TemporaryDirectory(prefix="grade-")
         self._child: _Child | None = None
         self._import_failure: CallResult | None = None
+        self._text_left = TEXT_BUDGET
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:  # noqa: PYI034
         return self
 
     def __exit__(self, *exc) -> None:
@@ -121,41 +335,90 @@ class Sandbox:
         started = time.monotonic()
         result = self._call(function, args, kwargs)
         result.seconds = time.monotonic() - started
+        result.message = self._budget(result.message, TEXT_FLOOR)
+        result.output = self._budget(result.output, 0)
         return result
+
+    def _budget(self, text: str, floor: int) -> str:
+        """Keep the report small: student-controlled text shares one budget per submission."""
+        keep = max(self._text_left, floor)
+        self._text_left = max(0, self._text_left - len(text))
+        if len(text) <= keep:
+            return text
+        marker = f"\n... [{len(text) - keep} characters dropped: the submission's total output limit is spent] ...\n"
+        return text[: keep // 2] + marker + (text[len(text) - keep // 2:] if keep > 1 else "")
 
     def _call(self, function: str, args: tuple, kwargs: dict) -> CallResult:
         if self._import_failure is None and self._child is None:
             if self._remaining() <= 0:
-                return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit")
-            self._start_child()
+                return self._out_of_time()
+            if failed := self._start_child():
+                return failed
         if self._import_failure is not None:
-            return replace(self._import_failure)
+            return replace(self._import_failure, output="")
         child = self._child
-        specs, blobs = worker.encode_values(list(args) + list(kwargs.values()))
+        specs, blobs, fds = worker.encode_values(list(args) + list(kwargs.values()))
         request = {"op": "call", "function": function, "args": specs[: len(args)],
                    "kwargs": dict(zip(kwargs, specs[len(args):]))}
         try:
-            worker.send_message(child.sock, request, blobs)
+            child.sock.settimeout(max(0.001, min(self.limits.call_timeout_s, self._remaining())))
+            worker.send_message(child.sock, request, blobs, fds)
         except OSError:
             return self._failure(child, "the submission's process stopped answering")
+        finally:
+            for fd in fds:
+                os.close(fd)
         return self._receive(child, min(self.limits.call_timeout_s, self._remaining()))
 
+    def _out_of_time(self) -> CallResult:
+        return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit")
+
     def _receive(self, child: _Child, timeout: float) -> CallResult:
-        child.sock.settimeout(max(timeout, 0.001))
+        """Wait for one reply while draining the child's output; the output printed before it belongs to it."""
+        deadline = time.monotonic() + max(timeout, 0.001)
+        reader = _MessageReader(self.limits.max_result_bytes)
+        watch = [child.sock, child.out]
+        message = None
+        while message is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._stop_child()
+                if self._remaining() <= 0:
+                    return replace(self._out_of_time(), output=child.output.take())
+                return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s",
+                                  output=child.output.take())
+            ready, _, _ = select.select(watch, [], [], left)
+            if child.out in ready and not self._read_output(child):
+                watch.remove(child.out)
+            if child.sock in ready:
+                try:
+                    data = child.sock.recv(1 << 20)
+                except OSError:
+                    data = b""
+                if not data:
+                    return self._failure(child, "")
+                try:
+                    message = reader.feed(data)
+                except worker.ProtocolError as exc:
+                    return self._failure(child, f"the submission's process broke the grading protocol ({exc})")
+        for _ in range(64):  # what is already in the pipe was printed before the reply
+            if not select.select([child.out], [], [], 0)[0] or not self._read_output(child):
+                break
+        return self._decode(*message, child.output.take())
+
+    @staticmethod
+    def _read_output(child: _Child) -> bool:
         try:
-            reply, blobs = worker.recv_message(child.sock, self.limits.max_result_bytes)
-        except socket.timeout:
-            self._stop_child()
-            if self._remaining() <= 0:
-                return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit")
-            return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s")
-        except (EOFError, OSError):
-            return self._failure(child, "")
-        except worker.ProtocolError as exc:
-            return self._failure(child, f"the submission's process broke the grading protocol ({exc})")
-        return self._decode(reply, blobs, child.output.take())
+            chunk = os.read(child.out, 1 << 16)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        child.output.add(chunk)
+        return bool(chunk)
 
     def _decode(self, reply: dict, blobs: list[bytes], output: str) -> CallResult:
+        """Validate the child's reply: only plain numbers and exact numeric ndarrays are accepted."""
         status = reply.get("status")
         message = _clip(reply.get("message"))
         type_name = _clip(reply.get("type"), 200)
@@ -163,14 +426,17 @@ class Sandbox:
             if "array" in reply:
                 try:
                     value = worker.blob_to_array(blobs[reply["array"]])
-                except (ValueError, IndexError, TypeError, EOFError) as exc:
-                    return CallResult(CRASHED, message=f"unreadable array from the submission ({exc})", output=output)
+                except (ValueError, IndexError, TypeError, EOFError, OverflowError) as exc:
+                    return CallResult(CRASHED, message=f"unreadable array from the submission ({_clip(str(exc), 200)})",
+                                      output=output)
                 if type(value) is not np.ndarray or value.dtype.kind not in worker.NUMERIC_KINDS:
-                    return CallResult(BAD_TYPE, message=f"returned an array of dtype {value.dtype}", output=output)
+                    return CallResult(BAD_TYPE, type_name=type_name,
+                                      message=f"returned an array of dtype {value.dtype}", output=output)
                 return CallResult("ok", value, type_name, output=output)
             value = reply.get("value")
             if type(value) not in (int, float, bool):
-                return CallResult(BAD_TYPE, message="returned a value that is not a number", output=output)
+                return CallResult(BAD_TYPE, type_name=type_name, message="returned a value that is not a number",
+                                  output=output)
             return CallResult("ok", value, type_name, output=output)
         if status == "raised":
             exception = _clip(reply.get("exception"), 200)
@@ -184,92 +450,151 @@ class Sandbox:
             return CallResult("ok", output=output)
         if status == IMPORT_ERROR:
             exception = _clip(reply.get("exception"), 200)
-            return CallResult(IMPORT_ERROR, message=f"{exception}: {message}" if message else exception, output=output)
+            where = _clip(reply.get("where"), 100)
+            text = exception + (f" at {where}" if where else "") + (f": {message}" if message else "")
+            return CallResult(IMPORT_ERROR, message=text, output=output)
         if status in (MISSING, BAD_TYPE):
             return CallResult(status, type_name=type_name, message=message, output=output)
-        return CallResult(CRASHED, message=f"unexpected reply from the submission's process: {status!r}", output=output)
+        return CallResult(CRASHED, message=f"unexpected reply from the submission's process: {_clip(str(status), 100)}",
+                          output=output)
 
     def _failure(self, child: _Child, detail: str) -> CallResult:
         """The child died or misbehaved: say how, then discard it."""
-        try:
-            code = child.process.wait(timeout=1)
-        except subprocess.TimeoutExpired:
-            code = None
-        self._stop_child()
+        ended = self._ended(child, 2.0) if not detail else {}
+        while self._read_output(child) and select.select([child.out], [], [], 0)[0]:
+            pass
         output = child.output.take()
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
-            return CallResult(CRASHED, message=f"the submission's process was killed by {name}" + (f"; {detail}" if detail else ""), output=output)
-        if code is not None:
-            return CallResult(CRASHED, message=f"the submission's process exited with status {code}" + (f"; {detail}" if detail else ""), output=output)
+        self._stop_child()
+        if "signal" in ended:
+            number = ended["signal"]
+            name = signal.Signals(number).name if number in signal.valid_signals() else f"signal {number}"
+            text = f"the submission's process was killed by {name}"
+            if number == signal.SIGKILL:
+                text += " (from inside the submission, or for using too much memory)"
+            return CallResult(CRASHED, message=text, output=output)
+        if ended.get("exit") == worker.LOST_SOCKET_EXIT:
+            return CallResult(CRASHED, message="the submission's process lost its connection to the grader"
+                              " (its socket on file descriptor 3 was closed or misused)", output=output)
+        if "exit" in ended:
+            return CallResult(CRASHED, message=f"the submission's process exited with status {ended['exit']}"
+                              " (sys.exit or os._exit in the submission)", output=output)
         return CallResult(CRASHED, message=detail or "the submission's process stopped answering", output=output)
+
+    @staticmethod
+    def _ended(child: _Child, timeout: float) -> dict:
+        """How the worker ended, as the keeper reports it; raises SandboxError when the setup failed."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([child.ctl], [], [], left)[0]:
+                break
+            try:
+                data = child.ctl.recv(1 << 12)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            event = json.loads(data)
+            if event.get("event") == "setup-error":
+                raise SandboxError(f"the sandbox could not start the submission's process: {event.get('message')}")
+            if event.get("event") == "ended":
+                return event
+        return {}
 
     # ------------------------------------------------------------ the child
 
     def _remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def _start_child(self) -> _Child:
-        workdir = Path(self._workdir.name)
-        target = workdir / self.filename
-        target.write_bytes(self.source)
-        parent_sock, child_sock = socket.socketpair()
+    def _start_child(self) -> CallResult | None:
+        """Start a child and import the submission there; returns the failure when it did not start."""
         limits = self.limits
-
-        def set_limits() -> None:  # runs in the child between fork and exec
-            import resource
-
-            memory = limits.memory_mb << 20
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-            size = limits.file_size_mb << 20
-            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "LANG": "C.UTF-8",
-               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-            if key in os.environ:
-                env[key] = os.environ[key]
-        code = WORKER_SOURCE + "\nserve(int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]))\n"
-        module_name = Path(self.filename).stem if Path(self.filename).stem.isidentifier() else "submission"
-        process = subprocess.Popen(
-            [sys.executable, "-I", "-c", code.replace('if __name__ == "__main__":', "if False:"),
-             str(child_sock.fileno()), str(target), module_name, str(limits.max_result_bytes)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            pass_fds=(child_sock.fileno(),), cwd=workdir, env=env,
-            start_new_session=True, preexec_fn=set_limits,
-        )
-        child_sock.close()
-        tap = _OutputTap(process.stdout, limits.output_bytes)
-        tap.start()
-        child = _Child(process, parent_sock, tap)
+        if self._isolated is None:
+            self._isolated = isolation_available()
+        isolated = self._isolated
+        module = Path(self.filename).stem if Path(self.filename).stem.isidentifier() else "submission"
+        proto, proto_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        for sock in (proto, proto_child):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, worker.SOCKET_BUFFER)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, worker.SOCKET_BUFFER)
+        out, out_child = os.pipe()
+        os.set_blocking(out, False)
+        ctl, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        for attempt in range(2):
+            zygote = _get_zygote(restart=attempt > 0)
+            request = {
+                "isolated": isolated, "workdir": self._workdir.name, "env": _ENV, "argv0": module + ".py",
+                "limits": asdict(limits), "nproc": NPROC,
+                "visible": _visible_paths(zygote.path),
+                "hidden": _hidden_paths(zygote.path),
+            }
+            try:
+                keeper = zygote.spawn(request, [proto_child.fileno(), out_child, ctl_child.fileno()])
+                break
+            except (OSError, SandboxError, ValueError, KeyError):
+                if attempt:
+                    raise SandboxError("the sandbox's zygote process does not answer") from None
+        proto_child.close()
+        os.close(out_child)
+        ctl_child.close()
+        try:
+            pidfd = os.pidfd_open(keeper)
+        except ProcessLookupError:  # already gone: a pidfd of this process never becomes readable, use a pipe
+            pidfd, write_end = os.pipe()
+            os.close(write_end)
+        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes))
         self._child = child
+        try:
+            proto.settimeout(max(0.001, min(limits.call_timeout_s, self._remaining())))
+            worker.send_message(proto, {"op": "load", "filename": self.filename, "module": module}, [self.source])
+        except OSError:
+            pass  # the reply (or its absence) says what happened
         result = self._receive(child, min(limits.call_timeout_s, self._remaining()))
-        if result.status != "ok":
-            # An import that fails fails every call the same way: remember it, start no more children.
-            if result.status not in (TIMEOUT, MEMORY):
-                result.status = IMPORT_ERROR
-            result.message = f"importing {self.filename} failed: {result.message}"
-            self._import_failure = result
-            self._stop_child()
-        return child
+        if result.status == "ok":
+            return None
+        self._stop_child()
+        if result.status == TIMEOUT and self._remaining() <= 0:
+            return result  # the submission's time ran out while it was being imported again
+        # An import that fails fails every call the same way: remember it, start no more children.
+        if result.status not in (TIMEOUT, MEMORY):
+            result.status = IMPORT_ERROR
+        result.message = f"importing {self.filename} failed: {result.message}"
+        self._import_failure = result
+        return None
 
     def _stop_child(self) -> None:
+        """Kill the child's whole process tree and wait until the keeper says it is gone."""
         child, self._child = self._child, None
-        if child is None or child.process is None:
+        if child is None:
             return
         try:
-            os.killpg(child.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
+            child.ctl.send(b"kill")
+        except OSError:
             pass
-        child.process.wait()
+        deadline = time.monotonic() + 10
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([child.ctl], [], [], left)[0]:
+                break
+            try:
+                if not child.ctl.recv(1 << 12):
+                    break  # the keeper exited: the tree is gone
+            except OSError:
+                break
+        else:
+            try:
+                os.kill(child.keeper, signal.SIGKILL)  # everything under it has PR_SET_PDEATHSIG
+            except ProcessLookupError:
+                pass
+        select.select([child.pidfd], [], [], 5)  # the keeper has exited, not only closed its sockets
+        os.close(child.pidfd)
         child.sock.close()
-        child.output.join(timeout=1)
+        child.ctl.close()
+        os.close(child.out)
 
 
 def _clip(text: object, limit: int = 2000) -> str:
-    """Untrusted text from the child, as a bounded, printable str."""
+    """Untrusted text from the child, as a bounded str of valid UTF-8 (lone surrogates replaced)."""
     if not isinstance(text, str):
         return ""
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
+    if len(text) > limit:
+        text = text[:limit] + f"... [{len(text) - limit} more characters]"
+    return text.encode("utf-8", "replace").decode("utf-8")

@@ -1,22 +1,43 @@
-"""The child side of the sandbox: imports one submission and calls its functions.
+"""The child side of the sandbox: the pre-started "zygote", the per-submission process tree, the call loop.
 
-This file runs inside the sandboxed child process, started by ``grader.sandbox``
-as ``python -I -c <this file's source>``, so it must import nothing but the
-standard library and numpy. The parent imports it too, for the message framing
-(``send_message`` / ``recv_message``) that both sides share.
+This file runs in a separate interpreter, started once per grading process by
+``grader.sandbox`` as ``python -I -c <this file's source>``, so it imports
+nothing but the standard library and numpy, and never anything of the grader
+(no reference, no graded suite, no grader.toml): a submission forked from it
+finds nothing secret in memory. The parent imports this module too, for the
+message framing that both sides share.
+
+Processes, for one submission (``zygote`` forks one tree per child start):
+
+    zygote (imported numpy; forks on request, never runs student code)
+     └─ keeper: own session; watches the tree, kills it on request or when the
+        parent's control socket closes, reports how the worker ended
+         ├─ isolated (root): pid 1 of new PID, mount, network, IPC and UTS
+         │  namespaces; builds a minimal root file system, then forks
+         │   └─ worker: uid/gid 65534, no groups, no capabilities, no_new_privs
+         └─ not isolated (ordinary user): the keeper is a child subreaper
+             └─ worker: the user's own uid, with rlimits only
 
 Protocol, on a dedicated socket (never stdout or stderr): every message is an
 8-byte big-endian length, a UTF-8 JSON header of that length, then the raw
-bytes of each blob listed in ``header["blobs"]`` (their lengths). Arrays travel
-as ``.npy`` blobs written and read with ``allow_pickle=False``; numbers travel
-in the JSON header. Nothing is ever pickled.
+bytes of each blob listed in ``header["blobs"]``. Numbers travel in the JSON
+header. Arrays from the parent travel as raw bytes with dtype and shape in the
+header, large ones in a memfd passed with SCM_RIGHTS and mapped copy-on-write
+by the worker; arrays from the worker travel as ``.npy`` blobs read by the
+parent with ``allow_pickle=False``. Nothing is ever pickled.
 """
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
 import io
 import json
+import mmap
 import os
+import resource
+import select
+import signal
 import socket
 import struct
 import sys
@@ -25,8 +46,12 @@ import traceback
 import numpy as np
 
 MAX_HEADER = 1 << 20  # bytes of JSON header a message may carry
-MAX_MESSAGE = 2000  # characters of an exception message kept by the child
+MAX_MESSAGE = 2000  # characters of an exception message kept by the worker
 NUMERIC_KINDS = "biuf"  # numpy dtype kinds that may cross the boundary
+MEMFD_MIN_BYTES = 1 << 20  # arrays at least this big travel in a memfd instead of the socket
+SOCKET_BUFFER = 4 << 20  # SO_SNDBUF / SO_RCVBUF of the protocol socket
+NOBODY = 65534  # uid and gid of student code when the grader runs as root
+LOST_SOCKET_EXIT = 71  # exit status of a worker whose grading socket was closed or misused
 
 _LEN = struct.Struct(">Q")
 
@@ -35,44 +60,64 @@ class ProtocolError(Exception):
     """The peer broke the framing: short read, oversized or malformed header."""
 
 
+# ---------------------------------------------------------------- framing (both sides)
+
+
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    chunks = []
-    while n:
-        chunk = sock.recv(min(n, 1 << 20))
+    buffer = bytearray(n)
+    view, got = memoryview(buffer), 0
+    while got < n:
+        chunk = sock.recv_into(view[got:], min(n - got, 1 << 22))
         if not chunk:
             raise EOFError("connection closed")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+        got += chunk
+    return bytes(buffer) if n < 4096 else buffer
 
 
-def send_message(sock: socket.socket, header: dict, blobs: list[bytes] = ()) -> None:
-    """Send one framed message: JSON header plus raw blobs."""
+def send_message(sock: socket.socket, header: dict, blobs=(), fds=()) -> None:
+    """Send one framed message: JSON header plus raw blobs, and file descriptors (SCM_RIGHTS)."""
     header = dict(header, blobs=[len(b) for b in blobs])
     data = json.dumps(header).encode("utf-8", "backslashreplace")
-    sock.sendall(_LEN.pack(len(data)) + data)
+    prefix = _LEN.pack(len(data))
+    if fds:
+        socket.send_fds(sock, [prefix], list(fds))
+        sock.sendall(data)
+    else:
+        sock.sendall(prefix + data)
     for blob in blobs:
         sock.sendall(blob)
 
 
-def recv_message(sock: socket.socket, max_blob: int) -> tuple[dict, list[bytes]]:
-    """Receive one framed message; raises ProtocolError or EOFError."""
-    (size,) = _LEN.unpack(_recv_exact(sock, _LEN.size))
+def recv_message(sock: socket.socket, max_blob: int, with_fds: bool = False):
+    """Receive one framed message; raises ProtocolError or EOFError.
+
+    Returns ``(header, blobs)``, or ``(header, blobs, fds)`` with ``with_fds``.
+    """
+    fds: list[int] = []
+    if with_fds:
+        first, fds, _, _ = socket.recv_fds(sock, _LEN.size, 64)
+        if not first:
+            raise EOFError("connection closed")
+        prefix = first + (_recv_exact(sock, _LEN.size - len(first)) if len(first) < _LEN.size else b"")
+    else:
+        prefix = _recv_exact(sock, _LEN.size)
+    (size,) = _LEN.unpack(prefix)
     if size > MAX_HEADER:
         raise ProtocolError(f"header of {size} bytes exceeds {MAX_HEADER}")
     try:
-        header = json.loads(_recv_exact(sock, size).decode("utf-8"))
+        header = json.loads(bytes(_recv_exact(sock, size)).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ProtocolError(f"malformed header: {exc}") from None
+        raise ProtocolError(f"malformed header: {str(exc)[:200]}") from None
     sizes = header.get("blobs") if isinstance(header, dict) else None
     if not isinstance(sizes, list) or not all(type(s) is int and 0 <= s <= max_blob for s in sizes):
         raise ProtocolError("malformed blob list")
-    return header, [_recv_exact(sock, s) for s in sizes]
+    blobs = [_recv_exact(sock, s) for s in sizes]
+    return (header, blobs, fds) if with_fds else (header, blobs)
 
 
 def array_to_blob(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
-    np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    np.lib.format.write_array(buffer, np.asarray(array, order="C"), allow_pickle=False)  # keeps shape ()
     return buffer.getvalue()
 
 
@@ -81,55 +126,92 @@ def blob_to_array(blob: bytes) -> np.ndarray:
     return np.lib.format.read_array(io.BytesIO(blob), allow_pickle=False)
 
 
-def encode_values(values: list) -> tuple[list, list[bytes]]:
-    """Encode plain numbers and numeric ndarrays as JSON specs plus .npy blobs."""
-    specs, blobs = [], []
+def encode_values(values: list) -> tuple[list, list, list[int]]:
+    """Encode the parent's plain numbers and numeric ndarrays as JSON specs, raw blobs and memfds.
+
+    Arrays of ``MEMFD_MIN_BYTES`` or more are written once into a sealed-size
+    memfd (the caller sends and then closes the returned descriptors).
+    """
+    specs, blobs, fds = [], [], []
     for value in values:
         if isinstance(value, np.ndarray):
-            specs.append({"array": len(blobs)})
-            blobs.append(array_to_blob(value))
+            array = np.asarray(value, order="C")  # C order, shape () kept
+            spec = {"dtype": array.dtype.str, "shape": list(array.shape)}
+            if array.nbytes >= MEMFD_MIN_BYTES:
+                fd = os.memfd_create("grader-argument", os.MFD_CLOEXEC)
+                view = memoryview(array.reshape(-1).view(np.uint8))
+                while view:
+                    view = view[os.write(fd, view):]
+                specs.append(dict(spec, memfd=len(fds)))
+                fds.append(fd)
+            else:
+                specs.append(dict(spec, array=len(blobs)))
+                blobs.append(array.reshape(-1).view(np.uint8))  # raw bytes, no copy (shapes with 0 too)
         else:
             specs.append({"value": value})
-    return specs, blobs
+    return specs, blobs, fds
 
 
-# ---------------------------------------------------------------- child side
+def _decode_argument(spec: dict, blobs: list, fds: list[int]):
+    if "value" in spec:
+        return spec["value"]
+    dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
+    if "memfd" in spec:
+        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if size == 0:
+            return np.zeros(shape, dtype)
+        # Copy-on-write: the worker may modify its inputs without touching the parent's copy.
+        mapping = mmap.mmap(fds[spec["memfd"]], size, flags=mmap.MAP_PRIVATE,
+                            prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        return np.frombuffer(mapping, dtype).reshape(shape)
+    return np.frombuffer(bytearray(blobs[spec["array"]]), dtype).reshape(shape)
+
+
+# ---------------------------------------------------------------- the worker's call loop
+
+
+def _type_name(value) -> str:
+    kind = type(value)
+    module = getattr(kind, "__module__", "")
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
 def _describe_result(result) -> tuple[dict, list[bytes]]:
     """Turn a student's return value into a reply, rejecting anything but plain data.
 
     Only exact ints, floats, numpy scalars, exact ndarrays of a numeric dtype,
-    and lists or tuples that convert to one are accepted.
+    and lists or tuples that convert to one are accepted. The parent checks
+    again: whatever this function says is untrusted there.
     """
     kind = type(result)
-    name = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__qualname__
+    name = _type_name(result)
     if kind in (int, float, bool):
         return {"status": "ok", "type": name, "value": result}, []
-    if isinstance(result, np.generic) and kind is getattr(np, kind.__name__, None):
-        if result.dtype.kind in NUMERIC_KINDS:
-            return {"status": "ok", "type": name, "value": result.item()}, []
+    plain_scalar = isinstance(result, np.generic) and kind is getattr(np, kind.__name__, None)
+    if plain_scalar and result.dtype.kind in NUMERIC_KINDS:
+        return {"status": "ok", "type": name, "value": result.item()}, []
     if kind is np.ndarray and result.dtype.kind in NUMERIC_KINDS:
         return {"status": "ok", "type": name, "array": 0}, [array_to_blob(result)]
     if kind in (list, tuple):
         try:
             array = np.array(result)
-        except Exception:  # a ragged or hostile list
+        except Exception:  # noqa: BLE001 - a ragged or hostile list
             array = None
         if array is not None and type(array) is np.ndarray and array.dtype.kind in NUMERIC_KINDS:
             return {"status": "ok", "type": name, "array": 0}, [array_to_blob(array)]
         return {"status": "bad-type", "type": name, "message": f"returned a {name} that is not all numbers"}, []
     if kind is np.ndarray:
         return {"status": "bad-type", "type": name, "message": f"returned an array of dtype {result.dtype}, not numbers"}, []
+    if isinstance(result, np.ndarray):
+        return {"status": "bad-type", "type": name, "message": f"returned {name}, a subclass of numpy.ndarray; return a plain numpy.ndarray"}, []
     return {"status": "bad-type", "type": name, "message": f"returned {name}"}, []
 
 
 def _describe_exception(exc: BaseException) -> dict:
-    kind = type(exc)
     try:
         text = str(exc)
-    except BaseException:  # an exception whose __str__ itself raises
-        text = "<its message could not be read>"
+    except BaseException:  # noqa: BLE001 - an exception whose __str__ itself raises
+        text = "<its message could not be read: its __str__ raised>"
     if not isinstance(text, str):
         text = "<its message is not text>"
     if len(text) > MAX_MESSAGE:
@@ -139,59 +221,412 @@ def _describe_exception(exc: BaseException) -> dict:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == _SUBMISSION_FILE]
         if frames:
             where = f"line {frames[-1].lineno}"
-    except BaseException:
+    except BaseException:  # noqa: BLE001, S110 - student code may raise anything
         pass
-    return {"exception": kind.__name__, "message": text, "where": where}
+    return {"exception": type(exc).__name__, "message": text, "where": where}
 
 
 _SUBMISSION_FILE = ""
 
 
-def _import_submission(path: str, name: str):
-    import importlib.util
+def _flush_output() -> None:
+    """Push what the student printed into the output pipe before the reply, so it lands in this call."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001, S110 - student code may raise anything
+            pass
 
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+
+def _send(sock: socket.socket, header: dict, blobs=()) -> None:
+    _flush_output()
+    send_message(sock, header, blobs)
 
 
-def serve(sock_fd: int, path: str, name: str, max_blob: int) -> None:
-    """Import the submission at ``path`` and answer call requests until told to stop."""
+def serve(sock: socket.socket, max_blob: int) -> None:
+    """Receive the submission, import it, and answer call requests until told to stop."""
     global _SUBMISSION_FILE
+    load, blobs = recv_message(sock, max_blob)
+    path = os.path.abspath(load["filename"])
+    with open(path, "wb") as handle:
+        handle.write(blobs[0])
+    del blobs, load["blobs"]
     _SUBMISSION_FILE = path
-    sock = socket.socket(fileno=sock_fd)
     try:
-        module = _import_submission(path, name)
+        spec = importlib.util.spec_from_file_location(load["module"], path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[load["module"]] = module
+        spec.loader.exec_module(module)
     except SyntaxError as exc:
         where = f"{os.path.basename(exc.filename or path)}, line {exc.lineno}"
-        send_message(sock, {"status": "import-error", "exception": "SyntaxError", "message": f"{exc.msg} ({where})", "where": ""})
+        _send(sock, {"status": "import-error", "exception": "SyntaxError", "message": f"{exc.msg} ({where})", "where": ""})
         return
-    except BaseException as exc:  # SystemExit and KeyboardInterrupt at import included
-        send_message(sock, dict(_describe_exception(exc), status="import-error"))
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, EOFError (input()) too
+        _send(sock, dict(_describe_exception(exc), status="import-error"))
         return
-    send_message(sock, {"status": "ready"})
+    _send(sock, {"status": "ready"})
     while True:
         try:
-            request, blobs = recv_message(sock, max_blob)
+            request, blobs, fds = recv_message(sock, max_blob, with_fds=True)
         except EOFError:
             return
         if request.get("op") != "call":
             return
         function = getattr(module, request["function"], None)
         if not callable(function):
-            send_message(sock, {"status": "missing", "message": f"{request['function']} is not defined"})
+            _send(sock, {"status": "missing", "message": f"{request['function']} is not defined"})
             continue
-        args = [blob_to_array(blobs[s["array"]]) if "array" in s else s["value"] for s in request["args"]]
-        kwargs = {k: (blob_to_array(blobs[s["array"]]) if "array" in s else s["value"]) for k, s in request["kwargs"].items()}
+        args = [_decode_argument(s, blobs, fds) for s in request["args"]]
+        kwargs = {k: _decode_argument(s, blobs, fds) for k, s in request["kwargs"].items()}
+        for fd in fds:
+            os.close(fd)
+        del blobs, fds
         try:
             result = function(*args, **kwargs)
             reply, out = _describe_result(result)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - student code may raise anything
             reply, out = dict(_describe_exception(exc), status="raised"), []
-        send_message(sock, reply, out)
+        del args, kwargs
+        _send(sock, reply, out)
+
+
+# ---------------------------------------------------------------- system calls (Linux, via libc)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 38, 36
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _prctl(option: int, value: int) -> None:
+    _check(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), f"prctl({option})")
+
+
+def _mount(source, target, fstype, flags: int, data=None) -> None:
+    def enc(text):
+        return None if text is None else os.fsencode(text)
+
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {source} on {target}")
+
+
+def _bind(source: str, target: str, readonly: bool = True) -> None:
+    _mount(source, target, None, MS_BIND | MS_REC)
+    if readonly:
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+# ---------------------------------------------------------------- the process tree of one submission
+
+
+def _set_limits(limits: dict, nproc: int | None) -> None:
+    memory = limits["memory_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    size = limits["file_size_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    if nproc is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
+
+def _user_tasks(uid: int) -> int:
+    """Processes and threads of ``uid`` now: RLIMIT_NPROC counts them all, not only the submission's."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status", "rb") as handle:
+                    fields = dict(line.split(b":", 1) for line in handle.read().splitlines() if b":" in line)
+                if int(fields[b"Uid"].split()[0]) == uid:
+                    count += int(fields[b"Threads"])
+            except (OSError, KeyError, ValueError):
+                pass
+    return count
+
+
+def _worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
+    """The process that imports and calls student code: fds, limits, identity, then the call loop."""
+    try:
+        os.setsid()
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.dup2(proto, 3)
+        os.dup2(ctl, 4)
+        os.closerange(5, 1 << 16)
+        os.chdir(workdir)
+        isolated = request["isolated"]
+        _set_limits(request["limits"], request["nproc"])
+        os.environ.clear()
+        os.environ.update(request["env"], HOME=workdir, TMPDIR="/tmp" if isolated else workdir, PWD=workdir)
+        if isolated:
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            os.setresuid(NOBODY, NOBODY, NOBODY)  # clears every capability
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid bits and file capabilities are ignored from now on
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
+    except BaseException as exc:
+        _report(socket.socket(fileno=4), {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
+        raise
+    os.close(4)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+                                  line_buffering=True)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.argv = [request["argv0"]]
+    try:
+        serve(socket.socket(fileno=3), request["limits"]["max_result_bytes"])
+    except (OSError, EOFError, ProtocolError, ValueError, KeyError, TypeError):
+        os._exit(LOST_SOCKET_EXIT)
+
+
+def _build_root(request: dict) -> None:
+    """In a fresh mount namespace: a minimal root file system, then pivot into it.
+
+    Only these are visible: /usr, /bin, /lib*, /etc and the Python prefix and
+    package folders the grader named (read-only, nosuid, nodev), with the
+    grader's own packages inside them hidden under empty tmpfs mounts; a
+    private /dev with null, zero, full, random and urandom; a fresh /proc of
+    the PID namespace; a private tmpfs /tmp holding the working folder. The
+    old root is unmounted, so nothing else (the project folder, reference/,
+    the graded suite, grader.toml, /root, /home) exists in the new one.
+    """
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    root = request["workdir"]  # an empty folder of the parent's; this tmpfs covers it in this namespace only
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    size = f"size={max(64, 4 * request['limits']['file_size_mb'])}m"
+    os.makedirs(root + "/tmp")  # first: a virtual environment under /tmp is bound inside it below
+    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
+    os.makedirs(root + "/tmp/work", mode=0o700)
+    os.chown(root + "/tmp/work", NOBODY, NOBODY)
+    mounted: list[str] = []
+    for path in request["visible"]:
+        if not os.path.lexists(path) or any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounted):
+            continue
+        target = root + path
+        if os.path.islink(path) and os.path.dirname(path) == "/":  # /lib -> usr/lib on merged-/usr systems
+            os.symlink(os.readlink(path), target)
+            continue
+        os.makedirs(target, mode=0o755, exist_ok=True)
+        _bind(path, target)
+        mounted.append(os.path.realpath(path) if os.path.islink(path) else path)
+    for path in request["hidden"]:
+        target = root + path
+        if os.path.isdir(target):
+            _mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0000,size=4k")
+        elif os.path.exists(target):
+            _bind("/dev/null", target)
+    os.makedirs(root + "/dev", mode=0o755)
+    _mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k")
+    for name in ("null", "zero", "full", "random", "urandom"):
+        open(f"{root}/dev/{name}", "w").close()
+        _bind(f"/dev/{name}", f"{root}/dev/{name}", readonly=False)
+    os.symlink("/proc/self/fd", root + "/dev/fd")
+    for number, name in enumerate(("stdin", "stdout", "stderr")):
+        os.symlink(f"/proc/self/fd/{number}", f"{root}/dev/{name}")
+    os.makedirs(root + "/dev/shm")
+    _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
+    os.makedirs(root + "/proc")
+    try:
+        _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+    except OSError:
+        pass  # some containers forbid a fresh /proc; the student then has none
+    os.chdir(root)
+    if SYS_PIVOT_ROOT is not None:
+        _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+        _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    else:
+        os.chroot(".")
+    os.chdir("/")
+    _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _report(ctl: socket.socket, message: dict) -> None:
+    try:
+        ctl.send(json.dumps(message).encode())
+    except OSError:
+        pass
+
+
+def _wait_status(status: int) -> dict:
+    if os.WIFSIGNALED(status):
+        return {"event": "ended", "signal": os.WTERMSIG(status)}
+    return {"event": "ended", "exit": os.waitstatus_to_exitcode(status)}
+
+
+def _init(request: dict, proto: int, out: int, ctl: socket.socket) -> None:
+    """Pid 1 of the submission's PID namespace: build the root, fork the worker, report how it ended.
+
+    When this process exits, the kernel kills every other process of the
+    namespace: setsid'd daemons and double forks included.
+    """
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    try:
+        _build_root(request)
+    except BaseException as exc:
+        _report(ctl, {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
+        raise
+    worker = os.fork()
+    if worker == 0:
+        _run_child(_worker, request, proto, out, ctl.fileno(), "/tmp/work")
+    os.close(proto)
+    os.close(out)
+    while True:
+        pid, status = os.waitpid(-1, 0)  # reaps orphans too
+        if pid == worker:
+            _report(ctl, _wait_status(status))
+            os._exit(0)
+
+
+def _descendants(ancestor: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    parents[int(entry)] = int(handle.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found, frontier = [], {ancestor}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier}
+        found.extend(frontier)
+    return found
+
+
+def _kill_tree() -> None:
+    """SIGKILL every descendant of this subreaper until none is left (new ones are reparented here)."""
+    for _ in range(10_000):
+        for pid in _descendants(os.getpid()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return
+        select.select([], [], [], 0.002)
+
+
+def _run_child(function, *args) -> None:
+    """Run a forked child's body; any failure before student code is a grader error, reported, never raised."""
+    try:
+        function(*args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException as exc:  # noqa: BLE001 - any failure of the setup, reported
+        try:
+            os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+        except OSError:
+            pass
+        code = 70
+    os._exit(code)
+
+
+def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
+    """Watch one submission's process tree; kill all of it on request, on EOF, or when the worker ends."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    ctl = socket.socket(fileno=ctl_fd)
+    isolated, workdir = request["isolated"], None
+    try:
+        if isolated:
+            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+        else:
+            _prctl(PR_SET_CHILD_SUBREAPER, 1)
+            workdir = request["workdir"]
+            request["nproc"] = _user_tasks(os.getuid()) + request["nproc"]
+    except OSError as exc:
+        _report(ctl, {"event": "setup-error", "message": str(exc)})
+        os._exit(70)
+    child = os.fork()
+    if child == 0:
+        if isolated:
+            _run_child(_init, request, proto, out, ctl)
+        _run_child(_worker, request, proto, out, ctl.fileno(), workdir)
+    os.close(proto)
+    os.close(out)
+    pidfd = os.pidfd_open(child)
+    status = None
+    while status is None:
+        ready, _, _ = select.select([ctl, pidfd], [], [])
+        if ctl in ready:
+            try:
+                message = ctl.recv(64)
+            except OSError:
+                message = b""
+            if message in (b"", b"kill"):
+                break
+        if pidfd in ready:
+            status = os.waitpid(child, 0)[1]
+            if not isolated:
+                _report(ctl, _wait_status(status))
+    if status is None:
+        os.kill(child, signal.SIGKILL)  # in a PID namespace, killing pid 1 kills them all
+        os.waitpid(child, 0)
+    if not isolated:
+        _kill_tree()
+    os._exit(0)
+
+
+def _namespaces_work() -> bool:
+    """Can this process create the namespaces of root mode? (No in containers without CAP_SYS_ADMIN.)"""
+    if os.geteuid() != 0:
+        return False
+    pid = os.fork()
+    if pid == 0:
+        os._exit(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def zygote(control_fd: int) -> None:
+    """Fork one keeper per request that arrives on the control socket, until it closes.
+
+    A request is a JSON object plus three descriptors (protocol socket, output
+    pipe, control socket of the keeper); it carries limits, paths and the
+    environment, never the submission or any grading data: the submission's
+    bytes go straight to the worker on its own socket, so no copy of one
+    student's code stays in the zygote's memory for the next submission to find.
+    """
+    # No PR_SET_PDEATHSIG here: it fires when the parent's *thread* ends, and the grader may start the
+    # zygote from a worker thread. The zygote ends when its control socket closes instead.
+    hello = {"event": "ready", "pid": os.getpid(), "path": sys.path, "namespaces": _namespaces_work()}
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
+    control = socket.socket(fileno=control_fd)
+    control.send(json.dumps(hello).encode())
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(control, 1 << 16, 8)
+        except OSError:
+            return
+        if not data:
+            return
+        request = json.loads(data)
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _run_child(_keeper, request, *fds)
+        for fd in fds:
+            os.close(fd)
+        del request, data
+        control.send(json.dumps({"event": "spawned", "pid": pid}).encode())
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    zygote(int(sys.argv[1]))

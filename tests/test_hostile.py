@@ -1,0 +1,261 @@
+"""The hostile corpus: every broken or hostile submission in tests/hostile/ graded end to end.
+
+Each file is the correct solution plus one twist. For each we pin down the exact
+score, the status count of each function's tests and a fragment of the message
+of its failed tests, graded with tests/hostile/grader.toml (call limit 2 s,
+submission limit 20 s, 1 GiB of address space). Around the grading: no process
+of a submission outlives it, planted files change nothing, and every report is
+valid UTF-8 JSON under 1 MB. Kinds whose outcome depends on root-mode isolation
+(reading secrets, network, writing outside the sandbox, signalling everything)
+only run as root, as in CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.config import load_config
+from grader.grade import grade_submission
+from grader.report import to_json
+from grader.sandbox import _get_zygote, isolation_available
+
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+ROOT = HOSTILE.parent.parent
+ROOT_MODE = isolation_available()  # root, and namespaces allowed (as in CI)
+MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"
+ALL_PASS = {MHA: {"passed": 24}, COUNT: {"passed": 8}, ENTROPY: {"passed": 6}}
+
+
+@dataclass(frozen=True)
+class Expect:
+    score: float
+    statuses: dict  # function -> {status: number of its tests}
+    message: str = ""  # fragment of the message of every failed test (of `function`, when set)
+    function: str | None = None
+    failing: tuple = ()  # names of the failed tests, when only some fail
+    root_only: bool = False
+
+
+def entropy(statuses: dict, message: str, failing: tuple = ()) -> Expect:
+    """Only head_entropy is hostile: the other two functions keep their 85 points."""
+    lost = sum(n for s, n in statuses.items() if s != "passed") * 2.5
+    return Expect(100 - lost, {**ALL_PASS, ENTROPY: statuses}, message, ENTROPY, failing)
+
+
+def import_failure(message: str) -> Expect:
+    return Expect(0, {MHA: {"import-error": 24}, COUNT: {"import-error": 8}, ENTROPY: {"import-error": 6}},
+                  message)
+
+
+EXPECTED: dict[str, Expect] = {
+    # Import failures: every test fails the same way, at once.
+    "syntax_error": import_failure("importing syntax_error.py failed: SyntaxError: invalid syntax (syntax_error.py, line 6)"),
+    "missing_module": import_failure("ModuleNotFoundError at line 4: No module named 'torch_is_not_installed_here'"),
+    "raise_at_import": import_failure("RuntimeError at line 46: configuration missing"),
+    "sys_exit_at_import": import_failure("SystemExit at line 48: 3"),
+    "os_exit_at_import": import_failure("the submission's process exited with status 0"),
+    "keyboard_interrupt_at_import": import_failure("KeyboardInterrupt at line 46"),
+    "input_at_import": import_failure("EOFError at line 46: EOF when reading a line"),
+    "protocol_fd_closed": import_failure("lost its connection to the grader"),
+    # One function fails; the others keep their points.
+    "missing_function": entropy({"error": 6}, "head_entropy is not defined"),
+    "os_exit_in_entropy": entropy({"crashed": 6}, "the submission's process exited with status 1"),
+    "segfault_in_entropy": entropy({"crashed": 6}, "the submission's process was killed by SIGSEGV"),
+    "busy_loop": entropy({"passed": 5, "timeout": 1}, "the call did not finish within 2 s",
+                         ("entropy[one-hot-rows]",)),
+    "sigterm_ignored_sleep": entropy({"passed": 5, "timeout": 1}, "the call did not finish within 2 s",
+                                     ("entropy[uniform-rows]",)),
+    "huge_allocation": entropy({"memory": 6}, "ran out of memory (limit 1024 MB): raised MemoryError at line 47"),
+    "memory_growth": entropy({"passed": 5, "memory": 1}, "ran out of memory (limit 1024 MB): raised MemoryError",
+                             ("entropy[uniform-rows]",)),
+    "file_size_limit": entropy({"error": 6}, "raised OSError at line 49: [Errno 27] File too large"),
+    "forged_reply": entropy({"failed": 3, "crashed": 3}, ""),
+    "monkeypatch_numpy": entropy({"failed": 6}, "got 0.5, expected"),
+    # A subclass or an object array is refused by type; the 2-D case returns a numpy scalar, an honest float.
+    "ndarray_subclass": entropy({"passed": 1, "failed": 5},
+                                "returned ndarray_subclass.Agreeable, a subclass of numpy.ndarray",
+                                ("entropy[causal-zeros-B2-h3-T6]", "entropy[uniform-rows]", "entropy[one-hot-rows]",
+                                 "entropy[Tq4-Tk7]", "entropy[Tq9-Tk3]")),
+    "object_array": entropy({"passed": 1, "failed": 5}, "returned an array of dtype object, not numbers"),
+    "complex_result": entropy({"failed": 6}, "complex128"),  # an array of them, or one numpy.complex128
+    "huge_exception_message": entropy({"error": 6}, "raised ValueError at line 47: entropy! entropy!"),
+    "str_raises": entropy({"error": 6}, "raised Unprintable at line 52: <its message could not be read"),
+    "recursion": entropy({"error": 6}, "raised RecursionError at line 47: maximum recursion depth exceeded"),
+    "bad_utf8": entropy({"error": 6}, "raised ValueError at line 54: bad ? value"),
+    "huge_return": entropy({"failed": 6}, "returned shape (2000, 2000), expected"),
+    "eq_tricks": Expect(100 - 7 * 1.875, {**ALL_PASS, COUNT: {"failed": 7, "passed": 1}},
+                        "attention_param_count() returned eq_tricks.Anything", COUNT),
+    "fake_results_printed": Expect(100 - 7 * 1.875, {**ALL_PASS, COUNT: {"failed": 7, "passed": 1}},
+                                   "attention_param_count() returned 0, expected", COUNT),
+    # Returns a trap object except where it must raise: the two mha_errors tests (2.5 points each) pass.
+    "array_method_raises": Expect(35, {**ALL_PASS, MHA: {"failed": 22, "passed": 2}},
+                                  "multi_head_attention() returned array_method_raises.Trap", MHA),
+    # inf whenever causal: 6 random (2.5), 3 reshape (20/6), 1 stability (5), 2 model sizes (2.5) fail.
+    "inf_when_causal": Expect(65, {**ALL_PASS, MHA: {"failed": 12, "passed": 12}},
+                              "returned 1 non-finite value(s)", MHA),
+    "wrong_types": Expect(2 * 2.5 + 1.875, {MHA: {"failed": 22, "passed": 2}, COUNT: {"failed": 7, "passed": 1},
+                                            ENTROPY: {"failed": 6}}, "returned"),
+    # Hostile, but honest answers: full marks, and the grader is untouched.
+    "huge_output": Expect(100, ALL_PASS),
+    "closes_std_fds": Expect(100, ALL_PASS),
+    "threads_keep_running": Expect(100, ALL_PASS),
+    "processes_left_behind": Expect(100, ALL_PASS),
+    "sys_modules_tricks": Expect(100, ALL_PASS),
+    "fork_bomb": Expect(100, ALL_PASS, root_only=True),
+    "kill_everything": Expect(100, ALL_PASS, root_only=True),
+    "planted_report": Expect(100, ALL_PASS, root_only=True),
+    "read_secrets": Expect(100, ALL_PASS, root_only=True),
+    "network": Expect(100, ALL_PASS, root_only=True),
+}
+
+PLANTED = "planted-by-submission.txt"
+
+
+def test_every_file_has_an_expectation():
+    assert sorted(p.stem for p in HOSTILE.glob("*.py")) == sorted(EXPECTED)
+    assert len(EXPECTED) >= 25
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, uid) of every process on the machine."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
+                uid = Path(f"/proc/{entry}/status").stat().st_uid
+            except OSError:
+                continue
+            found[int(entry)] = (int(stat.rsplit(b")", 1)[1].split()[1]), uid)
+    return found
+
+
+def _descendants(pid: int) -> set[int]:
+    table, found, frontier = _processes(), set(), {pid}
+    while frontier:
+        frontier = {p for p, (parent, _) in table.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def _describe(pid: int) -> str:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state + " " + Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:80]
+    except OSError:
+        return "gone"
+
+
+@pytest.fixture(scope="module")
+def graded():
+    """Grade the whole corpus once (with a listener on 127.0.0.1:47631 for the network kind)."""
+    config = load_config(HOSTILE / "grader.toml")
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", 47631))
+        listener.listen()
+    except OSError:
+        pass  # something else listens there already: the submission may try it just the same
+    reports, leftovers, started = {}, {}, time.monotonic()
+    try:
+        for name, expect in EXPECTED.items():
+            if expect.root_only and not ROOT_MODE:
+                continue
+            reports[name] = grade_submission(HOSTILE / f"{name}.py", config).report
+            zygote = _get_zygote().process.pid
+            left = _descendants(os.getpid()) - {zygote}
+            if ROOT_MODE:
+                left |= {p for p, (_, uid) in _processes().items() if uid == 65534}
+            leftovers[name] = {(p, _describe(p)) for p in left}
+    finally:
+        listener.close()
+    wall = time.monotonic() - started
+    print(f"\ngraded {len(reports)} hostile submissions in {wall:.1f} s")
+    return reports, leftovers
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_hostile_submission(name, graded, validate_report):
+    expect = EXPECTED[name]
+    if expect.root_only and not ROOT_MODE:
+        pytest.skip("needs root-mode isolation (uid 65534, namespaces): CI runs as root")
+    reports, leftovers = graded
+    report = validate_report(reports[name])
+    assert report["status"] == "graded", report["error"]
+    assert report["score"] == pytest.approx(expect.score, abs=1e-9)
+    statuses: dict = {}
+    for test in report["tests"]:
+        counts = statuses.setdefault(test["function"], {})
+        counts[test["status"]] = counts.get(test["status"], 0) + 1
+    assert statuses == expect.statuses
+    failed = [t for t in report["tests"] if t["status"] != "passed"
+              and (expect.function is None or t["function"] == expect.function)]
+    for test in failed:
+        assert expect.message in test["message"], test
+        assert len(test["message"]) < 3000
+    if expect.failing:
+        assert [t["name"] for t in failed] == list(expect.failing)
+    # No process of the submission outlives its grading (as root: nothing of uid 65534 at all).
+    assert leftovers[name] == set()
+    # Valid UTF-8 JSON, under 1 MB; each test's own duration stays within the submission limit.
+    text = to_json(report)
+    assert len(text.encode("utf-8", "strict")) < 1_000_000
+    assert json.loads(text) == report
+    assert report["duration_s"] < 20 + 10
+
+
+def test_huge_output_is_kept_as_head_and_tail(graded):
+    """8 calls print 8 MB in all: each keeps a head and a tail; past the submission's budget, a marker."""
+    tests = [t for t in graded[0]["huge_output"]["tests"] if t["function"] == COUNT]
+    first, last = tests[0]["output"], tests[-1]["output"]
+    assert first.startswith("spam spam") and first.rstrip().endswith("eggs") and "omitted" in first
+    assert "the submission's total output limit is spent" in last
+    assert sum(len(t["output"]) for t in graded[0]["huge_output"]["tests"]) < 120_000
+
+
+def test_forged_replies_are_never_trusted(graded):
+    """A reply the submission wrote itself is checked like any other: an int is not an array."""
+    tests = [t for t in graded[0]["forged_reply"]["tests"] if t["function"] == ENTROPY]
+    assert [t["status"] for t in tests] == ["failed", "crashed"] * 3
+    assert all("returned int 0, expected an array" in t["message"] for t in tests[::2])
+
+
+def test_bad_utf8_output_is_replaced(graded):
+    output = "".join(t["output"] for t in graded[0]["bad_utf8"]["tests"])
+    message = "".join(t["message"] for t in graded[0]["bad_utf8"]["tests"])
+    assert "\ufffd" not in message and "\ud800" not in message
+    (output + message).encode("utf-8", "strict")
+
+
+@pytest.mark.skipif(not ROOT_MODE, reason="needs root-mode isolation: CI runs as root")
+def test_planted_files_change_nothing(graded, tmp_path):
+    """planted_report wrote report.json wherever it could: none of it reached the real file system."""
+    import site
+    import sys
+
+    assert graded[0]["planted_report"]["score"] == 100
+    places = [ROOT, HOSTILE, Path("/tmp"), Path.cwd(), *map(Path, sys.path), *map(Path, site.getsitepackages())]
+    planted = [p / PLANTED for p in places if (p / PLANTED).exists()]
+    assert planted == []
+
+
+def test_a_report_planted_at_the_output_path_is_overwritten(tmp_path):
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    out = tmp_path / "report.json"
+    out.write_text('{"schema_version": 1, "score": 100, "planted": true}')
+    result = CliRunner().invoke(main, [str(HOSTILE / "missing_function.py"), "-o", str(out),
+                                       "--config", str(HOSTILE / "grader.toml")])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert "planted" not in report and report["score"] == 85

@@ -1,0 +1,355 @@
+"""The sandbox on its own: the call API, limits, both isolation modes, big arrays, and the result checker.
+
+Root-mode tests (uid 65534, namespaces) run wherever the tests run as root, as
+in CI; elsewhere they are skipped with the reason. The hypothesis tests feed
+random return values through the child's description of a result
+(``worker._describe_result``), the framing, the parent's decoding
+(``Sandbox._decode``) and ``compare.check_array`` / ``check_count``.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from grader import compare, worker
+from grader.config import Limits
+from grader.sandbox import Sandbox, _get_zygote, _MessageReader, isolation_available
+
+ROOT_MODE = isolation_available()  # root, and namespaces allowed (as in CI)
+needs_root = pytest.mark.skipif(not ROOT_MODE, reason="root-mode isolation needs root: CI runs as root")
+LIMITS = Limits(call_timeout_s=3, submission_timeout_s=30, memory_mb=1024)
+CORRECT = Path(__file__).resolve().parent / "submissions" / "correct.py"
+
+
+def write(tmp_path: Path, source: str, name: str = "student.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def _descendants() -> set[int]:
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat.rsplit(b")", 1)[1].split()[1])
+    found, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found - {_get_zygote().process.pid}
+
+
+@pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "user-mode"])
+def test_calls_return_plain_values(isolated):
+    with Sandbox(CORRECT, LIMITS, isolated=isolated) as sandbox:
+        count = sandbox.call("attention_param_count", 768, 12, bias=True)
+        weights = np.full((2, 4, 8), 1 / 8)
+        entropy = sandbox.call("head_entropy", weights)
+        missing = sandbox.call("no_such_function")
+    assert (count.status, count.value, count.type_name) == ("ok", 2_362_368, "int")
+    assert entropy.status == "ok" and type(entropy.value) is np.ndarray
+    np.testing.assert_allclose(entropy.value, np.full(2, np.log(8)))
+    assert (missing.status, missing.message) == ("missing", "no_such_function is not defined")
+
+
+@pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "user-mode"])
+def test_nothing_survives_close(tmp_path, isolated):
+    """A setsid'd double-forked daemon and a plain child are gone once the sandbox is closed."""
+    path = write(tmp_path, """
+        import os, time
+        def start():
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    time.sleep(1000)
+                os._exit(0)
+            if os.fork() == 0:
+                time.sleep(1000)
+            return os.getpid()
+    """)
+    before = _descendants()
+    with Sandbox(path, LIMITS, isolated=isolated) as sandbox:
+        assert sandbox.call("start").status == "ok"
+        assert len(_descendants() - before) >= 4  # keeper, (pid 1,) worker, child, daemon
+    assert _descendants() - before == set()
+
+
+def test_timeouts_restart_the_child_and_the_submission_limit_holds(tmp_path):
+    path = write(tmp_path, """
+        import time
+        def nap(seconds):
+            time.sleep(seconds)
+            return seconds
+    """)
+    limits = Limits(call_timeout_s=1.0, submission_timeout_s=2.5)
+    with Sandbox(path, limits) as sandbox:
+        first = sandbox.call("nap", 5)
+        second = sandbox.call("nap", 0)
+        later = [sandbox.call("nap", 5) for _ in range(4)]
+        last = sandbox.call("nap", 0)
+    assert (first.status, first.message) == ("timeout", "the call did not finish within 1 s")
+    assert (second.status, second.value) == ("ok", 0)
+    assert all(result.status == "timeout" for result in later)
+    assert sum(result.seconds for result in [first, second, *later]) < 2.5 + 1.0
+    assert (last.status, last.message) == ("timeout", "the submission used up its 2.5 s time limit")
+
+
+def test_output_belongs_to_its_call(tmp_path):
+    path = write(tmp_path, """
+        import os, sys
+        def say(word):
+            print(word)
+            sys.stderr.write(word.upper() + "\\n")
+            os.write(1, b"raw\\n")
+            return 0
+    """)
+    with Sandbox(path, LIMITS) as sandbox:
+        outputs = [sandbox.call("say", word).output for word in ("one", "two")]
+    # Unbuffered writes to fd 1 may come before print()'s buffered text; all of it lands in its own call.
+    assert [sorted(o.splitlines()) for o in outputs] == [["ONE", "one", "raw"], ["TWO", "raw", "two"]]
+
+
+def test_big_arguments_travel_in_a_memfd_and_stay_the_parents(tmp_path):
+    """25 MB of float64 in; the student may change its copy, the parent's stays as it was."""
+    path = write(tmp_path, """
+        def scribble(X):
+            total = float(X.sum())
+            X[...] = -1.0
+            return total
+    """)
+    X = np.random.default_rng(0).standard_normal((3_200_000,))  # 25.6 MB
+    assert X.nbytes >= worker.MEMFD_MIN_BYTES
+    before = X.copy()
+    with Sandbox(path, LIMITS) as sandbox:
+        result = sandbox.call("scribble", X)
+        small = sandbox.call("scribble", X[:10].copy())
+    assert result.status == "ok" and result.value == pytest.approx(before.sum())
+    assert small.status == "ok" and small.value == pytest.approx(before[:10].sum())
+    np.testing.assert_array_equal(X, before)
+
+
+def test_zero_dimensional_results_keep_their_shape(tmp_path):
+    path = write(tmp_path, """
+        import numpy as np
+        def scalar_array():
+            return np.array(2.5)
+    """)
+    with Sandbox(path, LIMITS) as sandbox:
+        result = sandbox.call("scalar_array")
+    assert result.status == "ok" and result.value.shape == () and float(result.value) == 2.5
+
+
+@needs_root
+def test_root_mode_identity_network_files_and_stdlib_imports(tmp_path):
+    """uid/gid 65534, no groups or capabilities, no network, nothing of the project, and the stdlib imports."""
+    import errno
+
+    project = Path(__file__).resolve().parent.parent
+    secrets = [str(project / "grader.toml"), str(project / "reference" / "mha.py"), str(project / "assignments"),
+               "/root/.bashrc"]
+    path = write(tmp_path, f"""
+        import os, socket
+        def probe():
+            import math, itertools, fractions, decimal, statistics, json, ctypes, sqlite3, zlib, hashlib
+            from typing import Optional
+            from collections import OrderedDict
+            status = open("/proc/self/status").read()
+            facts = [os.getuid(), os.getgid(), len(os.getgroups()),
+                     int(status.split("CapEff:")[1].split()[0], 16), int(status.split("NoNewPrivs:")[1].split()[0])]
+            facts += [os.path.exists(secret) for secret in {secrets!r}]
+            try:
+                socket.create_connection(("127.0.0.1", 22), timeout=1)
+                facts.append(-1)
+            except OSError as exc:
+                facts.append(exc.errno)
+            facts.append(os.getcwd() == "/tmp/work")
+            facts.append(sorted(p for p in os.listdir("/proc") if p.isdigit()) == [str(os.getpid())])
+            facts.append(math.factorial(5) + sum(itertools.repeat(1, 3)))
+            return facts
+    """)
+    with Sandbox(path, LIMITS) as sandbox:
+        result = sandbox.call("probe")
+    assert result.status == "ok", result.message
+    uid, gid, groups, caps, no_new_privs, *rest = result.value.tolist()
+    assert (uid, gid, groups, caps, no_new_privs) == (65534, 65534, 0, 0, 1)
+    assert rest == [0, 0, 0, 0, errno.ENETUNREACH, 1, 1, 123]
+
+
+@needs_root
+def test_zygote_holds_nothing_secret(tmp_path):
+    """Student code forked from the zygote finds no grader module and no text of the graded suite in memory."""
+    path = write(tmp_path, """
+        import gc, sys
+        def secrets():
+            modules = [m for m in sys.modules if m.split(".")[0] in ("grader", "reference", "pytest", "cases",
+                                                                    "tomllib", "click", "graded_mha", "conftest")]
+            marker = "mha_" + "stab" + "ility"  # a group name of grader.toml and the graded suite
+            strings = set()
+            for obj in gc.get_objects():
+                for ref in gc.get_referents(obj):
+                    if type(ref) is str and marker in ref:
+                        strings.add(ref)
+            strings.discard(marker)
+            return len(modules) + len(strings)
+    """)
+    with Sandbox(path, LIMITS) as sandbox:
+        result = sandbox.call("secrets")
+    assert (result.status, result.value) == ("ok", 0)
+
+
+def test_a_crash_names_the_signal(tmp_path):
+    path = write(tmp_path, """
+        import os, signal
+        def die(number):
+            os.kill(os.getpid(), number)
+    """)
+    with Sandbox(path, LIMITS) as sandbox:
+        segv = sandbox.call("die", 11)
+        abrt = sandbox.call("die", 6)
+    assert (segv.status, segv.message) == ("crashed", "the submission's process was killed by SIGSEGV")
+    assert (abrt.status, abrt.message) == ("crashed", "the submission's process was killed by SIGABRT")
+
+
+# ---------------------------------------------------------------- the result checker, fed random values
+
+DTYPES = st.sampled_from(["float64", "float32", "float16", "int64", "int8", "uint16", "bool", "complex128",
+                          "object", "U3", "S2", "datetime64[s]"])
+
+
+def random_arrays():
+    return DTYPES.flatmap(lambda dtype: hnp.arrays(
+        dtype if dtype != "object" else "float64",
+        hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5),
+        elements=None if dtype not in ("float64", "float32", "float16") else st.floats(
+            allow_nan=True, allow_infinity=True, width={"float64": 64, "float32": 32, "float16": 16}[dtype]),
+    ).map(lambda a: a.astype(object) if dtype == "object" else a))
+
+
+RETURNS = st.one_of(
+    random_arrays(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(), st.none(), st.text(max_size=20), st.complex_numbers(),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=6),
+    st.lists(st.one_of(st.integers(-5, 5), st.text(max_size=2)), max_size=4).map(tuple),
+    st.builds(lambda v: np.float64(v), st.floats(allow_nan=True)),
+    st.builds(lambda v: np.int32(v), st.integers(-1000, 1000)),
+)
+
+
+def through_the_boundary(sandbox: Sandbox, value):
+    """What the parent makes of ``value`` returned by a student: describe, frame, parse, decode."""
+    reply, blobs = worker._describe_result(value)
+    header = dict(reply, blobs=[len(b) for b in blobs])
+    import json
+    import struct
+
+    data = json.dumps(header).encode()
+    reader = _MessageReader(LIMITS.max_result_bytes)
+    message = reader.feed(struct.pack(">Q", len(data)) + data + b"".join(blobs))
+    assert message is not None
+    return sandbox._decode(*message, "")
+
+
+@pytest.fixture(scope="module")
+def offline_sandbox(tmp_path_factory):
+    """A Sandbox used only for its decoding: no child is started."""
+    with Sandbox(CORRECT, LIMITS) as sandbox:
+        yield sandbox
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=RETURNS, expected=hnp.arrays("float64", hnp.array_shapes(min_dims=0, max_dims=3, max_side=4),
+                                          elements=st.floats(-1e6, 1e6)))
+def test_random_return_values_are_checked_safely(offline_sandbox, value, expected):
+    result = through_the_boundary(offline_sandbox, value)
+    assert result.status in ("ok", "bad-type")
+    if result.status == "ok":  # only plain data crossed
+        assert type(result.value) in (int, float, bool) or (
+            type(result.value) is np.ndarray and result.value.dtype.kind in "biuf")
+    else:
+        assert result.value is None and result.message
+    verdict = compare.check_array(result, expected, 1e-3, 1e-5, "f()")
+    assert verdict.status in ("passed", "failed")
+    if verdict.status == "passed":
+        got = np.asarray(result.value, dtype=np.float64)
+        assert got.shape == expected.shape and np.isfinite(got).all()
+        assert np.all(np.abs(got - expected) <= 1e-5 + 1e-3 * np.abs(expected))
+    count = compare.check_count(result, 2_362_368, "g()")
+    assert count.status in ("passed", "failed")
+    if count.status == "passed":
+        assert int(result.value) == 2_362_368 and result.value is not True
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(expected=hnp.arrays("float64", hnp.array_shapes(min_dims=0, max_dims=3, max_side=4),
+                           elements=st.floats(-1e6, 1e6)))
+def test_honest_values_pass_and_non_finite_never_do(offline_sandbox, expected):
+    assert compare.check_array(through_the_boundary(offline_sandbox, expected.copy()), expected, 1e-3, 1e-5,
+                               "f()").status == "passed"
+    if expected.size:
+        spoiled = expected.copy()
+        spoiled.flat[-1] = np.nan
+        verdict = compare.check_array(through_the_boundary(offline_sandbox, spoiled), expected, 1e-3, 1e-5, "f()")
+        assert verdict.status == "failed" and "non-finite" in verdict.message
+
+
+@given(garbage=st.binary(max_size=64))
+def test_malformed_frames_are_protocol_errors(garbage):
+    reader = _MessageReader(1 << 20)
+    try:
+        reader.feed(garbage)
+    except worker.ProtocolError:
+        pass
+
+
+def test_one_zygote_per_process_and_a_clean_shutdown(tmp_path):
+    """Sandboxes in one process share the zygote; it exits with the process that started it."""
+    import subprocess
+    import sys
+
+    script = f"""
+from pathlib import Path
+from grader.config import Limits
+from grader.sandbox import Sandbox, _get_zygote
+pids = set()
+for _ in range(3):
+    with Sandbox(Path({str(CORRECT)!r}), Limits()) as sandbox:
+        assert sandbox.call("attention_param_count", 8, 2).value == 256
+    pids.add(_get_zygote().process.pid)
+print(*pids)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    (zygote,) = map(int, done.stdout.split())
+    assert not Path(f"/proc/{zygote}").exists() or "Z" in Path(f"/proc/{zygote}/stat").read_text().split(")")[1][:3]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(array=hnp.arrays(st.sampled_from(["float64", "float32", "int64", "uint8", "bool"]),
+                        hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=6)),
+       big=st.booleans())
+def test_arguments_arrive_exactly(array, big, monkeypatch):
+    """The parent's arrays reach the worker with the same dtype, shape and bits, by socket or by memfd."""
+    monkeypatch.setattr(worker, "MEMFD_MIN_BYTES", 0 if big else 1 << 20)
+    specs, blobs, fds = worker.encode_values([array, 3, 2.5])
+    try:
+        decoded = [worker._decode_argument(spec, [bytes(b) for b in blobs], fds) for spec in specs]
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert decoded[1:] == [3, 2.5]
+    assert decoded[0].dtype == array.dtype and decoded[0].shape == array.shape
+    np.testing.assert_array_equal(decoded[0], array)
