@@ -16,14 +16,13 @@ from threadpoolctl import threadpool_limits
 
 from grader import __version__
 from grader.config import Config
-from grader.diagnose import GENERIC, Diagnosis, settle
+from grader.diagnose import GENERIC, Diagnosis, Finding, settle
 from grader.notebook import NotebookError, extract_script, sandbox_for
 from grader.report import build_report, summary_text
 from grader.score import Score, as_number, score
 from grader.submission import load_submission
 from grader.suite import SuiteError, TestOutcome, run_suite
 from grader.vectorization import find_head_loops
-from reference.variants import CATALOGUE
 
 
 @dataclass(frozen=True)
@@ -68,8 +67,14 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
 
 
 def settle_diagnoses(outcomes: list[TestOutcome]) -> list[TestOutcome]:
-    """Name one misconception where a test's output matches several (grader.diagnose.settle); drop ``also``."""
-    catalogue = {**GENERIC, **CATALOGUE}
+    """Name one misconception where a test's output matches several (grader.diagnose.settle); drop ``also``.
+
+    settle only ever names a code that another test shows unambiguously, so the
+    outcomes' own diagnoses hold every explanation it needs (no reference import:
+    the student kit, which has no reference, grades through here too).
+    """
+    catalogue = {**GENERIC, **{o.diagnosis["code"]: Finding(o.diagnosis["explanation"], o.diagnosis["section"])
+                               for o in outcomes if o.diagnosis is not None}}
     found = [None if o.diagnosis is None else Diagnosis(**{**o.diagnosis, "also": tuple(o.diagnosis.get("also", ()))})
              for o in outcomes]
     return [replace(o, diagnosis=None if d is None else d.as_dict()) for o, d in zip(outcomes, settle(found, catalogue))]

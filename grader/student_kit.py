@@ -136,6 +136,9 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Ki
             "raises": case.raises,
             "expected": None if case.raises else _store(expected_value(case), "expected", arrays),
             "candidates": {code: _store(out, f"candidate.{code}", arrays) for code, out in candidates.items()},
+            "changed_args": None if case.changed_args is None else
+            [_store(a, f"changed.{i}", arrays) for i, a in enumerate(case.changed_args)],
+            "changed_from": case.changed_from,
         }
         np.savez(suite / entry["file"], allow_pickle=False, **arrays)
         manifest.append(entry)
@@ -170,7 +173,7 @@ def _kit_toml(config: Config, seed: int, points: dict) -> str:
 _CHECKING = """## Checking your work with this kit
 
 This folder holds the starter, the public test cases with their expected outputs, and the grader.
-With numpy, pytest, pytest-json-report, click and nbformat installed, run from this folder:
+With numpy, pytest, pytest-json-report, click, nbformat and threadpoolctl installed, run from this folder:
 
 ```sh
 python -m grader starter.py

@@ -16,18 +16,18 @@ def test_grade_writes_report_and_prints_summary(tmp_path):
     out = tmp_path / "r.json"
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "nan_entropy.py"), "-o", str(out), "--config", CONFIG])
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[0] == "mha: nan_entropy.py scored 97.5 / 105"
+    assert result.output.splitlines()[0] == "mha: nan_entropy.py scored 92.5 / 100"
     assert "  head_entropy                7.5 / 15     3 of 6 tests passed" in result.output
     assert "    ✗ entropy[one-hot-rows] [failed]: head_entropy() returned 4 non-finite value(s) of 4" in result.output
     assert result.output.rstrip().endswith(f"Report written to {out}")
-    assert json.loads(out.read_text())["score"] == 97.5
+    assert json.loads(out.read_text())["score"] == 92.5
 
 
 def test_dash_writes_json_to_stdout_and_summary_to_stderr():
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "correct.py"), "-o", "-", "--config", CONFIG])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["score"] == 105
-    assert result.stderr.startswith("mha: correct.py scored 105 / 105")
+    assert json.loads(result.stdout)["score"] == 100
+    assert result.stderr.startswith("mha: correct.py scored 100 / 100")
 
 
 def test_default_output_is_report_json_in_the_working_directory(tmp_path, monkeypatch):

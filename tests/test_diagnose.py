@@ -195,7 +195,7 @@ def test_nan_entropy_is_named_entropy_log_zero(reports, validate_report):
                                   "correct.py"])
 def test_correct_code_in_other_styles_scores_full_with_no_diagnosis(reports, validate_report, name):
     report = validate_report(reports(name))
-    assert report["score"] == report["max_score"] == 105
+    assert report["score"] == report["max_score"] == 100
     assert [t["name"] for t in report["tests"] if t["diagnosis"] or t["status"] != "passed"] == []
     notes = [(n["code"], n["line"], n["score"], n["max_score"]) for n in report["notes"]]
     # A loop over heads is a note worth 0 points by default, never a failure.
@@ -256,8 +256,8 @@ def test_vectorization_points_reward_a_loop_free_passing_function(config, valida
     worth = replace(config, vectorization_points=2.5)
     vectorized = validate_report(grade_submission(SUBMISSIONS / "style_np_split.py", worth).report)
     looped = validate_report(grade_submission(SUBMISSIONS / "style_loop_heads.py", worth).report)
-    assert (vectorized["score"], vectorized["max_score"], vectorized["notes"]) == (107.5, 107.5, [])
-    assert (looped["score"], looped["max_score"]) == (105, 107.5)
+    assert (vectorized["score"], vectorized["max_score"], vectorized["notes"]) == (102.5, 102.5, [])
+    assert (looped["score"], looped["max_score"]) == (100, 102.5)
     assert [(n["code"], n["score"], n["max_score"]) for n in looped["notes"]] == [("loop-over-heads", 0, 2.5)]
     assert looped["notes"][0]["message"] == (
         "multi_head_attention loops over the heads in Python (multi_head_attention, line 20: for i in range(h):); "

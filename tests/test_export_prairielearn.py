@@ -34,10 +34,10 @@ def wrong_reshape():
 def test_score_is_a_fraction_and_points_are_per_test(wrong_reshape):
     results = validate(prairielearn.results(wrong_reshape))
     assert results["gradable"] is True
-    assert results["score"] == 0.4  # 40 of 100 points
-    assert sum(t["points"] for t in results["tests"]) == pytest.approx(40)
+    assert results["score"] == 0.441667  # 44.1667 of 100 points
+    assert sum(t["points"] for t in results["tests"]) == pytest.approx(44.1667, abs=1e-3)
     assert sum(t["max_points"] for t in results["tests"]) == pytest.approx(100, abs=1e-3)  # per-test points rounded to 4 places
-    assert len(results["tests"]) == 38
+    assert len(results["tests"]) == 41
 
 
 def test_full_pass_scores_exactly_one():
@@ -64,15 +64,15 @@ def test_hidden_tests_are_redacted(wrong_reshape):
 
 def test_hidden_tests_can_be_left_out(wrong_reshape):
     results = validate(prairielearn.results(wrong_reshape, list_hidden=False))
-    assert len(results["tests"]) == 30
-    assert results["score"] == 0.4  # the score still counts them
+    assert len(results["tests"]) == 33
+    assert results["score"] == 0.441667  # the score still counts them
 
 
 def test_results_are_cut_under_the_size_cap(wrong_reshape):
     noisy = dict(wrong_reshape, tests=[dict(t, output="x" * 4000, message="m" * 3000) for t in wrong_reshape["tests"]] * 8)
     assert prairielearn.size(prairielearn.results(noisy, cap=10**9)) > 1_000_000
     results = validate(prairielearn.results(noisy))
-    assert len(results["tests"]) == 304
+    assert len(results["tests"]) == 328
     assert "characters omitted" in results["tests"][0]["output"]
     small = prairielearn.results(noisy, cap=50_000)
     assert prairielearn.size(small) < 50_000
@@ -100,8 +100,8 @@ def test_cli_format_prairielearn_and_text(tmp_path):
     common = ["--config", str(ROOT / "grader.toml")]
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "wrong_reshape.py"), "--format", "prairielearn", "-o", str(out), *common])
     assert result.exit_code == 0, result.output
-    assert validate(json.loads(out.read_text()))["score"] == 0.4
+    assert validate(json.loads(out.read_text()))["score"] == 0.441667
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "wrong_reshape.py"), "--format", "text", *common])
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("mha: wrong_reshape.py scored 40 / 100\n")
+    assert result.output.startswith("mha: wrong_reshape.py scored 44.1667 / 100\n")
     assert result.output.count("scored") == 1  # the summary alone, once, on stdout

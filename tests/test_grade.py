@@ -32,19 +32,19 @@ def by_function(report):
 def test_correct_submission_scores_exactly_full(graded, validate_report):
     report = validate_report(graded(SUBMISSIONS / "correct.py"))
     assert report["status"] == "graded" and report["error"] is None
-    assert report["score"] == report["max_score"] == 105
-    assert by_function(report) == {"multi_head_attention": (75, 75), "attention_param_count": (15, 15),
+    assert report["score"] == report["max_score"] == 100
+    assert by_function(report) == {"multi_head_attention": (70, 70), "attention_param_count": (15, 15),
                                    "head_entropy": (15, 15)}
     assert {t["status"] for t in report["tests"]} == {"passed"}
     # Per-test points are rounded once, at output (20/6 → 3.3333); the total is exact.
-    assert sum(t["max_score"] for t in report["tests"]) == pytest.approx(105, abs=1e-3)
+    assert sum(t["max_score"] for t in report["tests"]) == pytest.approx(100, abs=1e-3)
     assert all(t["diagnosis"] is None for t in report["tests"]) and report["notes"] == []
 
 
 def test_wrong_reshape_order_fails_by_value_not_by_crash(graded, validate_report):
     report = validate_report(graded(SUBMISSIONS / "wrong_reshape.py"))
-    assert report["score"] == 45
-    assert by_function(report)["multi_head_attention"] == (15, 75)
+    assert report["score"] == 44.1667  # 25·2/12 + 5 + 5 for multi_head_attention, rounded once
+    assert by_function(report)["multi_head_attention"] == (14.1667, 70)
     passed = [t["name"] for t in report["tests"] if t["function"] == "multi_head_attention" and t["status"] == "passed"]
     # Only one-head cases (where both splits agree) and the shape-error cases survive the bug.
     assert passed == ["mha_random[00-B4-T3-d8-h1-dk11-dv6-causal]", "mha_random[01-B2-T8-d11-h1-dk4-dv11-full]",
@@ -61,7 +61,7 @@ def test_wrong_reshape_order_fails_by_value_not_by_crash(graded, validate_report
 
 def test_nan_entropy_loses_exactly_the_cases_with_zero_weights(graded, validate_report):
     report = validate_report(graded(SUBMISSIONS / "nan_entropy.py"))
-    assert report["score"] == 97.5
+    assert report["score"] == 92.5
     failed = {t["name"]: t["message"] for t in report["tests"] if t["status"] != "passed"}
     assert sorted(failed) == ["entropy[causal-zeros-B2-h3-T6]", "entropy[one-hot-rows]", "entropy[uniform-causal-T6]"]
     assert failed["entropy[uniform-causal-T6]"] == (
@@ -71,7 +71,7 @@ def test_nan_entropy_loses_exactly_the_cases_with_zero_weights(graded, validate_
 
 def test_starter_scores_zero_with_each_stub_named(graded, validate_report):
     report = validate_report(graded(ROOT / "assignments/mha/starter.py"))
-    assert report["score"] == 0 and report["max_score"] == 105
+    assert report["score"] == 0 and report["max_score"] == 100
     statuses = {(t["function"], t["status"]) for t in report["tests"]}
     # Stubs raise NotImplementedError: an error everywhere, except where ValueError is expected (then a failure).
     assert statuses == {("multi_head_attention", "error"), ("multi_head_attention", "failed"),

@@ -91,7 +91,7 @@ def test_setup_sh_dry_run(autograder_zip, tmp_path):
 
 @pytest.mark.parametrize(("files", "score"), [
     ({"solution.py": (SUBMISSIONS / "correct.py").read_bytes()}, 100),
-    ({"solution.py": (SUBMISSIONS / "wrong_reshape.py").read_bytes()}, 40),
+    ({"solution.py": (SUBMISSIONS / "wrong_reshape.py").read_bytes()}, 44.1667),
     ({"solution.ipynb": nbformat.writes(nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("%load_ext autoreload"),
         nbformat.v4.new_code_cell((SUBMISSIONS / "nan_entropy.py").read_text())])).encode()}, 92.5),
@@ -101,7 +101,7 @@ def test_grades_real_submissions(autograder_zip, tmp_path, files, score):
     (root / "results" / "results.json").write_text('{"score": 1000, "tests": []}')  # planted before the run
     results, stdout = run_autograder(root)
     assert results["score"] == score
-    assert len(results["tests"]) == 38
+    assert len(results["tests"]) == 41
     assert "submission 123456 by Ada Lovelace <ada@example.edu>" in stdout
 
 
@@ -133,7 +133,7 @@ def test_hostile_submission_that_forges_results(autograder_zip, tmp_path):
     # A result the submission writes while it runs is replaced by the grader's own.
     root = autograder_root(tmp_path, autograder_zip, {"forger.py": FORGER})
     results, _ = run_autograder(root)
-    assert results["score"] == 0 and len(results["tests"]) == 38
+    assert results["score"] == 0 and len(results["tests"]) == 41
     assert {t["status"] for t in results["tests"]} == {"failed"}  # no function defined: every test fails
 
 

@@ -30,7 +30,7 @@ HOSTILE = Path(__file__).resolve().parent / "hostile"
 ROOT = HOSTILE.parent.parent
 ROOT_MODE = isolation_available()  # root, and namespaces allowed (as in CI)
 MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"
-ALL_PASS = {MHA: {"passed": 24}, COUNT: {"passed": 8}, ENTROPY: {"passed": 6}}
+ALL_PASS = {MHA: {"passed": 27}, COUNT: {"passed": 8}, ENTROPY: {"passed": 6}}
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def entropy(statuses: dict, message: str, failing: tuple = ()) -> Expect:
 
 
 def import_failure(message: str) -> Expect:
-    return Expect(0, {MHA: {"import-error": 24}, COUNT: {"import-error": 8}, ENTROPY: {"import-error": 6}},
+    return Expect(0, {MHA: {"import-error": 27}, COUNT: {"import-error": 8}, ENTROPY: {"import-error": 6}},
                   message)
 
 
@@ -95,12 +95,14 @@ EXPECTED: dict[str, Expect] = {
     "fake_results_printed": Expect(100 - 7 * 1.875, {**ALL_PASS, COUNT: {"failed": 7, "passed": 1}},
                                    "attention_param_count() returned 0, expected", COUNT),
     # Returns a trap object except where it must raise: the two mha_errors tests (2.5 points each) pass.
-    "array_method_raises": Expect(35, {**ALL_PASS, MHA: {"failed": 22, "passed": 2}},
+    "array_method_raises": Expect(35, {**ALL_PASS, MHA: {"failed": 25, "passed": 2}},
                                   "multi_head_attention() returned array_method_raises.Trap", MHA),
-    # inf whenever causal: 6 random (2.5), 3 reshape (20/6), 1 stability (5), 2 model sizes (2.5) fail.
-    "inf_when_causal": Expect(65, {**ALL_PASS, MHA: {"failed": 12, "passed": 12}},
-                              "returned 1 non-finite value(s)", MHA),
-    "wrong_types": Expect(2 * 2.5 + 1.875, {MHA: {"failed": 22, "passed": 2}, COUNT: {"failed": 7, "passed": 1},
+    # inf whenever causal: 6 random (25/12), 3 reshape (20/6), 2 stability (10/3), 2 model sizes (2.5),
+    # 2 causality (2.5) fail; the score is rounded once, to 4 places.
+    "inf_when_causal": Expect(round(100 - (6 * 25 / 12 + 3 * 20 / 6 + 2 * 10 / 3 + 2 * 2.5 + 2 * 2.5), 4),
+                              {**ALL_PASS, MHA: {"failed": 15, "passed": 12}},
+                              "non-finite value", MHA),  # "1 non-finite value(s) of …", or "non-finite values" (causality)
+    "wrong_types": Expect(2 * 2.5 + 1.875, {MHA: {"failed": 25, "passed": 2}, COUNT: {"failed": 7, "passed": 1},
                                             ENTROPY: {"failed": 6}}, "returned"),
     # Hostile, but honest answers: full marks, and the grader is untouched.
     "huge_output": Expect(100, ALL_PASS),

@@ -47,7 +47,7 @@ def kit(course, tmp_path_factory):
     folder = tmp_path_factory.mktemp("kit") / "mha-kit"
     result = CliRunner().invoke(main, ["student-kit", "-o", str(folder), "--config", str(course)])
     assert result.exit_code == 0, result.output
-    assert result.output == (f"Wrote the student kit to {folder}: 30 public case(s) drawn with seed 2027, "
+    assert result.output == (f"Wrote the student kit to {folder}: 33 public case(s) drawn with seed 2027, "
                              "8 hidden case(s) left out, 75 points.\n")
     return folder
 
@@ -82,7 +82,7 @@ def test_kit_holds_the_public_cases_and_no_reference_code(kit):
 def test_kit_holds_no_hidden_case(kit, config):
     manifest = json.loads((kit / "public_cases/cases.json").read_text())
     assert manifest["seed"] == 2027
-    assert {c["group"] for c in manifest["cases"]} == {"mha_random", "mha_stability", "mha_errors", "param_count", "entropy"}
+    assert {c["group"] for c in manifest["cases"]} == {"mha_random", "mha_stability", "mha_errors", "mha_causality", "param_count", "entropy"}
     toml = (kit / "grader.toml").read_text()
     assert "mha_reshape" not in toml and "mha_model_sizes" not in toml and "[visibility]" not in toml
     # no stored array is an input of a hidden case (drawn from the kit's seed, where they would be)
@@ -109,7 +109,7 @@ def test_kit_grades_the_starter_and_a_correct_solution(kit):
     assert {t["status"] for t in starter["tests"] if t["name"] not in failed} == {"error"}
     assert starter["tests"][0]["message"] == "multi_head_attention() raised NotImplementedError at line 29"
     correct = grade_in_kit(kit, SUBMISSIONS / "correct.py")
-    assert correct["score"] == 75 and len(correct["tests"]) == 30
+    assert correct["score"] == 75 and len(correct["tests"]) == 33
     assert {t["status"] for t in correct["tests"]} == {"passed"}
 
 
@@ -117,9 +117,11 @@ def test_kit_gives_the_same_verdicts_and_messages_as_the_grader(kit, config):
     in_kit = grade_in_kit(kit, SUBMISSIONS / "wrong_reshape.py")
     graded = grade_submission(SUBMISSIONS / "wrong_reshape.py", replace(config, seed=2027)).report
     public = [t for t in graded["tests"] if t["group"] not in HIDDEN]
-    assert [(t["name"], t["status"], t["message"]) for t in in_kit["tests"]] == \
-           [(t["name"], t["status"], t["message"]) for t in public]
-    assert in_kit["score"] == 40 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
+    assert [(t["name"], t["status"], t["message"], t["diagnosis"]) for t in in_kit["tests"]] == \
+           [(t["name"], t["status"], t["message"], t["diagnosis"]) for t in public]
+    # The misconception is named offline too, from the outputs stored in the kit.
+    assert {t["diagnosis"]["code"] for t in in_kit["tests"] if t["diagnosis"]} == {"wrong-split-order"}
+    assert in_kit["score"] == 44.1667 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
 
 
 def test_kit_refuses_a_folder_that_is_not_empty(tmp_path, course):
@@ -147,7 +149,7 @@ def test_kit_stores_the_outputs_of_known_mistakes_beside_the_expected(course, tm
     spec.loader.exec_module(kit_conftest)
     cases = kit_conftest.load_cases(tmp_path / "kit/public_cases")
     attention = [c for c in cases if c.function == "multi_head_attention" and not c.raises]
-    assert len(attention) == 14  # 12 random + 2 stability
+    assert len(attention) == 17  # 12 random + 3 stability + 2 causality
     assert all(list(c.candidates) == ["double-softmax"] and (c.candidates["double-softmax"] == 7.0).all()
                for c in attention)
     assert all(c.candidates == {} for c in cases if c not in attention)

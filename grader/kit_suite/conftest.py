@@ -1,7 +1,8 @@
 """Parametrizes the kit's suite with the public cases stored beside it (cases.json + cases/*.npz).
 
 Each case's arrays are one .npz file read with allow_pickle=False: its inputs
-("arg.<i>", "kwarg.<name>"), its expected output ("expected") and, when the
+("arg.<i>", "kwarg.<name>", and "changed.<i>" for a causality case's second
+inputs), its expected output ("expected") and, when the
 kit was built with diagnoses, the output of each known mistake
 ("candidate.<code>"). Plain values (h, causal, counts) sit in cases.json.
 """
@@ -25,6 +26,8 @@ class KitCase:
     raises: str | None
     expected: object  # ndarray, int, or None when the function must raise
     candidates: dict = field(default_factory=dict)  # mistake code -> its output on these inputs
+    changed_args: tuple | None = None  # causality cases: the inputs with later tokens changed
+    changed_from: int = 0  # first token position that differs
 
     @property
     def name(self):
@@ -48,6 +51,8 @@ def load_cases(folder=HERE):
             entry["raises"],
             None if entry["expected"] is None else _value(entry["expected"], arrays),
             {code: _value(v, arrays) for code, v in entry.get("candidates", {}).items()},
+            None if entry.get("changed_args") is None else tuple(_value(a, arrays) for a in entry["changed_args"]),
+            entry.get("changed_from", 0),
         ))
     return cases
 

@@ -1,17 +1,16 @@
-"""The kit's suite: the same checks and messages as the course's graded suite, on the public cases."""
+"""The kit's suite: the same checks, messages and diagnoses as the course's graded suite, on the public cases."""
 
-from grader.compare import PASSED, check_array, check_count, check_raises
+from conftest import load_catalogue
+
+from grader.compare import PASSED
+from grader.diagnose import Finding
+from grader.judge import judge
+
+CATALOGUE = {code: Finding(entry["explanation"], entry["section"]) for code, entry in load_catalogue().items()}
 
 
 def test_case(case, student, grading, json_metadata):
-    json_metadata.update(group=case.group, function=case.function, name=case.name)
-    result = student.call(case.function, *case.args, **case.kwargs)
-    what = f"{case.function}()"
-    if case.raises:
-        verdict = check_raises(result, case.raises, what)
-    elif case.function == "attention_param_count":
-        verdict = check_count(result, int(case.expected), what)
-    else:
-        verdict = check_array(result, case.expected, grading.rtol, grading.atol, what)
-    json_metadata.update(status=verdict.status, message=verdict.message, output=result.output)
+    json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
+    verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda: case.candidates, CATALOGUE)
+    json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis)
     assert verdict.status == PASSED, verdict.message

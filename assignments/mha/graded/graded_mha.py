@@ -2,9 +2,8 @@
 
 import numpy as np
 
-from grader.causality import check_causality
-from grader.compare import FAILED, PASSED, check_array, check_count, check_raises
-from grader.diagnose import CAUSAL_LEAK, GENERIC, diagnose, generic
+from grader.compare import PASSED
+from grader.judge import judge
 from reference import mha, variants
 
 
@@ -17,36 +16,11 @@ def expected_value(case):
     return expected
 
 
-def diagnosis_of(case, result, expected, grading, leak=False):
-    """What the wrong value shows: a misconception its output matches, else a generic finding (see grader.diagnose)."""
-    if result.status != "ok":
-        return None
-    candidates = variants.variant_outputs(case.function, case.args, case.kwargs)
-    found = diagnose(result.value, expected, candidates, grading.rtol, grading.atol, variants.CATALOGUE)
-    if leak and (found is None or found.code in GENERIC):
-        found = generic(CAUSAL_LEAK)
-    return found
-
-
 def test_case(case, student, grading, json_metadata):
     json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
-    result = student.call(case.function, *case.args, **case.kwargs)
-    what = f"{case.function}()"
-    output = result.output
     expected = None if case.raises else expected_value(case)
-    if case.raises:
-        verdict = check_raises(result, case.raises, what)
-    elif case.changed_args is not None:  # the reference is not needed to pass: only to diagnose a failure
-        changed = student.call(case.function, *case.changed_args, **case.kwargs)
-        output += changed.output
-        verdict = check_causality(result, changed, case.changed_from, grading.rtol, grading.atol, what)
-    elif case.function == "attention_param_count":
-        verdict = check_count(result, expected, what)
-    else:
-        verdict = check_array(result, expected, grading.rtol, grading.atol, what)
-    if verdict.status == FAILED and not case.raises:
-        found = diagnosis_of(case, result, expected, grading, leak=verdict.message.startswith("changing tokens"))
-        if found is not None:
-            json_metadata.update(diagnosis=dict(found.as_dict(), also=list(found.also)))
-    json_metadata.update(status=verdict.status, message=verdict.message, output=output)
+    verdict, diagnosis, output = judge(
+        case, student, grading, expected,
+        lambda: variants.variant_outputs(case.function, case.args, case.kwargs), variants.CATALOGUE)
+    json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis)
     assert verdict.status == PASSED, verdict.message
