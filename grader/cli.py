@@ -19,10 +19,11 @@ class _GradeGroup(click.Group):
     """A group in which a first argument that is not a command is a submission to grade."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
-            args = ["submission", *args]
-        elif args and args[0].startswith("-") and args[0] not in ("--help", "--version") and any(
-                a.endswith((".py", ".ipynb")) for a in args):
+        first = args[0] if args else ""
+        bare_path = first and first not in self.commands and not first.startswith("-")
+        options_then_path = first.startswith("-") and first not in ("--help", "--version") and any(
+            a.endswith((".py", ".ipynb")) for a in args)
+        if bare_path or options_then_path:
             args = ["submission", *args]
         return super().parse_args(ctx, args)
 

@@ -49,7 +49,7 @@ class Config:
     def suite_dir(self) -> Path:
         return self.suite if self.suite.is_absolute() else self.root / self.suite
 
-    def with_overrides(self, *, seed: int | None = None) -> "Config":
+    def with_overrides(self, *, seed: int | None = None) -> Config:
         """Command-line flags win over the file."""
         return self if seed is None else replace(self, seed=seed)
 

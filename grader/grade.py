@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
@@ -38,7 +38,7 @@ class GradeResult:
 def grade_submission(path: Path, config: Config) -> GradeResult:
     """Grade the submission at ``path``; raises SubmissionError only for an unusable path."""
     submission = load_submission(path)
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
     outcomes, result, error, notes = [], None, None, []
     warnings: list[str] = []
@@ -52,7 +52,7 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
         result, notes = vectorization(submission.path, outcomes, result, config)
     except SuiteError as exc:
         error = str(exc)
-    except Exception as exc:  # a bug of ours: still write a report that says so
+    except Exception as exc:  # noqa: BLE001  (a bug of ours: still write a report that says so)
         error = f"internal grader error: {type(exc).__name__}: {exc}"
     report = build_report(
         assignment=config.assignment,

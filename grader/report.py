@@ -76,16 +76,13 @@ def summary_text(report: dict) -> str:
         lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"
                      f" {entry['passed']} of {entry['tests']} tests passed")
         failed = [t for t in report["tests"] if t["function"] == function and t["status"] != "passed"]
-        shown = 0
-        for test in failed:
-            if shown == FAILURES_SHOWN:
-                lines.append(f"    … and {len(failed) - shown} more failed test(s), listed in the report")
-                break
+        for test in failed[:FAILURES_SHOWN]:
             if test["visibility"] != "visible":
                 lines.append(f"    ✗ a hidden test [{test['status']}]")
             else:
                 lines.append(f"    ✗ {test['name']} [{test['status']}]: {test['message']}")
-            shown += 1
+        if len(failed) > FAILURES_SHOWN:
+            lines.append(f"    … and {len(failed) - FAILURES_SHOWN} more failed test(s), listed in the report")
         lines += _diagnosis_lines(failed)
     for note in report.get("notes", []):
         lines.append(f"  note: {note['message']}")
@@ -103,7 +100,7 @@ def _diagnosis_lines(failed: list[dict]) -> list[str]:
             for found, count in seen.values()]
 
 
-def _num(value: int | float) -> str:
+def _num(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

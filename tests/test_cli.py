@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-
 from conftest import ROOT, SUBMISSIONS
+
 from grader.cli import main
 
 CONFIG = str(ROOT / "grader.toml")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-
 from conftest import ROOT
+
 from grader.config import Config, ConfigError, load_config
 
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, SUBMISSIONS
+
 from grader.grade import grade_submission
 from grader.submission import SubmissionError
 

@@ -12,7 +12,7 @@ from reference.mha import attention_param_count, head_entropy, multi_head_attent
 
 def loop_over_heads(X, W_Q, W_K, W_V, W_O, h, causal=True):
     """Textbook definition, one head at a time, batch by batch: slow and obviously right."""
-    B, T, d = X.shape
+    B, T, _ = X.shape
     d_k, d_v = W_Q.shape[1] // h, W_V.shape[1] // h
     out = np.zeros((B, T, W_O.shape[1]))
     for b in range(B):

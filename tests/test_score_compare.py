@@ -30,7 +30,7 @@ EXPECTED = np.arange(6.0).reshape(2, 3)
 
 
 def test_checks_run_in_order_and_stop_at_the_first_failure():
-    check = lambda result: check_array(result, EXPECTED, 1e-3, 1e-5, "f()")  # noqa: E731
+    check = lambda result: check_array(result, EXPECTED, 1e-3, 1e-5, "f()")
     assert check(CallResult("raised", message="raised KeyError at line 3: 'x'")).message == \
         "f() raised KeyError at line 3: 'x'"
     assert check(ok(3.5, "float")).message == "f() returned float 3.5, expected an array of shape (2, 3)"
