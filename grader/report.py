@@ -76,6 +76,7 @@ def summary_text(report: dict) -> str:
         lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"
                      f" {entry['passed']} of {entry['tests']} tests passed")
         failed = [t for t in report["tests"] if t["function"] == function and t["status"] != "passed"]
+        lines += _diagnosis_lines(failed)  # the misconception first: it says why the lines below fail
         for test in failed[:FAILURES_SHOWN]:
             if test["visibility"] != "visible":
                 lines.append(f"    ✗ a hidden test [{test['status']}]")
@@ -83,7 +84,6 @@ def summary_text(report: dict) -> str:
                 lines.append(f"    ✗ {test['name']} [{test['status']}]: {test['message']}")
         if len(failed) > FAILURES_SHOWN:
             lines.append(f"    … and {len(failed) - FAILURES_SHOWN} more failed test(s), listed in the report")
-        lines += _diagnosis_lines(failed)
     for note in report.get("notes", []):
         lines.append(f"  note: {note['message']}")
     return "\n".join(lines) + "\n"

@@ -245,8 +245,10 @@ def test_summary_says_each_misconception_once_and_keeps_hidden_tests_hidden():
                         test("d", "entropy-log-zero", "hidden")],
               "notes": [{"message": "multi_head_attention loops over the heads in Python (line 3: for i in range(h):)"}]}
     lines = summary_text(report).splitlines()
-    assert lines[-2:] == ["    ⇒ entropy-bits (§4.5, 2 tests): about entropy-bits",
-                          "  note: multi_head_attention loops over the heads in Python (line 3: for i in range(h):)"]
+    # The misconception comes first under its function, said once; the note closes the summary.
+    assert lines[2] == "    ⇒ entropy-bits (§4.5, 2 tests): about entropy-bits"
+    assert lines[-1] == "  note: multi_head_attention loops over the heads in Python (line 3: for i in range(h):)"
+    assert sum("entropy-bits (" in line for line in lines) == 1
     assert "    ✗ a hidden test [failed]" in lines and "entropy-log-zero" not in "\n".join(lines)
 
 
