@@ -1,0 +1,551 @@
+"""Grade a whole class: discover submissions, grade them in parallel, resume, tabulate.
+
+``discover(paths)`` turns folders and files into ``Entry`` objects, reading the
+student's identity from Gradescope's "export submissions" layout (a
+``submission_metadata.yml`` beside one folder per submission) and from Canvas's
+"download submissions" file names (``name[_LATE]_userid_submissionid_file.py``).
+``run_batch`` grades every entry in long-lived worker processes (each imports
+pytest and the grader once and grades many submissions; student code still
+runs only in the sandbox's child), writes each report atomically as soon as it
+is graded, skips on ``resume`` the reports whose file hash and grader
+configuration hash still match, and finally writes ``gradebook.csv`` and
+``summary.json`` from the reports on disk, so an interrupted-then-resumed batch
+ends with the same gradebook as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from grader import __version__
+from grader.config import Config
+from grader.report import FUNCTIONS, build_report, to_json, write_atomic
+
+SUBMISSION_SUFFIXES = (".py", ".ipynb")
+GRADESCOPE_METADATA = "submission_metadata.yml"
+# Canvas names each downloaded file "<name>[_LATE]_<user id>_<submission id>_<original file name>",
+# where <name> is the student's sortable name squashed to lowercase letters (e.g. "doejane").
+CANVAS_NAME = re.compile(r"^(?P<name>[a-z0-9]+?)(?P<late>_LATE)?_(?P<user_id>\d+)_(?P<submission_id>\d+)_(?P<file>.+)$")
+GRADEBOOK_COLUMNS = ("student_id", "name", "email", "file", "score", "max_score", *FUNCTIONS,
+                     "status", "diagnoses", "message")
+SLOWEST_SHOWN = 10
+HISTOGRAM_BINS = 10
+
+
+class BatchError(Exception):
+    """The batch cannot start: no inputs, an unreadable Gradescope metadata file, a bad output folder."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file found under the inputs: a submission to grade, or a file that is not one (``skip`` says why)."""
+
+    path: Path
+    key: str  # unique within the batch; the report is OUTDIR/reports/<key>.json
+    student: dict  # {id, name, email, source, ...}: the report's "student" object
+    skip: str | None = None
+
+
+@dataclass
+class Graded:
+    """What one worker sends back: the report and the worker's peak memory."""
+
+    report: dict
+    worker_rss_mb: float = 0.0
+
+
+@dataclass
+class BatchResult:
+    outdir: Path
+    entries: list[Entry]
+    reports: dict[str, dict]  # key → report, for every graded entry
+    summary: dict
+    graded_now: int = 0  # graded in this run (not resumed)
+    resumed: int = 0  # skipped because a matching report already existed
+    peak_worker_rss_mb: float = 0.0
+    rows: list[dict] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Entry]:
+    """Every file under ``paths`` as an Entry, in a fixed order (sorted paths); raises BatchError.
+
+    A folder holding ``submission_metadata.yml`` is read as a Gradescope export; files named
+    the Canvas way get the Canvas identity; any other file is graded under its file name.
+    Hidden files and folders, ``__pycache__`` and ``exclude`` (the output folder) are ignored.
+    """
+    entries: list[Entry] = []
+    exclude = exclude.resolve() if exclude is not None else None
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise BatchError(f"no such file or folder: {path}")
+        if path.is_file():
+            entries.append(_file_entry(path, path.name, None))
+        else:
+            entries.extend(_walk(path, path, exclude))
+    return _unique_keys(entries)
+
+
+def _walk(root: Path, folder: Path, exclude: Path | None) -> Iterator[Entry]:
+    metadata_path = folder / GRADESCOPE_METADATA
+    metadata = _gradescope_metadata(metadata_path) if metadata_path.is_file() else None
+    for child in sorted(folder.iterdir()):
+        if child.name.startswith(".") or child.name == "__pycache__" or child.resolve() == exclude:
+            continue
+        if metadata is not None and child == metadata_path:
+            continue
+        if child.is_dir():
+            if metadata is not None and child.name in metadata:
+                yield from _gradescope_submission(root, child, metadata[child.name], exclude)
+            else:
+                yield from _walk(root, child, exclude)
+        elif child.is_file():
+            yield _file_entry(child, _relative(root, child), None)
+
+
+def _gradescope_metadata(path: Path) -> dict:
+    """Gradescope's submission_metadata.yml: {"submission_<id>": {":submitters": [{":name", ":sid", ":email"}], ...}}."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    # Exports may carry Ruby object tags; read their content as plain mappings and values.
+    def _plain(loader, suffix, node):
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_scalar(node)
+
+    _Loader.add_multi_constructor("!", _plain)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise BatchError(f"cannot read the Gradescope metadata {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise BatchError(f"{path} is not a Gradescope submission_metadata.yml (expected a mapping of submission folders)")
+    return {str(k): v for k, v in data.items() if isinstance(v, dict)}
+
+
+def _gradescope_submission(root: Path, folder: Path, record: dict, exclude: Path | None) -> Iterator[Entry]:
+    submitters = [s for s in (record.get(":submitters") or []) if isinstance(s, dict)]
+    people = [_drop_none({"id": _text(s.get(":sid")) or _text(s.get(":email")) or folder.name,
+                          "name": _text(s.get(":name")), "email": _text(s.get(":email"))}) for s in submitters]
+    if not people:
+        people = [{"id": folder.name}]
+    student = dict(people[0], source="gradescope", submission_id=folder.name.removeprefix("submission_"))
+    if len(people) > 1:
+        student["group"] = people
+    for entry in _walk(root, folder, exclude):
+        yield Entry(entry.path, entry.key, student, entry.skip)
+
+
+def _file_entry(path: Path, relative: str, student: dict | None) -> Entry:
+    match = CANVAS_NAME.match(path.name)
+    if student is None and match:
+        student = {"id": match["user_id"], "name": match["name"], "source": "canvas",
+                   "submission_id": match["submission_id"], "late": bool(match["late"])}
+    elif student is None:
+        student = {"id": path.stem, "source": "file"}
+    return Entry(path, _safe_key(relative), student, _not_a_submission(path))
+
+
+def _not_a_submission(path: Path) -> str | None:
+    """Why ``path`` cannot be a submission, or None when it can be graded."""
+    if path.suffix not in SUBMISSION_SUFFIXES:
+        return f"not a submission: {path.suffix or 'no'} extension, expected .py or .ipynb"
+    try:
+        head = path.read_bytes()[:65536]
+    except OSError as exc:
+        return f"not a submission: cannot read the file ({exc.strerror})"
+    if not head.strip():
+        return "not a submission: the file is empty"
+    if b"\0" in head:
+        return "not a submission: binary content, not text"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # a multi-byte character cut by the 64 KiB window is fine
+            return "not a submission: not UTF-8 text"
+    return None
+
+
+def _relative(root: Path, path: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _safe_key(relative: str) -> str:
+    key = re.sub(r"[^A-Za-z0-9._-]+", "_", relative.replace("/", "__")).strip("._") or "submission"
+    return key[:150]
+
+
+def _unique_keys(entries: list[Entry]) -> list[Entry]:
+    seen: Counter[str] = Counter()
+    unique = []
+    for entry in entries:
+        seen[entry.key] += 1
+        if seen[entry.key] > 1:
+            entry = Entry(entry.path, f"{entry.key}-{seen[entry.key]}", entry.student, entry.skip)
+        unique.append(entry)
+    return unique
+
+
+def _text(value: object) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _drop_none(values: dict) -> dict:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+# ---------------------------------------------------------------- hashing
+
+
+def config_hash(config: Config) -> str:
+    """sha256 of everything that can change a score: grader.toml's values (seed, points, limits,
+    tolerances), the grader's version and source, the reference and the graded suite's files."""
+    import reference
+
+    digest = hashlib.sha256()
+    values = {"grader_version": __version__, "assignment": config.assignment, "seed": config.seed,
+              "random_cases": config.random_cases, "rtol": config.rtol, "atol": config.atol,
+              "points": {k: str(v) for k, v in sorted(config.points.items())},
+              "visibility": dict(sorted(config.visibility.items())), "limits": asdict(config.limits)}
+    digest.update(json.dumps(values, sort_keys=True).encode())
+    for name, folder in (("grader", Path(__file__).parent), ("reference", Path(reference.__file__).parent),
+                         ("suite", config.suite_dir)):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".json", ".toml"):
+                digest.update(f"{name}/{path.relative_to(folder).as_posix()}\0".encode())
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------- grading one entry (in a worker)
+
+_GRADE_LOCK = threading.Lock()  # pytest.main is not thread-safe: one grading at a time per process
+
+
+def grade_entry(path: str, student: dict, config: Config, fingerprint: str) -> Graded:
+    """Grade one submission in this (trusted) worker process and return its report.
+
+    Runs in a long-lived worker: the first call imports pytest and the grader, later calls
+    reuse them. Never raises for a submission's fault: a file the grader cannot take, or a
+    grader failure, becomes a report with status "error".
+    """
+    import resource
+
+    from grader.grade import grade_submission
+    from grader.submission import SubmissionError
+
+    with _GRADE_LOCK:
+        started = time.monotonic()
+        try:
+            report = grade_submission(Path(path), config).report
+        except SubmissionError as exc:
+            report = _error_report(path, config, str(exc), time.monotonic() - started)
+        except Exception as exc:  # a bug of ours: the batch goes on, the report says so
+            report = _error_report(path, config, f"internal grader error: {type(exc).__name__}: {exc}",
+                                   time.monotonic() - started)
+    report["student"] = student
+    report["grader_config_sha256"] = fingerprint
+    return Graded(report, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def _error_report(path: str, config: Config, error: str, seconds: float) -> dict:
+    from datetime import datetime, timezone
+
+    try:
+        sha = file_sha256(Path(path))
+    except OSError:
+        sha = hashlib.sha256(b"").hexdigest()
+    return build_report(assignment=config.assignment, submission={"path": str(path), "sha256": sha},
+                        seed=config.seed, grader_version=__version__,
+                        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                        duration_s=seconds, outcomes=[], score=None, visibility=config.visibility, error=error)
+
+
+# ---------------------------------------------------------------- running the batch
+
+
+def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | None = None, resume: bool = False,
+              scheduler: str | None = None, progress: Callable[[Entry, Graded | None, int, int], None] | None = None
+              ) -> BatchResult:
+    """Grade every submission under ``paths`` into ``outdir``; returns the reports and the summary.
+
+    outdir gets reports/<key>.json (one per submission, written atomically as soon as it is
+    graded), gradebook.csv and summary.json. ``jobs``: worker processes (default: the number of
+    cores). ``resume``: keep reports whose file sha256 and grader configuration hash match.
+    ``scheduler``: address of a Dask distributed scheduler to grade on instead of local workers.
+    ``progress(entry, graded_or_None, done, total)`` is called after each entry (None: resumed).
+    Raises BatchError when the inputs or the output folder are unusable.
+    """
+    outdir = Path(outdir)
+    entries = discover(paths, exclude=outdir)
+    if not entries:
+        raise BatchError("no files found under " + ", ".join(str(p) for p in paths))
+    reports_dir = outdir / "reports"
+    try:
+        reports_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BatchError(f"cannot create {reports_dir}: {exc.strerror}") from None
+    fingerprint = config_hash(config)
+    result = BatchResult(outdir, entries, {}, {})
+    todo: list[Entry] = []
+    total = sum(1 for e in entries if e.skip is None)
+    done = 0
+    for entry in entries:
+        if entry.skip is not None:
+            continue
+        existing = _matching_report(reports_dir / f"{entry.key}.json", entry, fingerprint) if resume else None
+        if existing is not None:
+            result.reports[entry.key] = existing
+            result.resumed += 1
+            done += 1
+            if progress:
+                progress(entry, None, done, total)
+        else:
+            todo.append(entry)
+
+    def finished(entry: Entry, graded: Graded) -> None:
+        nonlocal done
+        write_atomic(reports_dir / f"{entry.key}.json", to_json(graded.report))
+        result.reports[entry.key] = graded.report
+        result.graded_now += 1
+        result.peak_worker_rss_mb = max(result.peak_worker_rss_mb, graded.worker_rss_mb)
+        done += 1
+        if progress:
+            progress(entry, graded, done, total)
+
+    if todo:
+        if scheduler:
+            _run_dask(scheduler, todo, config, fingerprint, finished)
+        else:
+            _run_local(todo, config, fingerprint, jobs or os.cpu_count() or 1, finished)
+
+    result.rows = gradebook_rows(entries, result.reports)
+    write_atomic(outdir / "gradebook.csv", gradebook_csv(result.rows))
+    result.summary = build_summary(entries, result.reports, config, fingerprint)
+    write_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2, allow_nan=False) + "\n")
+    return result
+
+
+def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:
+    """The report at ``path`` when it was made from this very file with this very grader configuration."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        matches = (report["submission"]["sha256"] == file_sha256(entry.path)
+                   and report.get("grader_config_sha256") == fingerprint and report.get("student") == entry.student)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return report if matches else None
+
+
+def _run_local(todo: list[Entry], config: Config, fingerprint: str, jobs: int,
+               finished: Callable[[Entry, Graded], None]) -> None:
+    """Grade in ``jobs`` long-lived worker processes; a worker that dies is replaced, and the
+    submissions it was holding are retried once, then reported as failed to grade."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["grader.grade", "grader.batch"])
+    attempts: Counter[str] = Counter()
+    pending = list(todo)
+    while pending:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(pending)), mp_context=context) as pool:
+            futures = {pool.submit(grade_entry, str(e.path), e.student, config, fingerprint): e for e in pending}
+            pending = []
+            waiting = set(futures)
+            while waiting:
+                ready, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                for future in sorted(ready, key=lambda f: futures[f].key):
+                    entry = futures[future]
+                    try:
+                        finished(entry, future.result())
+                    except BrokenProcessPool:
+                        attempts[entry.key] += 1
+                        if attempts[entry.key] < 2:
+                            pending.append(entry)
+                        else:
+                            finished(entry, Graded(_lost(entry, config, fingerprint)))
+
+
+def _lost(entry: Entry, config: Config, fingerprint: str) -> dict:
+    report = _error_report(str(entry.path), config, "the grading worker process died while grading this submission", 0)
+    return dict(report, student=entry.student, grader_config_sha256=fingerprint)
+
+
+def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
+              finished: Callable[[Entry, Graded], None]) -> None:
+    """Grade on an existing Dask distributed cluster (needs the optional extra ``mha-grader[dask]``).
+
+    The workers must have this grader installed and see the submission files at the same paths;
+    reports come back to this process, which writes them.
+    """
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError:
+        raise BatchError("--scheduler needs Dask: pip install 'mha-grader[dask]'") from None
+    try:
+        client = Client(address, timeout=30)
+    except (OSError, TimeoutError) as exc:
+        raise BatchError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    with client:
+        futures = {client.submit(grade_entry, str(e.path), e.student, config, fingerprint, pure=False): e
+                   for e in todo}
+        for future in as_completed(futures):
+            entry = futures[future]
+            try:
+                graded = future.result()
+            except Exception as exc:  # the worker died or the task failed: say so in the report
+                graded = Graded(dict(_lost(entry, config, fingerprint),
+                                     error=f"the Dask task failed: {type(exc).__name__}: {exc}"))
+            finished(entry, graded)
+
+
+# ---------------------------------------------------------------- gradebook and summary
+
+
+def _status(report: dict) -> str:
+    if report["status"] == "error":
+        return "error"
+    if report["tests"] and all(t["status"] == "import-error" for t in report["tests"]):
+        return "import-error"
+    return "graded"
+
+
+def _diagnoses(report: dict) -> list[str]:
+    """Codes of the misconceptions diagnosed in a report (each once, in test order)."""
+    codes: list[str] = []
+    for test in report.get("tests", []):
+        diagnosis = test.get("diagnosis")
+        if isinstance(diagnosis, dict) and diagnosis.get("code") and diagnosis["code"] not in codes:
+            codes.append(diagnosis["code"])
+    return codes
+
+
+def _message(report: dict) -> str:
+    if report["status"] == "error":
+        return report["error"] or ""
+    if _status(report) == "import-error":
+        return report["tests"][0]["message"]
+    return ""
+
+
+def gradebook_rows(entries: list[Entry], reports: dict[str, dict]) -> list[dict]:
+    """One row per student per file (a Gradescope group gives one row per member), in entry order."""
+    rows = []
+    for entry in entries:
+        people = entry.student.get("group") or [entry.student]
+        report = reports.get(entry.key)
+        for person in people:
+            row = {"student_id": person.get("id", ""), "name": person.get("name", ""),
+                   "email": person.get("email", ""), "file": entry.key}
+            if report is None:
+                row.update({"score": "", "max_score": "", **{f: "" for f in FUNCTIONS},
+                            "status": "not-a-submission" if entry.skip else "not-graded",
+                            "diagnoses": "", "message": entry.skip or ""})
+            else:
+                functions = report["functions"]
+                row.update({"score": report["score"], "max_score": report["max_score"],
+                            **{f: functions[f]["score"] if f in functions else "" for f in FUNCTIONS},
+                            "status": _status(report), "diagnoses": "; ".join(_diagnoses(report)),
+                            "message": _message(report)})
+            rows.append(row)
+    return rows
+
+
+def gradebook_csv(rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=GRADEBOOK_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config, fingerprint: str) -> dict:
+    """The class summary as a plain dict (summary.json): pure, from the entries and their reports."""
+    graded = [(e, reports[e.key]) for e in entries if e.key in reports]
+    statuses = Counter(_status(r) for _, r in graded)
+    scores = [r["score"] for _, r in graded if r["status"] == "graded"]
+    max_score = max((r["max_score"] for _, r in graded), default=0)
+    tests: dict[str, dict] = {}
+    for _, report in graded:
+        for test in report["tests"]:
+            entry = tests.setdefault(test["name"], {"name": test["name"], "function": test["function"],
+                                                    "group": test["group"], "passed": 0, "total": 0})
+            entry["passed"] += test["status"] == "passed"
+            entry["total"] += 1
+    diagnoses = Counter(code for _, r in graded for code in _diagnoses(r))
+    failed = [{"file": e.key, "student_id": e.student.get("id", ""), "status": _status(r), "message": _message(r)}
+              for e, r in graded if _status(r) != "graded"]
+    failed += [{"file": e.key, "student_id": e.student.get("id", ""), "status": "not-a-submission", "message": e.skip}
+               for e in entries if e.skip]
+    slowest = sorted(graded, key=lambda er: (-er[1]["duration_s"], er[0].key))[:SLOWEST_SHOWN]
+    return {
+        "assignment": config.assignment, "seed": config.seed, "grader_version": __version__,
+        "grader_config_sha256": fingerprint,
+        "files": len(entries), "graded": statuses["graded"], "import_errors": statuses["import-error"],
+        "errors": statuses["error"], "not_submissions": sum(1 for e in entries if e.skip),
+        "score": {"max_score": max_score, "count": len(scores),
+                  "mean": round(statistics.fmean(scores), 4) if scores else None,
+                  "median": statistics.median(scores) if scores else None,
+                  "min": min(scores, default=None), "max": max(scores, default=None),
+                  "histogram": _histogram(scores, max_score)},
+        "tests": [dict(t, pass_rate=round(t["passed"] / t["total"], 4)) for t in tests.values()],
+        "diagnoses": dict(sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "slowest": [{"file": e.key, "student_id": e.student.get("id", ""), "duration_s": r["duration_s"]}
+                    for e, r in slowest],
+        "failed_to_grade": failed,
+    }
+
+
+def _histogram(scores: list[float], max_score: float) -> dict:
+    """Counts of scores in HISTOGRAM_BINS equal bins over [0, max_score]; the top bin includes max_score."""
+    top = max_score or 1
+    edges = [round(top * i / HISTOGRAM_BINS, 4) for i in range(HISTOGRAM_BINS + 1)]
+    counts = [0] * HISTOGRAM_BINS
+    for value in scores:
+        counts[min(int(value / top * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+    return {"edges": edges, "counts": counts}
+
+
+def log_line(entry: Entry, graded: Graded | None, done: int, total: int) -> str:
+    """One plain progress line, for logs (no terminal)."""
+    who = entry.student.get("name") or entry.student.get("id", "")
+    if graded is None:
+        return f"[{done}/{total}] {entry.key} ({who}): kept the existing report (--resume)"
+    report = graded.report
+    outcome = (f"{report['score']:g} / {report['max_score']:g}" if report["status"] == "graded"
+               else f"error: {report['error']}")
+    return f"[{done}/{total}] {entry.key} ({who}): {outcome} in {report['duration_s']:.2f} s"
+
+
+def is_terminal() -> bool:
+    return sys.stderr.isatty()
