@@ -1,0 +1,261 @@
+"""grade batch: discovery of LMS exports, the gradebook, determinism across --jobs, resume after SIGKILL, Dask."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.batch import config_hash, discover
+from grader.cli import main
+from grader.config import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBMISSIONS = ROOT / "tests" / "submissions"
+
+# Gradescope's "export submissions" zip: submission_metadata.yml maps each submission folder to its
+# submitters (Ruby-style symbol keys :name, :sid, :email), beside one folder per submission.
+GRADESCOPE_METADATA = """\
+submission_1001:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '11'
+    :email: ada@example.edu
+  :created_at: 2026-11-20 10:00:00.000000000 -08:00
+  :score: 0.0
+submission_1002:
+  :submitters:
+  - :name: Alan Turing
+    :sid: '12'
+    :email: alan@example.edu
+  - :name: Grace Hopper
+    :sid: '13'
+    :email: grace@example.edu
+  :created_at: 2026-11-20 11:00:00.000000000 -08:00
+"""
+
+
+def make_class(root: Path) -> Path:
+    """A class folder: a Gradescope export, a Canvas download, and files that are not submissions."""
+    export = root / "gradescope"
+    (export / "submission_1001").mkdir(parents=True)
+    (export / "submission_1002").mkdir()
+    (export / "submission_metadata.yml").write_text(GRADESCOPE_METADATA)
+    shutil.copy(SUBMISSIONS / "correct.py", export / "submission_1001" / "mha.py")
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", export / "submission_1002" / "mha.py")
+    canvas = root / "canvas"
+    canvas.mkdir()
+    # Canvas names downloads "<name>[_LATE]_<user id>_<submission id>_<uploaded file name>".
+    shutil.copy(SUBMISSIONS / "nan_entropy.py", canvas / "doejane_LATE_501_9001_mha.py")
+    (canvas / "roekim_502_9002_mha.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    (canvas / "hangs_503_9003_mha.py").write_text("while True:\n    pass\n")
+    (canvas / "empty_504_9004_mha.py").write_text("")
+    (canvas / "picture_505_9005_mha.py").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
+    (canvas / "essay_506_9006_notes.txt").write_text("I did my best\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    """grader.toml with a 1 s call limit, so the hanging submission costs ~1 s."""
+    folder = tmp_path_factory.mktemp("course")
+    text = (ROOT / "grader.toml").read_text()
+    text = text.replace('suite = "assignments/mha/graded"', f'suite = "{ROOT / "assignments/mha/graded"}"')
+    text = text.replace("call_timeout_s = 10", "call_timeout_s = 1")
+    (folder / "grader.toml").write_text(text)
+    return folder / "grader.toml"
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory) -> Path:
+    return make_class(tmp_path_factory.mktemp("class"))
+
+
+def run_cli(*args: str) -> str:
+    result = CliRunner().invoke(main, ["batch", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def baseline(klass, course, tmp_path_factory) -> Path:
+    """One uninterrupted run with two workers: the reference for every other run."""
+    out = tmp_path_factory.mktemp("baseline")
+    run_cli(str(klass), "-o", str(out), "--jobs", "2", "--config", str(course))
+    return out
+
+
+def gradebook(out: Path) -> list[dict]:
+    return list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
+
+
+def stable_reports(out: Path) -> dict[str, dict]:
+    """Every report minus the two fields that measure time, and with the sandbox's random temporary
+    folder (which shows in the student's warnings) replaced by a fixed name."""
+    reports = {}
+    for path in sorted((out / "reports").glob("*.json")):
+        report = json.loads(re.sub(r"/grade-[A-Za-z0-9_]+/", "/grade-TMP/", path.read_text()))
+        reports[path.name] = {k: v for k, v in report.items() if k not in ("started_at", "duration_s")}
+    return reports
+
+
+def test_discover_reads_gradescope_and_canvas_identities(klass):
+    entries = {e.key: e for e in discover([klass])}
+    assert sorted(entries) == [
+        "canvas__doejane_LATE_501_9001_mha.py", "canvas__empty_504_9004_mha.py", "canvas__essay_506_9006_notes.txt",
+        "canvas__hangs_503_9003_mha.py", "canvas__picture_505_9005_mha.py", "canvas__roekim_502_9002_mha.py",
+        "gradescope__submission_1001__mha.py", "gradescope__submission_1002__mha.py"]
+    assert entries["gradescope__submission_1001__mha.py"].student == {
+        "id": "11", "name": "Ada Lovelace", "email": "ada@example.edu", "source": "gradescope", "submission_id": "1001"}
+    group = entries["gradescope__submission_1002__mha.py"].student
+    assert (group["id"], group["name"]) == ("12", "Alan Turing")
+    assert [m["id"] for m in group["group"]] == ["12", "13"]
+    assert entries["canvas__doejane_LATE_501_9001_mha.py"].student == {
+        "id": "501", "name": "doejane", "source": "canvas", "submission_id": "9001", "late": True}
+    assert entries["canvas__roekim_502_9002_mha.py"].student["late"] is False
+    assert entries["canvas__empty_504_9004_mha.py"].skip == "not a submission: the file is empty"
+    assert entries["canvas__picture_505_9005_mha.py"].skip == "not a submission: binary content, not text"
+    assert entries["canvas__essay_506_9006_notes.txt"].skip == (
+        "not a submission: .txt extension, expected .py or .ipynb")
+    assert all(e.skip is None for k, e in entries.items() if k.startswith("gradescope"))
+
+
+def test_discover_plain_files_and_notebooks(tmp_path):
+    # Files outside any LMS export are graded under their own name; .ipynb files are submissions too.
+    (tmp_path / "alice.py").write_text("x = 1\n")
+    (tmp_path / "bob.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    (tmp_path / ".hidden.py").write_text("x = 1\n")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "alice.cpython-311.pyc").write_bytes(b"\0\0")
+    entries = discover([tmp_path])
+    assert [(e.key, e.student, e.skip) for e in entries] == [
+        ("alice.py", {"id": "alice", "source": "file"}, None),
+        ("bob.ipynb", {"id": "bob", "source": "file"}, None)]
+
+
+def test_gradebook_reports_and_summary(baseline, validate_report):
+    rows = {(r["file"], r["student_id"]): r for r in gradebook(baseline)}
+    columns = ["student_id", "name", "email", "file", "score", "max_score", "multi_head_attention",
+               "attention_param_count", "head_entropy", "status", "diagnoses", "message"]
+    assert list(next(iter(rows.values()))) == columns
+    ada = rows[("gradescope__submission_1001__mha.py", "11")]
+    assert (ada["name"], ada["email"], ada["score"], ada["max_score"], ada["status"]) == (
+        "Ada Lovelace", "ada@example.edu", "100", "100", "graded")
+    assert (ada["multi_head_attention"], ada["attention_param_count"], ada["head_entropy"]) == ("70", "15", "15")
+    # A group submission gives one row per member, with the same scores.
+    for sid in ("12", "13"):
+        assert rows[("gradescope__submission_1002__mha.py", sid)]["score"] == "40"
+    assert rows[("gradescope__submission_1002__mha.py", "13")]["name"] == "Grace Hopper"
+    jane = rows[("canvas__doejane_LATE_501_9001_mha.py", "501")]
+    assert (jane["name"], jane["score"], jane["head_entropy"], jane["status"]) == ("doejane", "92.5", "7.5", "graded")
+    killed = rows[("canvas__roekim_502_9002_mha.py", "502")]
+    assert (killed["score"], killed["status"]) == ("0", "import-error")
+    assert killed["message"] == "importing roekim_502_9002_mha.py failed: the submission's process was killed by SIGKILL"
+    hangs = rows[("canvas__hangs_503_9003_mha.py", "503")]
+    assert (hangs["score"], hangs["status"]) == ("0", "graded")  # every test timed out (1 s), none could pass
+    hang_report = json.loads((baseline / "reports" / "canvas__hangs_503_9003_mha.py.json").read_text())
+    assert {t["status"] for t in hang_report["tests"]} == {"timeout"}
+    assert hang_report["duration_s"] < 5  # the 1 s import limit, once, not once per test
+    for key, why in [("canvas__empty_504_9004_mha.py", "the file is empty"),
+                     ("canvas__picture_505_9005_mha.py", "binary content, not text"),
+                     ("canvas__essay_506_9006_notes.txt", ".txt extension, expected .py or .ipynb")]:
+        row = next(r for (f, _), r in rows.items() if f == key)
+        assert (row["status"], row["score"], row["message"]) == ("not-a-submission", "", f"not a submission: {why}")
+    assert len(rows) == 9
+    # Every report is a valid native report carrying the student and the configuration hash.
+    reports = sorted((baseline / "reports").glob("*.json"))
+    assert len(reports) == 5
+    for path in reports:
+        report = validate_report(json.loads(path.read_text()))
+        assert len(report["grader_config_sha256"]) == 64
+    summary = json.loads((baseline / "summary.json").read_text())
+    assert (summary["files"], summary["graded"], summary["import_errors"], summary["errors"],
+            summary["not_submissions"]) == (8, 4, 1, 0, 3)
+    assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 0, 1, 0, 0, 0, 0, 2]  # 0, 0, 40, 92.5, 100
+    assert [f["file"] for f in summary["failed_to_grade"]] == [
+        "canvas__roekim_502_9002_mha.py", "canvas__empty_504_9004_mha.py", "canvas__essay_506_9006_notes.txt",
+        "canvas__picture_505_9005_mha.py"]
+    reshape = next(t for t in summary["tests"] if t["name"] == "mha_reshape[B2-T5-d8-h3-dk4-dv3-full]")
+    assert (reshape["passed"], reshape["total"]) == (2, 5)  # correct and nan_entropy pass; the bug and two zeros fail
+
+
+def test_same_scores_whatever_jobs(klass, course, baseline, tmp_path):
+    out = tmp_path / "one-job"
+    run_cli(str(klass), "-o", str(out), "--jobs", "1", "--config", str(course))
+    assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
+    assert stable_reports(out) == stable_reports(baseline)
+
+
+def test_resume_keeps_matching_reports_and_regrades_changed_ones(klass, course, baseline, tmp_path):
+    out = tmp_path / "resumed"
+    shutil.copytree(baseline, out)
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")}
+    output = run_cli(str(klass), "-o", str(out), "--resume", "--config", str(course))
+    assert "0 graded now, 5 kept from earlier runs" in output
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")} == before
+    assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
+
+
+def test_config_hash_covers_seed_limits_and_suite(course):
+    config = load_config(course)
+    assert config_hash(config) == config_hash(load_config(course))
+    assert config_hash(config.with_overrides(seed=7)) != config_hash(config)
+    from dataclasses import replace
+    assert config_hash(replace(config, limits=replace(config.limits, memory_mb=512))) != config_hash(config)
+
+
+def test_sigkill_mid_batch_then_resume_gives_the_uninterrupted_gradebook(klass, course, baseline, tmp_path):
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "grader", "batch", str(klass), "-o", str(out), "--jobs", "1",
+               "--config", str(course)]
+    batch = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list((out / "reports").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.killpg(batch.pid, signal.SIGKILL)  # the batch and its workers, mid-batch, no chance to clean up
+    batch.wait()
+    written = list((out / "reports").glob("*.json"))
+    assert 2 <= len(written) < 5, "the batch should have been killed in the middle"
+    assert not (out / "gradebook.csv").exists()
+    for path in written:  # nothing half-written: every report that exists is complete JSON
+        json.loads(path.read_text())
+    kept = {p.name: p.stat().st_mtime_ns for p in written}
+    output = run_cli(str(klass), "-o", str(out), "--resume", "--jobs", "2", "--config", str(course))
+    assert f"{5 - len(written)} graded now, {len(written)} kept from earlier runs" in output
+    assert {p.name: p.stat().st_mtime_ns for p in written} == kept
+    assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
+    assert stable_reports(out) == stable_reports(baseline)
+
+
+def test_dask_local_cluster_gives_the_same_reports(klass, course, baseline, tmp_path):
+    distributed = pytest.importorskip("distributed", reason="the optional extra mha-grader[dask] is not installed")
+    out = tmp_path / "dask"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        run_cli(str(klass), "-o", str(out), "--scheduler", cluster.scheduler_address, "--config", str(course))
+    assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
+    assert stable_reports(out) == stable_reports(baseline)
+
+
+def test_bad_inputs_are_clear_errors(tmp_path):
+    result = CliRunner().invoke(main, ["batch", str(tmp_path / "nowhere"), "-o", str(tmp_path / "out"),
+                                       "--config", str(ROOT / "grader.toml")])
+    assert result.exit_code == 1
+    assert f"Error: no such file or folder: {tmp_path / 'nowhere'}" in result.output
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "submission_metadata.yml").write_text("- just\n- a list\n")
+    result = CliRunner().invoke(main, ["batch", str(tmp_path / "export"), "-o", str(tmp_path / "out"),
+                                       "--config", str(ROOT / "grader.toml")])
+    assert result.exit_code == 1
+    assert "is not a Gradescope submission_metadata.yml" in result.output
