@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from datetime import UTC
 from pathlib import Path
 
 from grader import __version__
@@ -268,7 +269,7 @@ def grade_entry(path: str, student: dict, config: Config, fingerprint: str) -> G
             report = grade_submission(Path(path), config).report
         except SubmissionError as exc:
             report = _error_report(path, config, str(exc), time.monotonic() - started)
-        except Exception as exc:  # a bug of ours: the batch goes on, the report says so
+        except Exception as exc:  # noqa: BLE001 - a bug of ours: the batch goes on, the report says so
             report = _error_report(path, config, f"internal grader error: {type(exc).__name__}: {exc}",
                                    time.monotonic() - started)
     report["student"] = student
@@ -277,7 +278,7 @@ def grade_entry(path: str, student: dict, config: Config, fingerprint: str) -> G
 
 
 def _error_report(path: str, config: Config, error: str, seconds: float) -> dict:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     try:
         sha = file_sha256(Path(path))
@@ -285,7 +286,7 @@ def _error_report(path: str, config: Config, error: str, seconds: float) -> dict
         sha = hashlib.sha256(b"").hexdigest()
     return build_report(assignment=config.assignment, submission={"path": str(path), "sha256": sha},
                         seed=config.seed, grader_version=__version__,
-                        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
                         duration_s=seconds, outcomes=[], score=None, visibility=config.visibility, error=error)
 
 
@@ -423,7 +424,7 @@ def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
             entry = futures[future]
             try:
                 graded = future.result()
-            except Exception as exc:  # the worker died or the task failed: say so in the report
+            except Exception as exc:  # noqa: BLE001 - the worker died or the task failed: the report says so
                 graded = Graded(dict(_lost(entry, config, fingerprint),
                                      error=f"the Dask task failed: {type(exc).__name__}: {exc}"))
             finished(entry, graded)

@@ -100,8 +100,8 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     graded by the grader itself (its row says why).
     """
     from grader.batch import BatchError, is_terminal, log_line, run_batch
-    from grader.summary_html import render_html, summary_table
     from grader.report import write_atomic
+    from grader.summary_html import render_html, summary_table
 
     try:
         config = load_config(config_path).with_overrides(seed=seed)
@@ -109,8 +109,14 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
         raise click.ClickException(str(exc)) from None
     try:
         if is_terminal():
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
                        TextColumn("{task.fields[rate]}"),

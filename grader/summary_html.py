@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 
 PASS_RATE_LABEL_WIDTH = 48  # characters of a test name kept on the pass-rate chart
 
@@ -34,7 +35,7 @@ def _figures(summary: dict) -> dict[str, str]:
     figure = Figure(figsize=(7, 3.2))
     axes = figure.subplots()
     edges, counts = histogram["edges"], histogram["counts"]
-    axes.bar(edges[:-1], counts, width=[b - a for a, b in zip(edges, edges[1:])], align="edge",
+    axes.bar(edges[:-1], counts, width=[b - a for a, b in itertools.pairwise(edges)], align="edge",
              color="#4c72b0", edgecolor="white")
     axes.set_xlabel(f"score (out of {summary['score']['max_score']:g})")
     axes.set_ylabel("submissions")
@@ -140,9 +141,9 @@ window.addEventListener("load", () => {{
 def summary_table(summary: dict) -> str:
     """The summary as plain text, for the terminal or a log."""
     score = summary["score"]
-    lines = [f"{summary['assignment']}: {summary['files']} file(s): {summary['graded']} graded, "
-             f"{summary['import_errors']} import error(s), {summary['errors']} failed to grade, "
-             f"{summary['not_submissions']} not submissions"]
+    lines = [(f"{summary['assignment']}: {summary['files']} file(s): {summary['graded']} graded, "
+              f"{summary['import_errors']} import error(s), {summary['errors']} failed to grade, "
+              f"{summary['not_submissions']} not submissions")]
     if score["count"]:
         lines.append(f"score: mean {score['mean']:g}, median {score['median']:g}, min {score['min']:g}, "
                      f"max {score['max']:g} (out of {score['max_score']:g})")
