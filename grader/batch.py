@@ -28,7 +28,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import UTC
 from pathlib import Path
 
 from grader import __version__
@@ -278,7 +277,7 @@ def grade_entry(path: str, student: dict, config: Config, fingerprint: str) -> G
 
 
 def _error_report(path: str, config: Config, error: str, seconds: float) -> dict:
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     try:
         sha = file_sha256(Path(path))
