@@ -64,7 +64,8 @@ class Graded:
     """What one worker sends back: the report and the worker's peak memory."""
 
     report: dict
-    worker_rss_mb: float = 0.0
+    worker_rss_mb: float = 0.0  # peak resident memory of the worker process so far
+    child_rss_mb: float = 0.0  # peak resident memory of the largest sandbox child it has ended
 
 
 @dataclass
@@ -76,6 +77,7 @@ class BatchResult:
     graded_now: int = 0  # graded in this run (not resumed)
     resumed: int = 0  # skipped because a matching report already existed
     peak_worker_rss_mb: float = 0.0
+    peak_child_rss_mb: float = 0.0
     rows: list[dict] = field(default_factory=list)
 
 
@@ -273,7 +275,8 @@ def grade_entry(path: str, student: dict, config: Config, fingerprint: str) -> G
                                    time.monotonic() - started)
     report["student"] = student
     report["grader_config_sha256"] = fingerprint
-    return Graded(report, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return Graded(report, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
 
 
 def _error_report(path: str, config: Config, error: str, seconds: float) -> dict:
@@ -305,6 +308,7 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     Raises BatchError when the inputs or the output folder are unusable.
     """
     outdir = Path(outdir)
+    clock = time.monotonic()
     entries = discover(paths, exclude=outdir)
     if not entries:
         raise BatchError("no files found under " + ", ".join(str(p) for p in paths))
@@ -337,6 +341,7 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
         result.reports[entry.key] = graded.report
         result.graded_now += 1
         result.peak_worker_rss_mb = max(result.peak_worker_rss_mb, graded.worker_rss_mb)
+        result.peak_child_rss_mb = max(result.peak_child_rss_mb, graded.child_rss_mb)
         done += 1
         if progress:
             progress(entry, graded, done, total)
@@ -350,6 +355,11 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     result.rows = gradebook_rows(entries, result.reports)
     write_atomic(outdir / "gradebook.csv", gradebook_csv(result.rows))
     result.summary = build_summary(entries, result.reports, config, fingerprint)
+    # How this run went (not a function of the inputs: left out of the gradebook).
+    result.summary["run"] = {"wall_s": round(time.monotonic() - clock, 3), "graded_now": result.graded_now,
+                             "resumed": result.resumed, "jobs": None if scheduler else (jobs or os.cpu_count() or 1),
+                             "scheduler": scheduler, "peak_worker_rss_mb": round(result.peak_worker_rss_mb, 1),
+                             "peak_child_rss_mb": round(result.peak_child_rss_mb, 1)}
     write_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2, allow_nan=False) + "\n")
     return result
 

@@ -5,9 +5,23 @@ import numpy as np
 from grader.compare import PASSED, check_array, check_count, check_raises
 from reference import mha
 
+# id(case) → (case, expected): a long-lived grading process (a batch worker) reuses the same cases
+# for every submission, so each expected value is computed once. Holding the case keeps its id unique.
+_EXPECTED: dict[int, tuple] = {}
+
 
 def expected_value(case):
     """The reference's output for a case, computed in float64 in this (trusted) process."""
+    hit = _EXPECTED.get(id(case))
+    if hit is not None and hit[0] is case:
+        return hit[1]
+    if len(_EXPECTED) > 4096:
+        _EXPECTED.clear()
+    _EXPECTED[id(case)] = (case, _compute_expected(case))
+    return _EXPECTED[id(case)][1]
+
+
+def _compute_expected(case):
     args = [np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in case.args]
     expected = getattr(mha, case.function)(*args, **case.kwargs)
     assert not isinstance(expected, np.ndarray) or np.isfinite(expected).all(), (
