@@ -296,8 +296,8 @@ def _error_report(path: str, config: Config, error: str, seconds: float) -> dict
 
 
 def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | None = None, resume: bool = False,
-              scheduler: str | None = None, progress: Callable[[Entry, Graded | None, int, int], None] | None = None
-              ) -> BatchResult:
+              scheduler: str | None = None, progress: Callable[[Entry, Graded | None, int, int], None] | None = None,
+              formats: tuple[str, ...] = ()) -> BatchResult:
     """Grade every submission under ``paths`` into ``outdir``; returns the reports and the summary.
 
     outdir gets reports/<key>.json (one per submission, written atomically as soon as it is
@@ -305,10 +305,12 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     cores). ``resume``: keep reports whose file sha256 and grader configuration hash match.
     ``scheduler``: address of a Dask distributed scheduler to grade on instead of local workers.
     ``progress(entry, graded_or_None, done, total)`` is called after each entry (None: resumed).
+    ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json.
     Raises BatchError when the inputs or the output folder are unusable.
     """
     outdir = Path(outdir)
     clock = time.monotonic()
+    render = _renderer(formats)
     entries = discover(paths, exclude=outdir)
     if not entries:
         raise BatchError("no files found under " + ", ".join(str(p) for p in paths))
@@ -328,6 +330,7 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
         existing = _matching_report(reports_dir / f"{entry.key}.json", entry, fingerprint) if resume else None
         if existing is not None:
             result.reports[entry.key] = existing
+            _write_formats(outdir, entry.key, existing, formats, render)
             result.resumed += 1
             done += 1
             if progress:
@@ -338,6 +341,7 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     def finished(entry: Entry, graded: Graded) -> None:
         nonlocal done
         write_atomic(reports_dir / f"{entry.key}.json", to_json(graded.report))
+        _write_formats(outdir, entry.key, graded.report, formats, render)
         result.reports[entry.key] = graded.report
         result.graded_now += 1
         result.peak_worker_rss_mb = max(result.peak_worker_rss_mb, graded.worker_rss_mb)
@@ -362,6 +366,31 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
                              "peak_child_rss_mb": round(result.peak_child_rss_mb, 1)}
     write_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2, allow_nan=False) + "\n")
     return result
+
+
+def _renderer(formats: tuple[str, ...]) -> Callable[[dict, str], str] | None:
+    """The LMS exporters' ``render(report, format)``, checked before anything is graded."""
+    extra = [f for f in formats if f != "native"]
+    if not extra:
+        return None
+    try:
+        from grader.export.formats import FORMATS, render
+    except ImportError:
+        raise BatchError(f"format {extra[0]} needs the LMS exporters (grader.export), which are not installed") from None
+    unknown = [f for f in extra if f not in FORMATS]
+    if unknown:
+        raise BatchError(f"unknown format {unknown[0]!r}; expected one of {', '.join(FORMATS)}")
+    return render
+
+
+def _write_formats(outdir: Path, key: str, report: dict, formats: tuple[str, ...],
+                   render: Callable[[dict, str], str] | None) -> None:
+    for fmt in formats:
+        if fmt == "native" or render is None:
+            continue
+        folder = outdir / fmt
+        folder.mkdir(exist_ok=True)
+        write_atomic(folder / f"{key}.{'txt' if fmt == 'text' else 'json'}", render(report, fmt))
 
 
 def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:

@@ -88,8 +88,11 @@ def submission_command(path: Path, output: str, config_path: Path, seed: int | N
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
               show_default=True, help="The course's grader.toml.")
 @click.option("--seed", type=int, default=None, help="Override grading.seed from grader.toml.")
+@click.option("--format", "formats", multiple=True, metavar="FORMAT",
+              help="Also write each report in this LMS format (e.g. gradescope, prairielearn) into OUTDIR/FORMAT/; "
+                   "repeatable.")
 def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
-                  config_path: Path, seed: int | None) -> None:
+                  config_path: Path, seed: int | None, formats: tuple[str, ...]) -> None:
     """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
 
     Understands Gradescope's export layout (submission_metadata.yml beside one
@@ -130,13 +133,13 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
                     bar.update(task, completed=done, total=total, rate=f"{rate:.1f} subs/s")
 
                 result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
-                                   progress=progress)
+                                   progress=progress, formats=formats)
         else:
             def progress(entry, graded, done, total):
                 click.echo(log_line(entry, graded, done, total), err=True)
 
             result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
-                               progress=progress)
+                               progress=progress, formats=formats)
         write_atomic(outdir / "summary.html", render_html(result.summary))
     except BatchError as exc:
         raise click.ClickException(str(exc)) from None
