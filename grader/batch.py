@@ -296,7 +296,8 @@ def _error_report(path: str, config: Config, error: str, seconds: float) -> dict
 
 
 def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | None = None, resume: bool = False,
-              scheduler: str | None = None, progress: Callable[[Entry, Graded | None, int, int], None] | None = None,
+              scheduler: str | None = None,
+              progress: Callable[[Entry | None, Graded | None, int, int], None] | None = None,
               formats: tuple[str, ...] = ()) -> BatchResult:
     """Grade every submission under ``paths`` into ``outdir``; returns the reports and the summary.
 
@@ -304,7 +305,8 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     graded), gradebook.csv and summary.json. ``jobs``: worker processes (default: the number of
     cores). ``resume``: keep reports whose file sha256 and grader configuration hash match.
     ``scheduler``: address of a Dask distributed scheduler to grade on instead of local workers.
-    ``progress(entry, graded_or_None, done, total)`` is called after each entry (None: resumed).
+    ``progress(entry, graded_or_None, done, total)`` is called once with entry None before grading
+    starts, then after each entry (graded None: its report was kept by ``resume``).
     ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json.
     Raises BatchError when the inputs or the output folder are unusable.
     """
@@ -324,6 +326,8 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     todo: list[Entry] = []
     total = sum(1 for e in entries if e.skip is None)
     done = 0
+    if progress:
+        progress(None, None, 0, total)  # the count is known before the first result
     for entry in entries:
         if entry.skip is not None:
             continue
@@ -417,7 +421,8 @@ def _run_local(todo: list[Entry], config: Config, fingerprint: str, jobs: int,
     attempts: Counter[str] = Counter()
     pending = list(todo)
     while pending:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(pending)), mp_context=context) as pool:
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(pending)), mp_context=context)
+        try:
             futures = {pool.submit(grade_entry, str(e.path), e.student, config, fingerprint): e for e in pending}
             pending = []
             waiting = set(futures)
@@ -433,6 +438,14 @@ def _run_local(todo: list[Entry], config: Config, fingerprint: str, jobs: int,
                             pending.append(entry)
                         else:
                             finished(entry, Graded(_lost(entry, config, fingerprint)))
+        except BaseException:
+            # Interrupted (Ctrl-C): stop the workers now rather than letting them finish the queue.
+            # Reports already written stay; --resume grades the rest.
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.kill()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
 
 def _lost(entry: Entry, config: Config, fingerprint: str) -> dict:

@@ -136,13 +136,17 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
                                    progress=progress, formats=formats)
         else:
             def progress(entry, graded, done, total):
-                click.echo(log_line(entry, graded, done, total), err=True)
+                if entry is not None:
+                    click.echo(log_line(entry, graded, done, total), err=True)
 
             result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
                                progress=progress, formats=formats)
         write_atomic(outdir / "summary.html", render_html(result.summary))
     except BatchError as exc:
         raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        raise click.ClickException(f"interrupted; the reports written so far are in {outdir}/reports, "
+                                   "and --resume grades the rest") from None
     click.echo(summary_table(result.summary), nl=False)
     click.echo(f"{result.graded_now} graded now, {result.resumed} kept from earlier runs; "
                f"wrote {outdir}/gradebook.csv, summary.json, summary.html and reports/")
