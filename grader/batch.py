@@ -410,42 +410,103 @@ def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:
 
 def _run_local(todo: list[Entry], config: Config, fingerprint: str, jobs: int,
                finished: Callable[[Entry, Graded], None]) -> None:
-    """Grade in ``jobs`` long-lived worker processes; a worker that dies is replaced, and the
-    submissions it was holding are retried once, then reported as failed to grade."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
+    """Grade in ``jobs`` long-lived worker processes, one submission at a time each.
 
-    context = multiprocessing.get_context("forkserver")
+    Each worker holds one submission at a time, so when a worker dies (a grader crash, or a
+    submission that escapes the sandbox and kills it) exactly that submission is known: it is
+    retried once on a fresh worker, then reported as failed to grade; the others are unaffected.
+    """
+    import multiprocessing
+    from collections import deque
+    from multiprocessing.connection import wait
+
+    context = multiprocessing.get_context("forkserver")  # workers never forked from a process with threads
     context.set_forkserver_preload(["grader.grade", "grader.batch"])
+    queue = deque(todo)
     attempts: Counter[str] = Counter()
-    pending = list(todo)
-    while pending:
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(pending)), mp_context=context)
+    workers = [_Worker(context, config, fingerprint) for _ in range(min(jobs, len(queue)))]
+    try:
+        for worker in workers:
+            worker.take(queue)
+        while any(w.entry is not None for w in workers):
+            busy = [w for w in workers if w.entry is not None]
+            wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+            for index, worker in enumerate(workers):
+                if worker.entry is None:
+                    continue
+                entry = worker.entry
+                graded = worker.result()
+                if graded is not None:
+                    worker.entry = None
+                    finished(entry, graded)
+                    worker.take(queue)
+                elif not worker.process.is_alive():
+                    worker.entry = None
+                    attempts[entry.key] += 1
+                    if attempts[entry.key] < 2:
+                        queue.appendleft(entry)
+                    else:
+                        finished(entry, Graded(_lost(entry, config, fingerprint)))
+                    worker.close()
+                    workers[index] = _Worker(context, config, fingerprint) if queue else worker
+                    workers[index].take(queue)
+    finally:
+        # Normal end: each worker is told to stop. Interrupted (Ctrl-C): they are killed at once;
+        # the reports already written stay, and --resume grades the rest.
+        for worker in workers:
+            worker.close(kill=worker.entry is not None)
+
+
+class _Worker:
+    """One long-lived grading process and the pipe it takes submissions from."""
+
+    def __init__(self, context, config: Config, fingerprint: str) -> None:
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, config, fingerprint), name="grade-worker")
+        self.process.start()
+        child.close()
+        self.entry: Entry | None = None
+
+    def take(self, queue) -> None:
+        if queue and self.process.is_alive():
+            self.entry = queue.popleft()
+            self.conn.send((str(self.entry.path), self.entry.student))
+
+    def result(self) -> Graded | None:
+        """The finished submission's result, or None while it runs or when the worker died."""
         try:
-            futures = {pool.submit(grade_entry, str(e.path), e.student, config, fingerprint): e for e in pending}
-            pending = []
-            waiting = set(futures)
-            while waiting:
-                ready, waiting = wait(waiting, return_when=FIRST_COMPLETED)
-                for future in sorted(ready, key=lambda f: futures[f].key):
-                    entry = futures[future]
-                    try:
-                        finished(entry, future.result())
-                    except BrokenProcessPool:
-                        attempts[entry.key] += 1
-                        if attempts[entry.key] < 2:
-                            pending.append(entry)
-                        else:
-                            finished(entry, Graded(_lost(entry, config, fingerprint)))
-        except BaseException:
-            # Interrupted (Ctrl-C): stop the workers now rather than letting them finish the queue.
-            # Reports already written stay; --resume grades the rest.
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
+            return self.conn.recv() if self.conn.poll() else None
+        except (EOFError, OSError):
+            return None
+
+    def close(self, kill: bool = False) -> None:
+        if self.process.is_alive() and not kill:
+            try:
+                self.conn.send(None)
+            except OSError:
+                kill = True
+        if kill and self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+def _serve(conn, config: Config, fingerprint: str) -> None:
+    """A worker's loop: grade each (path, student) received until told to stop (None) or orphaned."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the terminal is the main process's to handle
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        conn.send(grade_entry(task[0], task[1], config, fingerprint))
 
 
 def _lost(entry: Entry, config: Config, fingerprint: str) -> dict:

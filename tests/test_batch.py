@@ -291,3 +291,27 @@ def test_lms_format_written_beside_the_native_report(tmp_path):
     results = json.loads((tmp_path / "out" / "gradescope" / "wrong_reshape.py.json").read_text())
     assert results["score"] == 40
     assert json.loads((tmp_path / "out" / "reports" / "wrong_reshape.py.json").read_text())["score"] == 40
+
+
+@pytest.mark.parametrize("killer", ["a_killer.py", "z_killer.py"])  # graded first, or last
+def test_a_submission_that_kills_its_worker_does_not_sink_the_batch(tmp_path, course, killer):
+    # A hostile submission kills the grading process that started it (its parent). Whether the
+    # sandbox stops it (then it is graded like any other) or not (then its worker dies, is replaced,
+    # and after one retry the row says so), every other submission still gets its exact score.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / killer).write_text("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n")
+    shutil.copy(SUBMISSIONS / "correct.py", folder / "b_correct.py")
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", folder / "c_wrong_reshape.py")
+    result = CliRunner().invoke(main, ["batch", str(folder), "-o", str(tmp_path / "out"), "--jobs", "1",
+                                       "--config", str(course)])
+    rows = {r["file"]: r for r in gradebook(tmp_path / "out")}
+    assert (rows["b_correct.py"]["score"], rows["b_correct.py"]["status"]) == ("100", "graded")
+    assert (rows["c_wrong_reshape.py"]["score"], rows["c_wrong_reshape.py"]["status"]) == ("40", "graded")
+    killer = rows[killer]
+    if killer["status"] == "error":
+        assert killer["message"] == "the grading worker process died while grading this submission"
+        assert result.exit_code == 1 and "1 submission(s) could not be graded" in result.output
+    else:
+        assert result.exit_code == 0, result.output
+        assert killer["status"] in ("graded", "import-error")
