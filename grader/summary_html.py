@@ -29,6 +29,7 @@ def _figures(summary: dict) -> dict[str, str]:
 
     matplotlib.use("Agg")  # no display: draw to memory
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     images = {}
     histogram = summary["score"]["histogram"]
@@ -40,7 +41,7 @@ def _figures(summary: dict) -> dict[str, str]:
     axes.set_xlabel(f"score (out of {summary['score']['max_score']:g})")
     axes.set_ylabel("submissions")
     axes.set_title("Score distribution")
-    axes.yaxis.get_major_locator().set_params(integer=True)
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     images["histogram"] = _png(figure)
 
     tests = summary["tests"]
@@ -63,7 +64,7 @@ def _figures(summary: dict) -> dict[str, str]:
         axes.barh(range(len(diagnoses)), list(diagnoses.values()), color="#8172b2")
         axes.set_yticks(range(len(diagnoses)), list(diagnoses), fontsize=8)
         axes.invert_yaxis()
-        axes.xaxis.get_major_locator().set_params(integer=True)
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         axes.text(0.5, 0.5, "no misconception diagnosed", ha="center", va="center", transform=axes.transAxes)
         axes.set_yticks([])
