@@ -75,6 +75,30 @@ def submission_command(path: Path, output: str, config_path: Path, seed: int | N
         raise click.ClickException(f"grading failed: {result.grader_error}")
 
 
+@main.command("selftest")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
+              show_default=True, help="The course's grader.toml.")
+@click.option("--seed", type=int, default=None, help="Override grading.seed from grader.toml.")
+def selftest_command(config_path: Path, seed: int | None) -> None:
+    """Check the grader on all known misconceptions.
+
+    Grades the reference (full marks, no diagnosis), the starter (its
+    documented score, 0) and each misconception variant written out as a
+    student file (it must lose points in its own function only and be
+    diagnosed as itself), then prints a table. Exits 1 if any of that fails.
+    """
+    from grader.selftest import run_selftest, table_text
+
+    try:
+        config = load_config(config_path).with_overrides(seed=seed)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    result = run_selftest(config)
+    click.echo(table_text(result), nl=False)
+    if not result.ok:
+        raise click.ClickException("selftest failed: see the rows marked FAIL above")
+
+
 @main.command("batch")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", "outdir", required=True, type=click.Path(path_type=Path),

@@ -9,6 +9,7 @@ plain data only (``CallResult`` from the sandbox).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,7 +82,7 @@ def check_count(result: CallResult, expected: int, what: str) -> Verdict:
 
 def check_raises(result: CallResult, exception: str, what: str) -> Verdict:
     """The contract asks for an exception: pass when the call raised exactly that type."""
-    if result.status == "raised" and result.message.startswith(f"raised {exception}"):
+    if result.status == "raised" and re.match(rf"raised {re.escape(exception)}( at |: |$)", result.message):
         return Verdict(PASSED)
     if result.status == "raised":
         return Verdict(FAILED, f"{what} {result.message}; expected {exception}")

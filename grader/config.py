@@ -40,6 +40,7 @@ class Config:
     random_cases: int = 12
     rtol: float = 1e-3
     atol: float = 1e-5
+    vectorization_points: float = 0.0
     points: dict[str, Fraction] = field(default_factory=dict)
     visibility: dict[str, str] = field(default_factory=dict)
     limits: Limits = Limits()
@@ -61,6 +62,7 @@ KEYS: list[tuple[str, str, type, str]] = [
     ("grading", "random_cases", int, "Number of random-shape cases for multi_head_attention."),
     ("grading", "rtol", float, "Relative tolerance of array comparisons: passes when abs(got − expected) ≤ atol + rtol·abs(expected)."),
     ("grading", "atol", float, "Absolute tolerance of array comparisons."),
+    ("grading", "vectorization_points", float, "Points for a multi_head_attention that passes all its tests with no Python loop over heads (0: a note only)."),
     ("limits", "call_timeout_s", float, "Wall-clock limit of one call of a student function, in seconds."),
     ("limits", "submission_timeout_s", float, "Wall-clock limit of one submission's whole run, in seconds."),
     ("limits", "memory_mb", int, "Address-space limit of the student's process (RLIMIT_AS), in MiB."),
@@ -117,6 +119,8 @@ def load_config(path: Path) -> Config:
     for key, value in limit_values.items():
         if value <= 0:
             raise ConfigError(f"{path}: limits.{key} must be positive, got {value!r}")
+    if values.get(("grading", "vectorization_points"), 0) < 0:
+        raise ConfigError(f"{path}: grading.vectorization_points must be ≥ 0")
     if values.get(("grading", "random_cases"), 1) < 1:
         raise ConfigError(f"{path}: grading.random_cases must be at least 1")
     config = Config(
@@ -127,6 +131,7 @@ def load_config(path: Path) -> Config:
         random_cases=values.get(("grading", "random_cases"), Config.random_cases),
         rtol=values.get(("grading", "rtol"), Config.rtol),
         atol=values.get(("grading", "atol"), Config.atol),
+        vectorization_points=values.get(("grading", "vectorization_points"), Config.vectorization_points),
         points=points,
         visibility=visibility,
         limits=limits,

@@ -22,8 +22,12 @@ OUTPUT_CAP = 4000  # characters of student output kept per test in the report
 
 def build_report(*, assignment: str, submission: dict, seed: int, grader_version: str, started_at: str,
                  duration_s: float, outcomes: list, score: Score | None, visibility: dict[str, str],
-                 error: str | None = None) -> dict:
-    """The report as a plain dict. With ``error`` set (the grader failed), status is "error" and score 0."""
+                 error: str | None = None, notes: list | None = None) -> dict:
+    """The report as a plain dict. With ``error`` set (the grader failed), status is "error" and score 0.
+
+    notes: observations that are not correctness failures (e.g. a loop over heads), each
+    {code, function, line, message, score, max_score}.
+    """
     tests = []
     if score is not None and error is None:
         for outcome, (earned, worth) in zip(outcomes, score.per_test):
@@ -32,6 +36,7 @@ def build_report(*, assignment: str, submission: dict, seed: int, grader_version
                 "score": as_number(earned), "max_score": as_number(worth),
                 "status": outcome.status, "message": outcome.message,
                 "output": _cap(outcome.output), "visibility": visibility.get(outcome.group, "visible"),
+                "diagnosis": outcome.diagnosis,
             })
     functions: dict[str, dict] = defaultdict(lambda: {"score": 0, "max_score": 0, "passed": 0, "tests": 0})
     if tests:
@@ -56,6 +61,7 @@ def build_report(*, assignment: str, submission: dict, seed: int, grader_version
         "functions": {name: dict(entry, score=as_number(entry["score"]), max_score=as_number(entry["max_score"]))
                       for name, entry in functions.items()},
         "tests": tests,
+        "notes": list(notes or []) if error is None else [],
     }
 
 
@@ -79,7 +85,21 @@ def summary_text(report: dict) -> str:
             else:
                 lines.append(f"    ✗ {test['name']} [{test['status']}]: {test['message']}")
             shown += 1
+        lines += _diagnosis_lines(failed)
+    for note in report.get("notes", []):
+        lines.append(f"  note: {note['message']}")
     return "\n".join(lines) + "\n"
+
+
+def _diagnosis_lines(failed: list[dict]) -> list[str]:
+    """Each misconception shown once per function, with the number of visible tests that show it."""
+    seen: dict[str, tuple[dict, int]] = {}
+    for test in failed:
+        if test["visibility"] == "visible" and test.get("diagnosis"):
+            found = test["diagnosis"]
+            seen[found["code"]] = (found, seen.get(found["code"], (found, 0))[1] + 1)
+    return [f"    ⇒ {found['code']} ({found['section']}, {count} test{'s' if count > 1 else ''}): {found['explanation']}"
+            for found, count in seen.values()]
 
 
 def _num(value: int | float) -> str:

@@ -31,6 +31,7 @@ class TestOutcome:
     status: str  # "passed", "failed", "error", "timeout", "memory", "crashed", "import-error"
     message: str
     output: str  # what the student's code printed during the test
+    diagnosis: dict | None = None  # {code, explanation, section, also} when a failure's misconception is known
 
 
 GRADING_KEY = pytest.StashKey[Config]()  # the suite's conftest reads the config from here
@@ -88,7 +89,7 @@ def run_suite(sandbox: Sandbox, config: Config) -> list[TestOutcome]:
             crash = (stage.get("crash") or {}).get("message", test.get("outcome"))
             raise SuiteError(f"graded test {test['nodeid']} broke before reaching a verdict: {crash}")
         outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
-                                    meta["status"], meta["message"], meta.get("output", "")))
+                                    meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis")))
     if not outcomes:
         raise SuiteError(f"the graded suite in {suite} collected no tests")
     return outcomes

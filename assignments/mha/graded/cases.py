@@ -24,6 +24,8 @@ class Case:
     args: tuple
     kwargs: dict = field(default_factory=dict)
     raises: str | None = None  # an exception the function must raise instead of returning
+    changed_args: tuple | None = None  # causality cases: args with the tokens from `changed_from` on replaced
+    changed_from: int = 0  # first token position that differs between args and changed_args
 
     @property
     def name(self) -> str:
@@ -146,16 +148,48 @@ def error_cases(rng):
     ]
 
 
+def overflow_case(rng):
+    """A causal case whose own-token scores reach about +1e3 whatever the seed: exp() overflows unless stabilized.
+
+    With W_K = W_Q every query's score against its own key is |q|²/√d_k > 0, and
+    X is scaled so the largest is 1e3; the causal mask always keeps that key.
+    """
+    case = _mha_case(rng, "mha_stability", "", 2, 6, 8, 2, 4, 4, 8, True, True)
+    X, W_Q, _, W_V, W_O, h = case.args
+    Q = (X @ W_Q).reshape(2, 6, 2, 4)  # (B, T, h, d_k)
+    largest = (Q**2).sum(axis=-1).max() / 2  # own-token scores, scaled by 1/√d_k = 1/2
+    X = X * math.sqrt(1e3 / largest)
+    return [Case("mha_stability", "own-scores-1e3-causal", case.function, (X, W_Q, W_Q, W_V, W_O, h), case.kwargs)]
+
+
+def causality_cases(rng):
+    """Reference-free: with causal=True, replacing the tokens from position t on must not change outputs before t."""
+    cases = []
+    for B, T, changed_from, batched in ((2, 7, 4, True), (1, 6, 2, False)):
+        case = _mha_case(rng, "mha_causality", "", B, T, 8, 2, 4, 3, 8, True, batched)
+        X = case.args[0]  # (B, T, d) or (T, d)
+        changed = X.copy()
+        changed[..., changed_from:, :] = rng.standard_normal(changed[..., changed_from:, :].shape)
+        id = f"future-from-{changed_from}-" + _shape_id(B, T, 8, 2, 4, 3, True, batched)
+        cases.append(Case("mha_causality", id, case.function, case.args, case.kwargs,
+                          changed_args=(changed, *case.args[1:]), changed_from=changed_from))
+    return cases
+
+
 @functools.lru_cache(maxsize=2)  # a batch worker grades many submissions with one seed: build once, read only
 def build_cases(seed: int, n_random: int) -> list[Case]:
     """All graded cases for this seed, in a fixed order."""
     rng = np.random.default_rng(seed)
+    # Cases added later draw from a generator of their own, so the earlier cases stay the same for a seed.
+    later = np.random.default_rng([seed, 1])
     return [
         *random_cases(rng, n_random),
         *reshape_cases(rng),
         *stability_cases(rng),
+        *overflow_case(later),
         *model_size_cases(rng),
         *param_count_cases(),
         *entropy_cases(rng),
         *error_cases(rng),
+        *causality_cases(later),
     ]

@@ -1,9 +1,11 @@
-"""The graded suite: one test per case, its verdict recorded for the report."""
+"""The graded suite: one test per case, its verdict and diagnosis recorded for the report."""
 
 import numpy as np
 
-from grader.compare import PASSED, check_array, check_count, check_raises
-from reference import mha
+from grader.causality import check_causality
+from grader.compare import FAILED, PASSED, check_array, check_count, check_raises
+from grader.diagnose import CAUSAL_LEAK, GENERIC, diagnose, generic
+from reference import mha, variants
 
 # id(case) → (case, expected): a long-lived grading process (a batch worker) reuses the same cases
 # for every submission, so each expected value is computed once. Holding the case keeps its id unique.
@@ -29,15 +31,36 @@ def _compute_expected(case):
     return expected
 
 
+def diagnosis_of(case, result, expected, grading, leak=False):
+    """What the wrong value shows: a misconception its output matches, else a generic finding (see grader.diagnose)."""
+    if result.status != "ok":
+        return None
+    candidates = variants.variant_outputs(case.function, case.args, case.kwargs)
+    found = diagnose(result.value, expected, candidates, grading.rtol, grading.atol, variants.CATALOGUE)
+    if leak and (found is None or found.code in GENERIC):
+        found = generic(CAUSAL_LEAK)
+    return found
+
+
 def test_case(case, student, grading, json_metadata):
-    json_metadata.update(group=case.group, function=case.function, name=case.name)
+    json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
     result = student.call(case.function, *case.args, **case.kwargs)
     what = f"{case.function}()"
+    output = result.output
+    expected = None if case.raises else expected_value(case)
     if case.raises:
         verdict = check_raises(result, case.raises, what)
+    elif case.changed_args is not None:  # the reference is not needed to pass: only to diagnose a failure
+        changed = student.call(case.function, *case.changed_args, **case.kwargs)
+        output += changed.output
+        verdict = check_causality(result, changed, case.changed_from, grading.rtol, grading.atol, what)
     elif case.function == "attention_param_count":
-        verdict = check_count(result, expected_value(case), what)
+        verdict = check_count(result, expected, what)
     else:
-        verdict = check_array(result, expected_value(case), grading.rtol, grading.atol, what)
-    json_metadata.update(status=verdict.status, message=verdict.message, output=result.output)
+        verdict = check_array(result, expected, grading.rtol, grading.atol, what)
+    if verdict.status == FAILED and not case.raises:
+        found = diagnosis_of(case, result, expected, grading, leak=verdict.message.startswith("changing tokens"))
+        if found is not None:
+            json_metadata.update(diagnosis=dict(found.as_dict(), also=list(found.also)))
+    json_metadata.update(status=verdict.status, message=verdict.message, output=output)
     assert verdict.status == PASSED, verdict.message

@@ -1,0 +1,47 @@
+"""The causality check: a property of the student's outputs alone, no reference needed.
+
+With causal=True, the output at position i may depend on tokens 0…i only, so
+replacing the tokens from position t on must leave every output before t as
+it was. A submission whose earlier outputs move leaks future tokens into the
+past, whatever else it computes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.compare import CALL_STATUSES, ERROR, FAILED, PASSED, Verdict
+from grader.sandbox import CallResult
+
+LEAK_HINT = "the causal mask lets queries see later keys"
+
+
+def check_causality(first: CallResult, second: CallResult, changed_from: int, rtol: float, atol: float,
+                    what: str) -> Verdict:
+    """Compare outputs before ``changed_from`` of two calls whose inputs differ only from that token on.
+
+    first, second: the calls on the original and the changed tokens; the
+    outputs are (B, T, d_out) or (T, d_out), time on axis −2. Passes when
+    |second − first| ≤ atol + rtol·|first| at every position before
+    ``changed_from``. The message of a leak starts with "changing tokens".
+    """
+    for result in (first, second):
+        if result.status != "ok":
+            status = CALL_STATUSES.get(result.status, ERROR)
+            return Verdict(status, f"{what} {result.message}" if result.status in ("raised", "bad-type")
+                           else result.message)
+        if not isinstance(result.value, np.ndarray) or result.value.ndim < 2 or result.value.dtype.kind not in "fiu":
+            return Verdict(FAILED, f"{what} returned {result.type_name}, expected an array with a time axis")
+    before, after = first.value.astype(np.float64), second.value.astype(np.float64)
+    if before.shape != after.shape:
+        return Verdict(FAILED, f"{what} returned shape {before.shape}, then {after.shape} for inputs of the same shape")
+    if not (np.isfinite(before).all() and np.isfinite(after).all()):
+        return Verdict(FAILED, f"{what} returned non-finite values, so its earlier outputs cannot be compared")
+    prefix = (..., slice(0, changed_from), slice(None))
+    change = np.abs(after[prefix] - before[prefix])
+    moved = change > atol + rtol * np.abs(before[prefix])
+    if moved.any():
+        index = tuple(int(i) for i in np.unravel_index(np.argmax(np.where(moved, change, -1)), change.shape))
+        return Verdict(FAILED, f"changing tokens {changed_from}… only changed {what}'s output at earlier position "
+                               f"{index[-2]} (by up to {change[index]:.3g}, index {index}): {LEAK_HINT}")
+    return Verdict(PASSED)

@@ -1,0 +1,67 @@
+"""The `grade` command as a user meets it (click's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from conftest import ROOT, SUBMISSIONS
+from grader.cli import main
+
+CONFIG = str(ROOT / "grader.toml")
+
+
+def test_grade_writes_report_and_prints_summary(tmp_path):
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(main, [str(SUBMISSIONS / "nan_entropy.py"), "-o", str(out), "--config", CONFIG])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == "mha: nan_entropy.py scored 97.5 / 105"
+    assert "  head_entropy                7.5 / 15     3 of 6 tests passed" in result.output
+    assert "    ✗ entropy[one-hot-rows] [failed]: head_entropy() returned 4 non-finite value(s) of 4" in result.output
+    assert result.output.rstrip().endswith(f"Report written to {out}")
+    assert json.loads(out.read_text())["score"] == 97.5
+
+
+def test_dash_writes_json_to_stdout_and_summary_to_stderr():
+    result = CliRunner().invoke(main, [str(SUBMISSIONS / "correct.py"), "-o", "-", "--config", CONFIG])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["score"] == 105
+    assert result.stderr.startswith("mha: correct.py scored 105 / 105")
+
+
+def test_default_output_is_report_json_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, [str(SUBMISSIONS / "correct.py"), "--config", CONFIG])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "report.json").read_text())["status"] == "graded"
+
+
+def test_seed_flag_overrides_the_file(tmp_path):
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(main, ["--seed", "5", str(SUBMISSIONS / "correct.py"), "-o", str(out), "--config", CONFIG])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["seed"] == 5
+
+
+def test_missing_submission_is_a_one_line_error(tmp_path):
+    result = CliRunner().invoke(main, [str(tmp_path / "nope.py"), "--config", CONFIG])
+    assert result.exit_code == 1
+    assert result.output == f"Error: no such file: {tmp_path / 'nope.py'}\n"
+
+
+def test_broken_config_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "grader.toml"
+    bad.write_text("[grading\nseed = 1\n")
+    result = CliRunner().invoke(main, [str(SUBMISSIONS / "correct.py"), "--config", str(bad)])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: {bad} is not valid TOML: ")
+    assert len(result.output.splitlines()) == 1
+
+
+def test_help_documents_the_command():
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0, result.output
+    assert "Grade multi-head attention submissions" in result.output
+    sub = CliRunner().invoke(main, ["submission", "--help"])
+    assert "Where to write the JSON report; - for stdout." in sub.output

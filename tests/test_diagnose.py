@@ -1,0 +1,264 @@
+"""Diagnosis: a failed test names the misconception its output matches, and only one it matches."""
+
+from __future__ import annotations
+
+import ast
+import math
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT, SUBMISSIONS
+
+from grader.diagnose import CAUSAL_LEAK, GENERIC, NON_FINITE, WRONG_SHAPE, Diagnosis, diagnose, matches, settle
+from grader.grade import grade_submission
+from grader.report import summary_text
+from reference import mha, variants
+
+sys.path.insert(0, str(ROOT / "assignments/mha/graded"))
+from cases import build_cases
+
+RTOL, ATOL = 1e-3, 1e-5
+CATALOGUE = {**GENERIC, **variants.CATALOGUE}
+
+
+# ---------------------------------------------------------------- matching
+
+
+def test_matches_compares_as_the_grader_does():
+    a = np.array([[1.0, np.nan], [np.inf, 2.0]])
+    assert matches(a * (1 + 5e-4), a, RTOL, ATOL)  # within rtol
+    assert not matches(a * (1 + 5e-3), a, RTOL, ATOL)
+    assert not matches(np.array([[1.0, 0.0], [np.inf, 2.0]]), a, RTOL, ATOL)  # NaN must sit where the candidate's is
+    assert not matches(np.array([[1.0, np.nan], [-np.inf, 2.0]]), a, RTOL, ATOL)  # inf keeps its sign
+    assert not matches(a.T[None], a, RTOL, ATOL)  # never by broadcasting
+    assert matches(np.array(7), 7, RTOL, ATOL) and matches(7, 7, RTOL, ATOL)  # counts: exactly
+    assert not matches(7.0, 7, RTOL, ATOL) and not matches(8, 7, RTOL, ATOL)
+
+
+def test_diagnose_names_the_matching_misconception_only():
+    expected = np.array([1.0, 2.0])
+    candidates = {"missing-scale": np.array([3.0, 4.0]), "entropy-bits": np.array([5.0, 6.0])}
+    found = diagnose(np.array([3.0, 4.0]), expected, candidates, RTOL, ATOL, CATALOGUE)
+    assert found == Diagnosis("missing-scale", variants.CATALOGUE["missing-scale"].explanation, "§4.3")
+    assert found.as_dict() == {"code": "missing-scale", "section": "§4.3",
+                               "explanation": "The scores Q·Kᵀ were not divided by √d_k, so the softmax is sharper "
+                                              "than attention defines it."}
+    # A right answer has no diagnosis; a wrong one that matches nothing has none either.
+    assert diagnose(expected, expected, candidates, RTOL, ATOL, CATALOGUE) is None
+    assert diagnose(np.array([9.0, 9.0]), expected, candidates, RTOL, ATOL, CATALOGUE) is None
+
+
+def test_a_candidate_equal_to_the_reference_is_never_named():
+    # On these inputs the variant computes the right answer, so an output near it says nothing about it.
+    expected = np.array([1.0, 2.0])
+    found = diagnose(np.array([1.0, 2.01]), expected, {"missing-scale": expected.copy()}, RTOL, ATOL, CATALOGUE)
+    assert found is None
+
+
+def test_generic_findings_when_no_variant_matches():
+    expected = np.ones((2, 3))
+    assert diagnose(np.ones((3, 2)), expected, {}, RTOL, ATOL, CATALOGUE).code == WRONG_SHAPE
+    assert diagnose(np.array([[1, np.nan, 1]] * 2), expected, {}, RTOL, ATOL, CATALOGUE).code == NON_FINITE
+    # A variant's own NaN pattern beats the generic finding.
+    nan_variant = np.array([[np.nan, 1, 1], [1, 1, 1]])
+    assert diagnose(nan_variant.copy(), expected, {"mask-off-by-one": nan_variant}, RTOL, ATOL,
+                    CATALOGUE).code == "mask-off-by-one"
+    # A scalar result (the entropy of one (T_q, T_k) matrix) gets them too; counts have none.
+    assert diagnose(float("nan"), np.float64(1.2), {}, RTOL, ATOL, CATALOGUE).code == NON_FINITE
+    assert diagnose(np.ones(2), np.float64(1.2), {}, RTOL, ATOL, CATALOGUE).code == WRONG_SHAPE
+    assert diagnose(5, 4, {"count-missing-bias": 3}, RTOL, ATOL, CATALOGUE) is None
+
+
+def test_settle_names_the_misconception_seen_unambiguously_elsewhere():
+    sure = Diagnosis("d_k-assumed-d-over-h", "x", "§4.5")
+    torn = Diagnosis("missing-scale", "y", "§4.3", also=("d_k-assumed-d-over-h",))
+    alone = Diagnosis("scale-by-sqrt-d", "z", "§4.3", also=("d_k-assumed-d-over-h",))
+    settled = settle([sure, torn, None, sure], CATALOGUE)
+    assert settled[0] == sure and settled[2] is None
+    assert settled[1].code == "d_k-assumed-d-over-h" and settled[1].also == ("missing-scale",)
+    assert settled[1].explanation == variants.CATALOGUE["d_k-assumed-d-over-h"].explanation
+    assert settle([alone], CATALOGUE) == [alone]  # nothing elsewhere to lean on: keeps its first match
+
+
+def test_diagnose_module_imports_no_reference_code():
+    # The student kit ships precomputed candidates; diagnose must work without the reference.
+    tree = ast.parse((ROOT / "grader/diagnose.py").read_text(encoding="utf-8"))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {m for m in imported if m and m.split(".")[0] in ("reference", "cases")}
+
+
+# ---------------------------------------------------------------- the variants
+
+
+def plain(case):
+    return tuple(np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in case.args)
+
+
+@pytest.mark.parametrize("seed", [2026, 20, 23])
+def test_without_a_bug_the_variants_compute_the_reference(seed):
+    # The variants share the reference's every other step: with bug=None they are the reference.
+    private = {"multi_head_attention": variants._attention, "attention_param_count": variants._param_count,
+               "head_entropy": variants._head_entropy}
+    for case in build_cases(seed, 12):
+        if case.raises:
+            continue
+        got = private[case.function](*plain(case), **case.kwargs, bug=None)
+        np.testing.assert_array_equal(got, getattr(mha, case.function)(*plain(case), **case.kwargs), err_msg=case.name)
+
+
+@pytest.mark.parametrize("seed", [2026, 20, 23])
+def test_every_variant_is_caught_and_told_apart_on_some_case(seed):
+    # The issue's rule: on a case that catches a variant, no other variant gives the same output.
+    told_apart = {v.code: [] for v in variants.VARIANTS}
+    for case in build_cases(seed, 12):
+        if case.raises:
+            continue
+        expected = getattr(mha, case.function)(*plain(case), **case.kwargs)
+        outputs = variants.variant_outputs(case.function, case.args, case.kwargs)
+        for code, output in outputs.items():
+            others = [c for c, o in outputs.items() if c != code and matches(output, o, RTOL, ATOL)]
+            if not matches(output, expected, RTOL, ATOL) and not others:
+                told_apart[code].append(case.name)
+    assert [code for code, names in told_apart.items() if not names] == []
+    # The cases built for the variants that agree with the reference on most inputs:
+    assert "mha_stability[own-scores-1e3-causal]" in told_apart["unstable-softmax"]
+    assert told_apart["count-bias-as-4d"] == ["param_count[gemma-7b-bias]"]
+    assert told_apart["entropy-wrong-axis"] == ["entropy[uniform-rows]", "entropy[Tq4-Tk7]", "entropy[Tq9-Tk3]"]
+
+
+def test_entropy_along_the_query_axis_is_right_whenever_T_q_equals_T_k():
+    # Why the T_q ≠ T_k cases exist: the mean of column sums equals the mean of row sums for square A.
+    A = np.random.default_rng(0).dirichlet(np.ones(5), size=(3, 5))  # (h, T_q = 5, T_k = 5)
+    np.testing.assert_allclose(variants.run_variant("entropy-wrong-axis", A), mha.head_entropy(A))
+    tall = A[:, :4]  # (h, 4, 5)
+    assert not np.allclose(variants.run_variant("entropy-wrong-axis", tall), mha.head_entropy(tall))
+
+
+def test_variant_numbers_follow_the_explanations():
+    # Independent numbers for a few variants, on GPT-2 small and Gemma 7B (§4.5).
+    assert variants.run_variant("count-missing-bias", 768, 12, bias=True) == 4 * 768**2
+    assert variants.run_variant("count-bias-as-4d", 3072, 16, d_k=256, bias=True) == 4 * 3072 * 4096 + 4 * 3072
+    assert variants.run_variant("count-ignores-d_k", 3072, 16, d_k=256) == 4 * 3072**2
+    A = np.array([[[0.5, 0.5], [1.0, 0.0]]])  # (1, T_q = 2, T_k = 2)
+    assert variants.run_variant("entropy-bits", A)[0] == pytest.approx(0.5)  # one bit, then zero
+    assert variants.run_variant("entropy-sum-over-queries", A)[0] == pytest.approx(math.log(2))
+    with np.errstate(all="ignore"):
+        assert np.isnan(variants.run_variant("entropy-log-zero", A)[0])
+
+
+def test_variant_student_files_are_standalone(tmp_path):
+    # Each variant written out imports only numpy and the standard library, and defines the three functions.
+    for variant in variants.VARIANTS:
+        tree = ast.parse(variants.student_source(variant.code))
+        modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        modules |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert modules == {"__future__", "math", "numpy"}, variant.code
+        defined = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+        assert defined[-1] == variant.function and set(defined) == set(variants._IMPLEMENTATIONS)
+
+
+# ---------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def reports(config):
+    cache = {}
+
+    def report(name):
+        if name not in cache:
+            cache[name] = grade_submission(SUBMISSIONS / name, config).report
+        return cache[name]
+
+    return report
+
+
+def test_wrong_reshape_is_named_on_every_failed_test_and_said_once(reports, validate_report):
+    report = validate_report(reports("wrong_reshape.py"))
+    failed = [t for t in report["tests"] if t["status"] != "passed"]
+    assert len(failed) == 21 and {t["diagnosis"]["code"] for t in failed} == {"wrong-split-order"}
+    assert all(t["diagnosis"] is None for t in report["tests"] if t["status"] == "passed")
+    summary = summary_text(report)
+    assert summary.count("wrong-split-order") == 1
+    assert "    ⇒ wrong-split-order (§4.5, 21 tests): Heads were split by reshaping (B, T, h·d_k) straight" in summary
+
+
+def test_nan_entropy_is_named_entropy_log_zero(reports, validate_report):
+    report = validate_report(reports("nan_entropy.py"))
+    found = {t["name"]: t["diagnosis"]["code"] for t in report["tests"] if t["diagnosis"]}
+    assert found == {"entropy[causal-zeros-B2-h3-T6]": "entropy-log-zero", "entropy[uniform-causal-T6]": "entropy-log-zero",
+                     "entropy[one-hot-rows]": "entropy-log-zero"}
+
+
+@pytest.mark.parametrize("name", ["style_loop_heads.py", "style_einsum.py", "style_float32.py", "style_np_split.py",
+                                  "correct.py"])
+def test_correct_code_in_other_styles_scores_full_with_no_diagnosis(reports, validate_report, name):
+    report = validate_report(reports(name))
+    assert report["score"] == report["max_score"] == 105
+    assert [t["name"] for t in report["tests"] if t["diagnosis"] or t["status"] != "passed"] == []
+    notes = [(n["code"], n["line"], n["score"], n["max_score"]) for n in report["notes"]]
+    # A loop over heads is a note worth 0 points by default, never a failure.
+    assert notes == ([("loop-over-heads", 20, 0, 0)] if name == "style_loop_heads.py" else [])
+
+
+def submission_from_correct(tmp_path, old: str, new: str):
+    source = (SUBMISSIONS / "correct.py").read_text(encoding="utf-8")
+    assert old in source
+    path = tmp_path / "changed.py"
+    path.write_text(source.replace(old, new), encoding="utf-8")
+    return path
+
+
+def test_a_leak_no_variant_explains_is_reported_as_a_leak(config, tmp_path, validate_report):
+    # Each query also sees the next token: no variant computes that, so the random cases get no
+    # diagnosis, and the causality cases say "causal-leak".
+    path = submission_from_correct(tmp_path, "np.triu(np.full((T, T), -np.inf), 1)", "np.triu(np.full((T, T), -np.inf), 2)")
+    report = validate_report(grade_submission(path, config).report)
+    failed = {t["name"]: t for t in report["tests"] if t["status"] != "passed"}
+    causality = [n for n in failed if n.startswith("mha_causality")]
+    assert len(causality) == 2
+    for name in causality:
+        assert failed[name]["diagnosis"]["code"] == CAUSAL_LEAK
+        assert failed[name]["message"].startswith("changing tokens ")
+        assert failed[name]["message"].endswith(": the causal mask lets queries see later keys")
+    assert all(failed[n]["diagnosis"] is None for n in failed if n not in causality)
+
+
+def test_an_unknown_shape_bug_is_reported_as_wrong_shape(config, tmp_path, validate_report):
+    path = submission_from_correct(tmp_path, "return out[0] if squeeze else out", "return out.T")
+    report = validate_report(grade_submission(path, config).report)
+    codes = {t["diagnosis"]["code"] for t in report["tests"] if t["diagnosis"]}
+    assert codes == {WRONG_SHAPE}
+    assert report["tests"][0]["message"].startswith("multi_head_attention() returned shape")
+
+
+def test_summary_says_each_misconception_once_and_keeps_hidden_tests_hidden():
+    def test(name, code, visibility="visible"):
+        diagnosis = {"code": code, "explanation": f"about {code}", "section": "§4.5"} if code else None
+        return {"name": name, "function": "head_entropy", "status": "failed", "message": "m",
+                "visibility": visibility, "diagnosis": diagnosis}
+
+    report = {"assignment": "mha", "submission": {"path": "s.py"}, "status": "graded", "score": 0, "max_score": 15,
+              "functions": {"head_entropy": {"score": 0, "max_score": 15, "passed": 0, "tests": 4}},
+              "tests": [test("a", "entropy-bits"), test("b", "entropy-bits"), test("c", None),
+                        test("d", "entropy-log-zero", "hidden")],
+              "notes": [{"message": "multi_head_attention loops over the heads in Python (line 3: for i in range(h):)"}]}
+    lines = summary_text(report).splitlines()
+    assert lines[-2:] == ["    ⇒ entropy-bits (§4.5, 2 tests): about entropy-bits",
+                          "  note: multi_head_attention loops over the heads in Python (line 3: for i in range(h):)"]
+    assert "    ✗ a hidden test [failed]" in lines and "entropy-log-zero" not in "\n".join(lines)
+
+
+def test_vectorization_points_reward_a_loop_free_passing_function(config, validate_report):
+    from dataclasses import replace
+
+    worth = replace(config, vectorization_points=2.5)
+    vectorized = validate_report(grade_submission(SUBMISSIONS / "style_np_split.py", worth).report)
+    looped = validate_report(grade_submission(SUBMISSIONS / "style_loop_heads.py", worth).report)
+    assert (vectorized["score"], vectorized["max_score"], vectorized["notes"]) == (107.5, 107.5, [])
+    assert (looped["score"], looped["max_score"]) == (105, 107.5)
+    assert [(n["code"], n["score"], n["max_score"]) for n in looped["notes"]] == [("loop-over-heads", 0, 2.5)]
+    assert looped["notes"][0]["message"] == (
+        "multi_head_attention loops over the heads in Python (multi_head_attention, line 20: for i in range(h):); "
+        "the exercise computes all heads at once with one reshape and one transpose")

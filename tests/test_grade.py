@@ -1,0 +1,113 @@
+"""End to end: real submission files graded with the repository's grader.toml (seed 2026)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SUBMISSIONS
+from grader.grade import grade_submission
+from grader.submission import SubmissionError
+
+
+@pytest.fixture(scope="module")
+def graded(config):
+    """Each example graded once for the whole module."""
+    cache = {}
+
+    def grade(path: Path) -> dict:
+        if path not in cache:
+            cache[path] = grade_submission(path, config).report
+        return cache[path]
+
+    return grade
+
+
+def by_function(report):
+    return {name: (entry["score"], entry["max_score"]) for name, entry in report["functions"].items()}
+
+
+def test_correct_submission_scores_exactly_full(graded, validate_report):
+    report = validate_report(graded(SUBMISSIONS / "correct.py"))
+    assert report["status"] == "graded" and report["error"] is None
+    assert report["score"] == report["max_score"] == 105
+    assert by_function(report) == {"multi_head_attention": (75, 75), "attention_param_count": (15, 15),
+                                   "head_entropy": (15, 15)}
+    assert {t["status"] for t in report["tests"]} == {"passed"}
+    # Per-test points are rounded once, at output (20/6 → 3.3333); the total is exact.
+    assert sum(t["max_score"] for t in report["tests"]) == pytest.approx(105, abs=1e-3)
+    assert all(t["diagnosis"] is None for t in report["tests"]) and report["notes"] == []
+
+
+def test_wrong_reshape_order_fails_by_value_not_by_crash(graded, validate_report):
+    report = validate_report(graded(SUBMISSIONS / "wrong_reshape.py"))
+    assert report["score"] == 45
+    assert by_function(report)["multi_head_attention"] == (15, 75)
+    passed = [t["name"] for t in report["tests"] if t["function"] == "multi_head_attention" and t["status"] == "passed"]
+    # Only one-head cases (where both splits agree) and the shape-error cases survive the bug.
+    assert passed == ["mha_random[00-B4-T3-d8-h1-dk11-dv6-causal]", "mha_random[01-B2-T8-d11-h1-dk4-dv11-full]",
+                      "mha_errors[width-not-divisible-by-h]", "mha_errors[d-mismatch]",
+                      "mha_causality[future-from-4-B2-T7-d8-h2-dk4-dv3-causal]",
+                      "mha_causality[future-from-2-B1-T6-d8-h2-dk4-dv3-causal-unbatched]"]
+    reshape = [t for t in report["tests"] if t["group"] == "mha_reshape"]
+    assert len(reshape) == 6
+    for test in reshape:  # right shape, wrong contents: every adversarial case fails on values
+        assert test["status"] == "failed"
+        assert test["message"].startswith("multi_head_attention(): ")
+        assert "values differ beyond rtol=0.001, atol=1e-05; largest difference" in test["message"]
+
+
+def test_nan_entropy_loses_exactly_the_cases_with_zero_weights(graded, validate_report):
+    report = validate_report(graded(SUBMISSIONS / "nan_entropy.py"))
+    assert report["score"] == 97.5
+    failed = {t["name"]: t["message"] for t in report["tests"] if t["status"] != "passed"}
+    assert sorted(failed) == ["entropy[causal-zeros-B2-h3-T6]", "entropy[one-hot-rows]", "entropy[uniform-causal-T6]"]
+    assert failed["entropy[uniform-causal-T6]"] == (
+        "head_entropy() returned 1 non-finite value(s) of 1; first at index (): got nan, expected 1.09654")
+    assert all(t["score"] == 2.5 for t in report["tests"] if t["function"] == "head_entropy" and t["status"] == "passed")
+
+
+def test_starter_scores_zero_with_each_stub_named(graded, validate_report):
+    report = validate_report(graded(ROOT / "assignments/mha/starter.py"))
+    assert report["score"] == 0 and report["max_score"] == 105
+    statuses = {(t["function"], t["status"]) for t in report["tests"]}
+    # Stubs raise NotImplementedError: an error everywhere, except where ValueError is expected (then a failure).
+    assert statuses == {("multi_head_attention", "error"), ("multi_head_attention", "failed"),
+                        ("attention_param_count", "error"), ("attention_param_count", "failed"),
+                        ("head_entropy", "error")}
+    first = report["tests"][0]
+    assert first["message"] == "multi_head_attention() raised NotImplementedError at line 29"
+
+
+def test_same_seed_same_report_other_seed_other_cases(config):
+    first = grade_submission(SUBMISSIONS / "wrong_reshape.py", config).report
+    again = grade_submission(SUBMISSIONS / "wrong_reshape.py", config).report
+    other = grade_submission(SUBMISSIONS / "wrong_reshape.py", replace(config, seed=7)).report
+    assert [(t["name"], t["status"], t["message"]) for t in first["tests"]] == \
+        [(t["name"], t["status"], t["message"]) for t in again["tests"]]
+    assert other["seed"] == 7
+    assert [t["name"] for t in other["tests"]] != [t["name"] for t in first["tests"]]
+
+
+def test_grader_failure_still_gives_an_error_report(config, tmp_path, validate_report):
+    broken = tmp_path / "suite"
+    broken.mkdir()
+    (broken / "pytest.ini").write_text("[pytest]\npython_files = graded_*.py\n")
+    (broken / "graded_broken.py").write_text("def test_x(student):\n    assert False\n")
+    result = grade_submission(SUBMISSIONS / "correct.py", replace(config, suite=broken))
+    report = validate_report(result.report)
+    assert report["status"] == "error" and report["score"] == 0 and report["tests"] == []
+    assert result.grader_error == report["error"]
+    assert "graded test graded_broken.py::test_x broke before reaching a verdict" in report["error"]
+
+
+def test_unusable_paths_are_refused(config, tmp_path):
+    with pytest.raises(SubmissionError, match="no such file"):
+        grade_submission(tmp_path / "missing.py", config)
+    with pytest.raises(SubmissionError, match="not a file"):
+        grade_submission(tmp_path, config)
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(SubmissionError, match="is not a Python file"):
+        grade_submission(tmp_path / "notes.txt", config)

@@ -1,0 +1,64 @@
+"""`grade selftest`: the grader catches and names every known misconception, and says so when it does not."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+from conftest import ROOT, SUBMISSIONS
+
+from grader.cli import main
+from grader.selftest import Row, SelftestResult, check_variant, run_selftest, table_text
+from reference.variants import CATALOGUE, VARIANTS
+
+CONFIG = str(ROOT / "grader.toml")
+
+
+def test_selftest_command_is_green_and_prints_one_row_per_submission():
+    # The whole run CI relies on: reference, starter, and all 19 variants graded as student files.
+    result = CliRunner().invoke(main, ["selftest", "--config", CONFIG])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split(" | ")[0].strip() == "submission"
+    rows = {line.split(" | ")[0].strip(): line for line in lines[2:-1]}
+    assert list(rows) == ["reference", "starter", *(v.code for v in VARIANTS)]
+    assert "| 105 / 105 " in rows["reference"] and "| 0 / 105 " in rows["starter"]
+    for variant in VARIANTS:  # each lost points in its own function, and was named by its own code
+        cells = [c.strip() for c in rows[variant.code].split(" | ")]
+        assert cells[2] == variant.function and cells[3].startswith(f"{variant.code} (") and cells[4] == "ok", cells
+    assert lines[-1] == "selftest passed: 21 of 21 submissions as expected"
+
+
+def test_a_wrong_reference_fails_the_selftest(config):
+    # Grading a buggy file as "the reference" must not pass: the table says why.
+    result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"])
+    assert [row.name for row in result.rows] == ["reference", "starter", "missing-scale"]
+    assert not result.ok and result.rows[1].ok and result.rows[2].ok
+    assert result.rows[0].problems[0].startswith("scored 45 of 105; failed mha_random[02-")
+    assert "a diagnosis on the reference" in result.rows[0].problems
+    assert table_text(result).splitlines()[-1] == "selftest FAILED: 2 of 3 submissions as expected"
+
+
+def test_selftest_command_exits_1_on_a_failure(monkeypatch):
+    bad = SelftestResult([Row("reference", 40, 105, ("multi_head_attention",), {}, ("scored 40 of 105",))])
+    monkeypatch.setattr("grader.selftest.run_selftest", lambda config: bad)
+    result = CliRunner().invoke(main, ["selftest", "--config", CONFIG])
+    assert result.exit_code == 1
+    assert "| FAIL: scored 40 of 105" in result.output
+    assert result.output.endswith("Error: selftest failed: see the rows marked FAIL above\n")
+
+
+def _report(functions: dict, diagnoses: list) -> dict:
+    tests = [{"status": "failed" if code != "passed" else "passed",
+              "diagnosis": None if code in (None, "passed") else {"code": code}} for code in diagnoses]
+    return {"functions": {f: {"score": s, "max_score": m} for f, (s, m) in functions.items()}, "tests": tests}
+
+
+def test_check_variant_names_each_way_a_variant_can_be_missed():
+    variant = CATALOGUE["entropy-bits"]
+    full = {"multi_head_attention": (75, 75), "attention_param_count": (15, 15)}
+    assert check_variant(variant, _report({**full, "head_entropy": (5, 15)}, ["entropy-bits", "passed"])) == []
+    assert check_variant(variant, _report({**full, "head_entropy": (15, 15)}, ["passed"])) == [
+        "lost no points in head_entropy", "never diagnosed as entropy-bits"]
+    assert check_variant(variant, _report({**full, "attention_param_count": (0, 15), "head_entropy": (5, 15)},
+                                          ["entropy-bits", "entropy-wrong-axis", None])) == [
+        "lost points in attention_param_count too", "diagnosed as entropy-wrong-axis",
+        "1 failed test(s) without a diagnosis"]
