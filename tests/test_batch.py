@@ -155,15 +155,17 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
                "attention_param_count", "head_entropy", "status", "diagnoses", "message"]
     assert list(next(iter(rows.values()))) == columns
     ada = rows[("gradescope__submission_1001__mha.py", "11")]
-    assert (ada["name"], ada["email"], ada["score"], ada["max_score"], ada["status"]) == (
-        "Ada Lovelace", "ada@example.edu", "100", "100", "graded")
-    assert (ada["multi_head_attention"], ada["attention_param_count"], ada["head_entropy"]) == ("70", "15", "15")
+    assert (ada["name"], ada["email"], ada["score"], ada["max_score"], ada["status"], ada["diagnoses"]) == (
+        "Ada Lovelace", "ada@example.edu", "105", "105", "graded", "")
+    assert (ada["multi_head_attention"], ada["attention_param_count"], ada["head_entropy"]) == ("75", "15", "15")
     # A group submission gives one row per member, with the same scores.
     for sid in ("12", "13"):
-        assert rows[("gradescope__submission_1002__mha.py", sid)]["score"] == "40"
+        row = rows[("gradescope__submission_1002__mha.py", sid)]
+        assert (row["score"], row["diagnoses"]) == ("45", "wrong-split-order")
     assert rows[("gradescope__submission_1002__mha.py", "13")]["name"] == "Grace Hopper"
     jane = rows[("canvas__doejane_LATE_501_9001_mha.py", "501")]
-    assert (jane["name"], jane["score"], jane["head_entropy"], jane["status"]) == ("doejane", "92.5", "7.5", "graded")
+    assert (jane["name"], jane["score"], jane["head_entropy"], jane["status"], jane["diagnoses"]) == (
+        "doejane", "97.5", "7.5", "graded", "entropy-log-zero")
     killed = rows[("canvas__roekim_502_9002_mha.py", "502")]
     assert (killed["score"], killed["status"]) == ("0", "import-error")
     assert killed["message"] == "importing roekim_502_9002_mha.py failed: the submission's process was killed by SIGKILL"
@@ -187,7 +189,8 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     summary = json.loads((baseline / "summary.json").read_text())
     assert (summary["files"], summary["graded"], summary["import_errors"], summary["errors"],
             summary["not_submissions"]) == (8, 4, 1, 0, 3)
-    assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 0, 1, 0, 0, 0, 0, 2]  # 0, 0, 40, 92.5, 100
+    assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 0, 1, 0, 0, 0, 0, 2]  # 0, 0, 45, 97.5, 105
+    assert summary["diagnoses"] == {"entropy-log-zero": 1, "wrong-split-order": 1}  # submissions, not rows
     assert [f["file"] for f in summary["failed_to_grade"]] == [
         "canvas__roekim_502_9002_mha.py", "canvas__empty_504_9004_mha.py", "canvas__essay_506_9006_notes.txt",
         "canvas__picture_505_9005_mha.py"]
@@ -289,8 +292,8 @@ def test_lms_format_written_beside_the_native_report(tmp_path):
     run_cli(str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--format", "gradescope",
             "--config", str(ROOT / "grader.toml"))
     results = json.loads((tmp_path / "out" / "gradescope" / "wrong_reshape.py.json").read_text())
-    assert results["score"] == 40
-    assert json.loads((tmp_path / "out" / "reports" / "wrong_reshape.py.json").read_text())["score"] == 40
+    assert results["score"] == 45
+    assert json.loads((tmp_path / "out" / "reports" / "wrong_reshape.py.json").read_text())["score"] == 45
 
 
 @pytest.mark.parametrize("killer", ["a_killer.py", "z_killer.py"])  # graded first, or last
@@ -306,8 +309,8 @@ def test_a_submission_that_kills_its_worker_does_not_sink_the_batch(tmp_path, co
     result = CliRunner().invoke(main, ["batch", str(folder), "-o", str(tmp_path / "out"), "--jobs", "1",
                                        "--config", str(course)])
     rows = {r["file"]: r for r in gradebook(tmp_path / "out")}
-    assert (rows["b_correct.py"]["score"], rows["b_correct.py"]["status"]) == ("100", "graded")
-    assert (rows["c_wrong_reshape.py"]["score"], rows["c_wrong_reshape.py"]["status"]) == ("40", "graded")
+    assert (rows["b_correct.py"]["score"], rows["b_correct.py"]["status"]) == ("105", "graded")
+    assert (rows["c_wrong_reshape.py"]["score"], rows["c_wrong_reshape.py"]["status"]) == ("45", "graded")
     killer = rows[killer]
     if killer["status"] == "error":
         assert killer["message"] == "the grading worker process died while grading this submission"
