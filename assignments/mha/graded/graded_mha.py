@@ -7,20 +7,25 @@ from grader.compare import FAILED, PASSED, check_array, check_count, check_raise
 from grader.diagnose import CAUSAL_LEAK, GENERIC, diagnose, generic
 from reference import mha, variants
 
-# id(case) → (case, expected): a long-lived grading process (a batch worker) reuses the same cases
-# for every submission, so each expected value is computed once. Holding the case keeps its id unique.
-_EXPECTED: dict[int, tuple] = {}
+# (what, id(case)) → (case, value): a long-lived grading process (a batch worker) reuses the same
+# cases for every submission, so each expected value and each case's variant outputs are computed
+# once. Holding the case keeps its id unique.
+_PER_CASE: dict[tuple[str, int], tuple] = {}
+
+
+def _once_per_case(what, case, compute):
+    hit = _PER_CASE.get((what, id(case)))
+    if hit is not None and hit[0] is case:
+        return hit[1]
+    if len(_PER_CASE) > 4096:
+        _PER_CASE.clear()
+    _PER_CASE[(what, id(case))] = (case, compute(case))
+    return _PER_CASE[(what, id(case))][1]
 
 
 def expected_value(case):
     """The reference's output for a case, computed in float64 in this (trusted) process."""
-    hit = _EXPECTED.get(id(case))
-    if hit is not None and hit[0] is case:
-        return hit[1]
-    if len(_EXPECTED) > 4096:
-        _EXPECTED.clear()
-    _EXPECTED[id(case)] = (case, _compute_expected(case))
-    return _EXPECTED[id(case)][1]
+    return _once_per_case("expected", case, _compute_expected)
 
 
 def _compute_expected(case):
@@ -35,7 +40,7 @@ def diagnosis_of(case, result, expected, grading, leak=False):
     """What the wrong value shows: a misconception its output matches, else a generic finding (see grader.diagnose)."""
     if result.status != "ok":
         return None
-    candidates = variants.variant_outputs(case.function, case.args, case.kwargs)
+    candidates = _once_per_case("variants", case, lambda c: variants.variant_outputs(c.function, c.args, c.kwargs))
     found = diagnose(result.value, expected, candidates, grading.rtol, grading.atol, variants.CATALOGUE)
     if leak and (found is None or found.code in GENERIC):
         found = generic(CAUSAL_LEAK)
