@@ -147,8 +147,10 @@ def main() -> None:
     print(f"naive loop: `grade` per file on {len(subset)} of {len(paths)} files  {naive_wall:.2f} s = {naive_rate:.2f} "
           f"submissions/s, extrapolated to {len(paths)}: {len(paths) / naive_rate:.1f} s")
     print(f"batch / naive throughput                          {rate / naive_rate:.1f}x   [target >= 5x]")
+    child = (f"largest sandbox child {run['peak_child_rss_mb']:.0f} MB" if run["peak_child_rss_mb"]
+             else "sandbox children not visible from the worker (not its direct children)")
     print(f"peak memory per worker (RSS)                      {run['peak_worker_rss_mb']:.0f} MB   [target <= 200 MB]; "
-          f"largest sandbox child {run['peak_child_rss_mb']:.0f} MB")
+          f"{child}")
     if hang_figure:
         hang_wall, duration, limit, statuses = hang_figure
         print(f"a submission that hangs at import: `grade` wall {hang_wall:.2f} s, grading {duration:.2f} s, "
