@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -88,11 +89,25 @@ def run_cli(*args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def baseline(klass, course, tmp_path_factory) -> Path:
-    """One uninterrupted run with two workers: the reference for every other run."""
+def baseline_run(klass, course, tmp_path_factory) -> tuple[Path, str]:
+    """One uninterrupted run with two workers: the reference for every other run, and what it printed."""
     out = tmp_path_factory.mktemp("baseline")
-    run_cli(str(klass), "-o", str(out), "--jobs", "2", "--config", str(course))
-    return out
+    return out, run_cli(str(klass), "-o", str(out), "--jobs", "2", "--config", str(course))
+
+
+@pytest.fixture(scope="module")
+def baseline(baseline_run) -> Path:
+    return baseline_run[0]
+
+
+def test_log_lines_and_summary_when_not_a_terminal(baseline_run):
+    # Not a terminal (CliRunner): one plain line per submission, in completion order, then the summary.
+    out, output = baseline_run
+    assert re.search(r"^\[\d/5\] gradescope__submission_1001__mha\.py \(Ada Lovelace\): 105 / 105 in \d+\.\d\d s$",
+                     output, re.MULTILINE)
+    assert re.search(r"^\[\d/5\] canvas__roekim_502_9002_mha\.py \(roekim\): 0 / 105 in ", output, re.MULTILINE)
+    assert "mha: 8 file(s): 4 graded, 1 import error(s), 0 failed to grade, 3 not submissions\n" in output
+    assert f"5 graded now, 0 kept from earlier runs; wrote {out}/gradebook.csv, summary.json, summary.html" in output
 
 
 def gradebook(out: Path) -> list[dict]:
