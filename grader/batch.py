@@ -1,62 +1,34 @@
-"""Grade a whole class: discover submissions, grade them in parallel, resume, tabulate.
+"""Grade a whole class: in parallel, resumable, one atomic report per submission, then the gradebook.
 
-``discover(paths)`` turns folders and files into ``Entry`` objects, reading the
-student's identity from Gradescope's "export submissions" layout (a
-``submission_metadata.yml`` beside one folder per submission) and from Canvas's
-"download submissions" file names (``name[_LATE]_userid_submissionid_file.py``).
-``run_batch`` grades every entry in long-lived worker processes (each imports
-pytest and the grader once and grades many submissions; student code still
-runs only in the sandbox's child), writes each report atomically as soon as it
-is graded, skips on ``resume`` the reports whose file hash and grader
-configuration hash still match, and finally writes ``gradebook.csv`` and
-``summary.json`` from the reports on disk, so an interrupted-then-resumed batch
-ends with the same gradebook as an uninterrupted one.
+``run_batch`` discovers the submissions (grader.discover), grades them in
+long-lived worker processes (each imports pytest and the grader once and grades
+many submissions; student code still runs only in the sandbox's child), writes
+each report atomically as soon as it is graded, skips on ``resume`` the reports
+whose file hash and grader configuration hash still match, and finally writes
+``gradebook.csv`` and ``summary.json`` (grader.gradebook) from the reports, so an
+interrupted-then-resumed batch ends with the same gradebook as an uninterrupted one.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import os
-import re
-import statistics
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader import __version__
 from grader.config import Config
-from grader.report import FUNCTIONS, build_report, to_json, write_atomic
+from grader.discover import BatchError, Entry, discover
+from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
+from grader.report import build_report, to_json, write_atomic
 
-SUBMISSION_SUFFIXES = (".py", ".ipynb")
-GRADESCOPE_METADATA = "submission_metadata.yml"
-# Canvas names each downloaded file "<name>[_LATE]_<user id>_<submission id>_<original file name>",
-# where <name> is the student's sortable name squashed to lowercase letters (e.g. "doejane").
-CANVAS_NAME = re.compile(r"^(?P<name>[a-z0-9]+?)(?P<late>_LATE)?_(?P<user_id>\d+)_(?P<submission_id>\d+)_(?P<file>.+)$")
-GRADEBOOK_COLUMNS = ("student_id", "name", "email", "file", "score", "max_score", *FUNCTIONS,
-                     "status", "diagnoses", "message")
-SLOWEST_SHOWN = 10
-HISTOGRAM_BINS = 10
-
-
-class BatchError(Exception):
-    """The batch cannot start: no inputs, an unreadable Gradescope metadata file, a bad output folder."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One file found under the inputs: a submission to grade, or a file that is not one (``skip`` says why)."""
-
-    path: Path
-    key: str  # unique within the batch; the report is OUTDIR/reports/<key>.json
-    student: dict  # {id, name, email, source, ...}: the report's "student" object
-    skip: str | None = None
+__all__ = ["BatchError", "BatchResult", "Entry", "Graded", "config_hash", "discover", "run_batch"]
 
 
 @dataclass
@@ -79,145 +51,6 @@ class BatchResult:
     peak_worker_rss_mb: float = 0.0
     peak_child_rss_mb: float = 0.0
     rows: list[dict] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------- discovery
-
-
-def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Entry]:
-    """Every file under ``paths`` as an Entry, in a fixed order (sorted paths); raises BatchError.
-
-    A folder holding ``submission_metadata.yml`` is read as a Gradescope export; files named
-    the Canvas way get the Canvas identity; any other file is graded under its file name.
-    Hidden files and folders, ``__pycache__`` and ``exclude`` (the output folder) are ignored.
-    """
-    entries: list[Entry] = []
-    exclude = exclude.resolve() if exclude is not None else None
-    for path in paths:
-        path = Path(path)
-        if not path.exists():
-            raise BatchError(f"no such file or folder: {path}")
-        if path.is_file():
-            entries.append(_file_entry(path, path.name, None))
-        else:
-            entries.extend(_walk(path, path, exclude))
-    return _unique_keys(entries)
-
-
-def _walk(root: Path, folder: Path, exclude: Path | None) -> Iterator[Entry]:
-    metadata_path = folder / GRADESCOPE_METADATA
-    metadata = _gradescope_metadata(metadata_path) if metadata_path.is_file() else None
-    for child in sorted(folder.iterdir()):
-        if child.name.startswith(".") or child.name == "__pycache__" or child.resolve() == exclude:
-            continue
-        if metadata is not None and child == metadata_path:
-            continue
-        if child.is_dir():
-            if metadata is not None and child.name in metadata:
-                yield from _gradescope_submission(root, child, metadata[child.name], exclude)
-            else:
-                yield from _walk(root, child, exclude)
-        elif child.is_file():
-            yield _file_entry(child, _relative(root, child), None)
-
-
-def _gradescope_metadata(path: Path) -> dict:
-    """Gradescope's submission_metadata.yml: {"submission_<id>": {":submitters": [{":name", ":sid", ":email"}], ...}}."""
-    import yaml
-
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    # Exports may carry Ruby object tags; read their content as plain mappings and values.
-    def _plain(loader, suffix, node):
-        if isinstance(node, yaml.MappingNode):
-            return loader.construct_mapping(node, deep=True)
-        if isinstance(node, yaml.SequenceNode):
-            return loader.construct_sequence(node, deep=True)
-        return loader.construct_scalar(node)
-
-    _Loader.add_multi_constructor("!", _plain)
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise BatchError(f"cannot read the Gradescope metadata {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise BatchError(f"{path} is not a Gradescope submission_metadata.yml (expected a mapping of submission folders)")
-    return {str(k): v for k, v in data.items() if isinstance(v, dict)}
-
-
-def _gradescope_submission(root: Path, folder: Path, record: dict, exclude: Path | None) -> Iterator[Entry]:
-    submitters = [s for s in (record.get(":submitters") or []) if isinstance(s, dict)]
-    people = [_drop_none({"id": _text(s.get(":sid")) or _text(s.get(":email")) or folder.name,
-                          "name": _text(s.get(":name")), "email": _text(s.get(":email"))}) for s in submitters]
-    if not people:
-        people = [{"id": folder.name}]
-    student = dict(people[0], source="gradescope", submission_id=folder.name.removeprefix("submission_"))
-    if len(people) > 1:
-        student["group"] = people
-    for entry in _walk(root, folder, exclude):
-        yield Entry(entry.path, entry.key, student, entry.skip)
-
-
-def _file_entry(path: Path, relative: str, student: dict | None) -> Entry:
-    match = CANVAS_NAME.match(path.name)
-    if student is None and match:
-        student = {"id": match["user_id"], "name": match["name"], "source": "canvas",
-                   "submission_id": match["submission_id"], "late": bool(match["late"])}
-    elif student is None:
-        student = {"id": path.stem, "source": "file"}
-    return Entry(path, _safe_key(relative), student, _not_a_submission(path))
-
-
-def _not_a_submission(path: Path) -> str | None:
-    """Why ``path`` cannot be a submission, or None when it can be graded."""
-    if path.suffix not in SUBMISSION_SUFFIXES:
-        return f"not a submission: {path.suffix or 'no'} extension, expected .py or .ipynb"
-    try:
-        head = path.read_bytes()[:65536]
-    except OSError as exc:
-        return f"not a submission: cannot read the file ({exc.strerror})"
-    if not head.strip():
-        return "not a submission: the file is empty"
-    if b"\0" in head:
-        return "not a submission: binary content, not text"
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:  # a multi-byte character cut by the 64 KiB window is fine
-            return "not a submission: not UTF-8 text"
-    return None
-
-
-def _relative(root: Path, path: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.name
-
-
-def _safe_key(relative: str) -> str:
-    key = re.sub(r"[^A-Za-z0-9._-]+", "_", relative.replace("/", "__")).strip("._") or "submission"
-    return key[:150]
-
-
-def _unique_keys(entries: list[Entry]) -> list[Entry]:
-    seen: Counter[str] = Counter()
-    unique = []
-    for entry in entries:
-        seen[entry.key] += 1
-        if seen[entry.key] > 1:
-            entry = Entry(entry.path, f"{entry.key}-{seen[entry.key]}", entry.student, entry.skip)
-        unique.append(entry)
-    return unique
-
-
-def _text(value: object) -> str | None:
-    return None if value is None or value == "" else str(value)
-
-
-def _drop_none(values: dict) -> dict:
-    return {k: v for k, v in values.items() if v is not None}
 
 
 # ---------------------------------------------------------------- hashing
@@ -540,113 +373,6 @@ def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
                 graded = Graded(dict(_lost(entry, config, fingerprint),
                                      error=f"the Dask task failed: {type(exc).__name__}: {exc}"))
             finished(entry, graded)
-
-
-# ---------------------------------------------------------------- gradebook and summary
-
-
-def _status(report: dict) -> str:
-    if report["status"] == "error":
-        return "error"
-    if report["tests"] and all(t["status"] == "import-error" for t in report["tests"]):
-        return "import-error"
-    return "graded"
-
-
-def _diagnoses(report: dict) -> list[str]:
-    """Codes of the misconceptions diagnosed in a report (each once, in test order)."""
-    codes: list[str] = []
-    for test in report.get("tests", []):
-        diagnosis = test.get("diagnosis")
-        if isinstance(diagnosis, dict) and diagnosis.get("code") and diagnosis["code"] not in codes:
-            codes.append(diagnosis["code"])
-    return codes
-
-
-def _message(report: dict) -> str:
-    if report["status"] == "error":
-        return report["error"] or ""
-    if _status(report) == "import-error":
-        return report["tests"][0]["message"]
-    return ""
-
-
-def gradebook_rows(entries: list[Entry], reports: dict[str, dict]) -> list[dict]:
-    """One row per student per file (a Gradescope group gives one row per member), in entry order."""
-    rows = []
-    for entry in entries:
-        people = entry.student.get("group") or [entry.student]
-        report = reports.get(entry.key)
-        for person in people:
-            row = {"student_id": person.get("id", ""), "name": person.get("name", ""),
-                   "email": person.get("email", ""), "file": entry.key}
-            if report is None:
-                row.update({"score": "", "max_score": "", **{f: "" for f in FUNCTIONS},
-                            "status": "not-a-submission" if entry.skip else "not-graded",
-                            "diagnoses": "", "message": entry.skip or ""})
-            else:
-                functions = report["functions"]
-                row.update({"score": report["score"], "max_score": report["max_score"],
-                            **{f: functions[f]["score"] if f in functions else "" for f in FUNCTIONS},
-                            "status": _status(report), "diagnoses": "; ".join(_diagnoses(report)),
-                            "message": _message(report)})
-            rows.append(row)
-    return rows
-
-
-def gradebook_csv(rows: list[dict]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=GRADEBOOK_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
-
-
-def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config, fingerprint: str) -> dict:
-    """The class summary as a plain dict (summary.json): pure, from the entries and their reports."""
-    graded = [(e, reports[e.key]) for e in entries if e.key in reports]
-    statuses = Counter(_status(r) for _, r in graded)
-    scores = [r["score"] for _, r in graded if r["status"] == "graded"]
-    max_score = max((r["max_score"] for _, r in graded), default=0)
-    tests: dict[str, dict] = {}
-    for _, report in graded:
-        for test in report["tests"]:
-            entry = tests.setdefault(test["name"], {"name": test["name"], "function": test["function"],
-                                                    "group": test["group"], "passed": 0, "total": 0})
-            entry["passed"] += test["status"] == "passed"
-            entry["total"] += 1
-    diagnoses = Counter(code for _, r in graded for code in _diagnoses(r))
-    failed = [{"file": e.key, "student_id": e.student.get("id", ""), "status": _status(r), "message": _message(r)}
-              for e, r in graded if _status(r) != "graded"]
-    failed += [{"file": e.key, "student_id": e.student.get("id", ""), "status": "not-a-submission", "message": e.skip}
-               for e in entries if e.skip]
-    slowest = sorted(graded, key=lambda er: (-er[1]["duration_s"], er[0].key))[:SLOWEST_SHOWN]
-    return {
-        "assignment": config.assignment, "seed": config.seed, "grader_version": __version__,
-        "grader_config_sha256": fingerprint,
-        "files": len(entries), "graded": statuses["graded"], "import_errors": statuses["import-error"],
-        "errors": statuses["error"], "not_submissions": sum(1 for e in entries if e.skip),
-        "score": {"max_score": max_score, "count": len(scores),
-                  "mean": round(statistics.fmean(scores), 4) if scores else None,
-                  "median": statistics.median(scores) if scores else None,
-                  "min": min(scores, default=None), "max": max(scores, default=None),
-                  "histogram": _histogram(scores, max_score)},
-        "tests": [dict(t, pass_rate=round(t["passed"] / t["total"], 4)) for t in tests.values()],
-        "diagnoses": dict(sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "slowest": [{"file": e.key, "student_id": e.student.get("id", ""), "duration_s": r["duration_s"]}
-                    for e, r in slowest],
-        "failed_to_grade": failed,
-    }
-
-
-def _histogram(scores: list[float], max_score: float) -> dict:
-    """Counts of scores in HISTOGRAM_BINS equal bins over [0, max_score]; the top bin includes max_score."""
-    top = max_score or 1
-    edges = [round(top * i / HISTOGRAM_BINS, 4) for i in range(HISTOGRAM_BINS + 1)]
-    counts = [0] * HISTOGRAM_BINS
-    for value in scores:
-        counts[min(int(value / top * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
-    return {"edges": edges, "counts": counts}
 
 
 def log_line(entry: Entry, graded: Graded | None, done: int, total: int) -> str:

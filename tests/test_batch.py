@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.batch import config_hash, discover
+from grader.batch import config_hash
 from grader.cli import main
 from grader.config import load_config
+from grader.discover import discover
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
