@@ -231,6 +231,22 @@ def test_resume_keeps_matching_reports_and_regrades_changed_ones(klass, course, 
     assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
 
 
+def test_resume_regrades_a_changed_file_only(klass, course, baseline, tmp_path):
+    # Resume matches on the file's sha256 (and student and configuration), not on its path:
+    # in a copied class folder, only the file whose bytes changed is graded again.
+    moved = tmp_path / "class"
+    shutil.copytree(klass, moved)
+    fixed = moved / "gradescope" / "submission_1002" / "mha.py"
+    shutil.copy(SUBMISSIONS / "correct.py", fixed)
+    out = tmp_path / "out"
+    shutil.copytree(baseline, out)
+    output = run_cli(str(moved), "-o", str(out), "--resume", "--config", str(course))
+    assert "1 graded now, 4 kept from earlier runs" in output
+    rows = {(r["file"], r["student_id"]): r for r in gradebook(out)}
+    assert rows[("gradescope__submission_1002__mha.py", "13")]["score"] == "105"
+    assert rows[("gradescope__submission_1001__mha.py", "11")]["score"] == "105"
+
+
 def test_config_hash_covers_seed_limits_and_suite(course):
     config = load_config(course)
     assert config_hash(config) == config_hash(load_config(course))
