@@ -184,7 +184,9 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
         "doejane", "97.5", "7.5", "graded", "entropy-log-zero")
     killed = rows[("canvas__roekim_502_9002_mha.py", "502")]
     assert (killed["score"], killed["status"]) == ("0", "import-error")
-    assert killed["message"] == "importing roekim_502_9002_mha.py failed: the submission's process was killed by SIGKILL"
+    # (the sandbox may add how such a kill usually happens after this)
+    assert killed["message"].startswith(
+        "importing roekim_502_9002_mha.py failed: the submission's process was killed by SIGKILL")
     hangs = rows[("canvas__hangs_503_9003_mha.py", "503")]
     assert (hangs["score"], hangs["status"]) == ("0", "graded")  # every test timed out (3 s), none could pass
     hang_report = json.loads((baseline / "reports" / "canvas__hangs_503_9003_mha.py.json").read_text())
