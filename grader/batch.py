@@ -191,18 +191,26 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
         if scheduler:
             _run_dask(scheduler, todo, config, fingerprint, finished)
         else:
-            _run_local(todo, config, fingerprint, jobs or os.cpu_count() or 1, finished)
+            _run_local(todo, config, fingerprint, jobs or default_jobs(), finished)
 
     result.rows = gradebook_rows(entries, result.reports)
     write_atomic(outdir / "gradebook.csv", gradebook_csv(result.rows))
     result.summary = build_summary(entries, result.reports, config, fingerprint)
     # How this run went (not a function of the inputs: left out of the gradebook).
     result.summary["run"] = {"wall_s": round(time.monotonic() - clock, 3), "graded_now": result.graded_now,
-                             "resumed": result.resumed, "jobs": None if scheduler else (jobs or os.cpu_count() or 1),
+                             "resumed": result.resumed, "jobs": None if scheduler else (jobs or default_jobs()),
                              "scheduler": scheduler, "peak_worker_rss_mb": round(result.peak_worker_rss_mb, 1),
                              "peak_child_rss_mb": round(result.peak_child_rss_mb, 1)}
     write_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2, allow_nan=False) + "\n")
     return result
+
+
+def default_jobs() -> int:
+    """The cores this process may run on (its CPU affinity, which containers narrow), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _renderer(formats: tuple[str, ...]) -> Callable[[dict, str], str] | None:

@@ -104,7 +104,7 @@ def selftest_command(config_path: Path, seed: int | None) -> None:
 @click.option("-o", "--output", "outdir", required=True, type=click.Path(path_type=Path),
               help="Folder for reports/, gradebook.csv, summary.json and summary.html.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Worker processes (default: the number of cores).")
+              help="Worker processes (default: the cores this process may use).")
 @click.option("--resume", is_flag=True,
               help="Keep the reports whose file hash and grader configuration hash still match.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
