@@ -7,6 +7,7 @@ The only module that imports click. Domain errors become one-line
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -248,3 +249,83 @@ def student_kit_command(output: Path, config_path: Path, seed: int | None) -> No
         raise click.ClickException(f"cannot write the kit to {output}: {exc.strerror or exc}") from None
     click.echo(f"Wrote the student kit to {output}: {kit.cases} public case(s) drawn with seed {kit.seed}, "
                f"{kit.hidden} hidden case(s) left out, {sum(kit.points.values()):g} points.")
+
+
+@main.command("batch")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", "outdir", required=True, type=click.Path(path_type=Path),
+              help="Folder for reports/, gradebook.csv, summary.json and summary.html.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: the cores this process may use).")
+@click.option("--resume", is_flag=True,
+              help="Keep the reports whose file hash and grader configuration hash still match.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Grade on this Dask distributed scheduler (needs mha-grader[dask]).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
+              show_default=True, help="The course's grader.toml.")
+@click.option("--seed", type=int, default=None, help="Override grading.seed from grader.toml.")
+@click.option("--format", "formats", multiple=True, metavar="FORMAT",
+              help="Also write each report in this LMS format (e.g. gradescope, prairielearn) into OUTDIR/FORMAT/; "
+                   "repeatable.")
+def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
+                  config_path: Path, seed: int | None, formats: tuple[str, ...]) -> None:
+    """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
+
+    Understands Gradescope's export layout (submission_metadata.yml beside one
+    folder per submission) and Canvas's download names
+    (name[_LATE]_userid_submissionid_file.py). Writes OUTDIR/reports/<file>.json
+    as each submission is graded, then OUTDIR/gradebook.csv, summary.json and
+    summary.html, and prints the summary. Exits 1 when a submission could not be
+    graded by the grader itself (its row says why).
+    """
+    from grader.batch import BatchError, is_terminal, log_line, run_batch
+    from grader.report import write_atomic
+    from grader.summary_html import render_html, summary_table
+
+    try:
+        config = load_config(config_path).with_overrides(seed=seed)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        if is_terminal():
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("{task.fields[rate]}"),
+                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+            with Progress(*columns, transient=True) as bar:
+                task = bar.add_task("grading", total=None, rate="")
+                started = time.monotonic()
+
+                def progress(entry, graded, done, total):
+                    rate = done / max(time.monotonic() - started, 1e-9)
+                    bar.update(task, completed=done, total=total, rate=f"{rate:.1f} subs/s")
+
+                result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
+                                   progress=progress, formats=formats)
+        else:
+            def progress(entry, graded, done, total):
+                if entry is not None:
+                    click.echo(log_line(entry, graded, done, total), err=True)
+
+            result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
+                               progress=progress, formats=formats)
+        write_atomic(outdir / "summary.html", render_html(result.summary))
+    except BatchError as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        raise click.ClickException(f"interrupted; the reports written so far are in {outdir}/reports, "
+                                   "and --resume grades the rest") from None
+    click.echo(summary_table(result.summary), nl=False)
+    click.echo(f"{result.graded_now} graded now, {result.resumed} kept from earlier runs; "
+               f"wrote {outdir}/gradebook.csv, summary.json, summary.html and reports/")
+    if result.summary["errors"]:
+        raise click.ClickException(f"{result.summary['errors']} submission(s) could not be graded; "
+                                   f"see {outdir}/gradebook.csv")

@@ -171,9 +171,10 @@ def graded():
         for name, expect in EXPECTED.items():
             if expect.root_only and not ROOT_MODE:
                 continue
+            before = _descendants(os.getpid())  # e.g. a forkserver that earlier tests' batch pools left
             reports[name] = grade_submission(HOSTILE / f"{name}.py", config).report
             zygote = _get_zygote().process.pid
-            left = _descendants(os.getpid()) - {zygote}
+            left = _descendants(os.getpid()) - before - {zygote}
             if ROOT_MODE:
                 left |= {p for p, (_, uid) in _processes().items() if uid == 65534}
             leftovers[name] = {(p, _describe(p)) for p in left}

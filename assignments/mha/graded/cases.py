@@ -9,6 +9,7 @@ To add a case, append it in the builder of its group (or add a builder and a
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -175,6 +176,7 @@ def causality_cases(rng):
     return cases
 
 
+@functools.lru_cache(maxsize=2)  # a batch worker grades many submissions with one seed: build once, read only
 def build_cases(seed: int, n_random: int) -> list[Case]:
     """All graded cases for this seed, in a fixed order."""
     rng = np.random.default_rng(seed)

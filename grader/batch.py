@@ -1,0 +1,398 @@
+"""Grade a whole class: in parallel, resumable, one atomic report per submission, then the gradebook.
+
+``run_batch`` discovers the submissions (grader.discover), grades them in
+long-lived worker processes (each imports pytest and the grader once and grades
+many submissions; student code still runs only in the sandbox's child), writes
+each report atomically as soon as it is graded, skips on ``resume`` the reports
+whose file hash and grader configuration hash still match, and finally writes
+``gradebook.csv`` and ``summary.json`` (grader.gradebook) from the reports, so an
+interrupted-then-resumed batch ends with the same gradebook as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from grader import __version__
+from grader.config import Config
+from grader.discover import BatchError, Entry, discover
+from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
+from grader.report import build_report, to_json, write_atomic
+
+__all__ = ["BatchError", "BatchResult", "Entry", "Graded", "config_hash", "discover", "run_batch"]
+
+
+@dataclass
+class Graded:
+    """What one worker sends back: the report and the worker's peak memory."""
+
+    report: dict
+    worker_rss_mb: float = 0.0  # peak resident memory of the worker process so far
+    child_rss_mb: float = 0.0  # peak resident memory of the largest sandbox child it has ended
+
+
+@dataclass
+class BatchResult:
+    outdir: Path
+    entries: list[Entry]
+    reports: dict[str, dict]  # key → report, for every graded entry
+    summary: dict
+    graded_now: int = 0  # graded in this run (not resumed)
+    resumed: int = 0  # skipped because a matching report already existed
+    peak_worker_rss_mb: float = 0.0
+    peak_child_rss_mb: float = 0.0
+    rows: list[dict] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- hashing
+
+
+def config_hash(config: Config) -> str:
+    """sha256 of everything that can change a score: grader.toml's values (seed, points, limits,
+    tolerances), the grader's version and source, the reference and the graded suite's files."""
+    import reference
+
+    digest = hashlib.sha256()
+    values = {"grader_version": __version__, "assignment": config.assignment, "seed": config.seed,
+              "random_cases": config.random_cases, "rtol": config.rtol, "atol": config.atol,
+              "points": {k: str(v) for k, v in sorted(config.points.items())},
+              "visibility": dict(sorted(config.visibility.items())), "limits": asdict(config.limits)}
+    digest.update(json.dumps(values, sort_keys=True).encode())
+    for name, folder in (("grader", Path(__file__).parent), ("reference", Path(reference.__file__).parent),
+                         ("suite", config.suite_dir)):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".json", ".toml"):
+                digest.update(f"{name}/{path.relative_to(folder).as_posix()}\0".encode())
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------- grading one entry (in a worker)
+
+_GRADE_LOCK = threading.Lock()  # pytest.main is not thread-safe: one grading at a time per process
+
+
+def grade_entry(path: str, student: dict, config: Config, fingerprint: str) -> Graded:
+    """Grade one submission in this (trusted) worker process and return its report.
+
+    Runs in a long-lived worker: the first call imports pytest and the grader, later calls
+    reuse them. Never raises for a submission's fault: a file the grader cannot take, or a
+    grader failure, becomes a report with status "error".
+    """
+    import resource
+
+    from grader.grade import grade_submission
+    from grader.submission import SubmissionError
+
+    with _GRADE_LOCK:
+        started = time.monotonic()
+        try:
+            report = grade_submission(Path(path), config).report
+        except SubmissionError as exc:
+            report = _error_report(path, config, str(exc), time.monotonic() - started)
+        except Exception as exc:  # noqa: BLE001 - a bug of ours: the batch goes on, the report says so
+            report = _error_report(path, config, f"internal grader error: {type(exc).__name__}: {exc}",
+                                   time.monotonic() - started)
+    report["student"] = student
+    report["grader_config_sha256"] = fingerprint
+    return Graded(report, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+
+
+def _error_report(path: str, config: Config, error: str, seconds: float) -> dict:
+    from datetime import UTC, datetime
+
+    try:
+        sha = file_sha256(Path(path))
+    except OSError:
+        sha = hashlib.sha256(b"").hexdigest()
+    return build_report(assignment=config.assignment, submission={"path": str(path), "sha256": sha},
+                        seed=config.seed, grader_version=__version__,
+                        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                        duration_s=seconds, outcomes=[], score=None, visibility=config.visibility, error=error)
+
+
+# ---------------------------------------------------------------- running the batch
+
+
+def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | None = None, resume: bool = False,
+              scheduler: str | None = None,
+              progress: Callable[[Entry | None, Graded | None, int, int], None] | None = None,
+              formats: tuple[str, ...] = ()) -> BatchResult:
+    """Grade every submission under ``paths`` into ``outdir``; returns the reports and the summary.
+
+    outdir gets reports/<key>.json (one per submission, written atomically as soon as it is
+    graded), gradebook.csv and summary.json. ``jobs``: worker processes (default: the number of
+    cores). ``resume``: keep reports whose file sha256 and grader configuration hash match.
+    ``scheduler``: address of a Dask distributed scheduler to grade on instead of local workers.
+    ``progress(entry, graded_or_None, done, total)`` is called once with entry None before grading
+    starts, then after each entry (graded None: its report was kept by ``resume``).
+    ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json.
+    Raises BatchError when the inputs or the output folder are unusable.
+    """
+    outdir = Path(outdir)
+    clock = time.monotonic()
+    render = _renderer(formats)
+    entries = discover(paths, exclude=outdir)
+    if not entries:
+        raise BatchError("no files found under " + ", ".join(str(p) for p in paths))
+    reports_dir = outdir / "reports"
+    try:
+        reports_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BatchError(f"cannot create {reports_dir}: {exc.strerror}") from None
+    fingerprint = config_hash(config)
+    result = BatchResult(outdir, entries, {}, {})
+    todo: list[Entry] = []
+    total = sum(1 for e in entries if e.skip is None)
+    done = 0
+    if progress:
+        progress(None, None, 0, total)  # the count is known before the first result
+    for entry in entries:
+        if entry.skip is not None:
+            continue
+        existing = _matching_report(reports_dir / f"{entry.key}.json", entry, fingerprint) if resume else None
+        if existing is not None:
+            result.reports[entry.key] = existing
+            _write_formats(outdir, entry.key, existing, formats, render)
+            result.resumed += 1
+            done += 1
+            if progress:
+                progress(entry, None, done, total)
+        else:
+            todo.append(entry)
+
+    def finished(entry: Entry, graded: Graded) -> None:
+        nonlocal done
+        write_atomic(reports_dir / f"{entry.key}.json", to_json(graded.report))
+        _write_formats(outdir, entry.key, graded.report, formats, render)
+        result.reports[entry.key] = graded.report
+        result.graded_now += 1
+        result.peak_worker_rss_mb = max(result.peak_worker_rss_mb, graded.worker_rss_mb)
+        result.peak_child_rss_mb = max(result.peak_child_rss_mb, graded.child_rss_mb)
+        done += 1
+        if progress:
+            progress(entry, graded, done, total)
+
+    if todo:
+        if scheduler:
+            _run_dask(scheduler, todo, config, fingerprint, finished)
+        else:
+            _run_local(todo, config, fingerprint, jobs or default_jobs(), finished)
+
+    result.rows = gradebook_rows(entries, result.reports)
+    write_atomic(outdir / "gradebook.csv", gradebook_csv(result.rows))
+    result.summary = build_summary(entries, result.reports, config, fingerprint)
+    # How this run went (not a function of the inputs: left out of the gradebook).
+    result.summary["run"] = {"wall_s": round(time.monotonic() - clock, 3), "graded_now": result.graded_now,
+                             "resumed": result.resumed, "jobs": None if scheduler else (jobs or default_jobs()),
+                             "scheduler": scheduler, "peak_worker_rss_mb": round(result.peak_worker_rss_mb, 1),
+                             "peak_child_rss_mb": round(result.peak_child_rss_mb, 1)}
+    write_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2, allow_nan=False) + "\n")
+    return result
+
+
+def default_jobs() -> int:
+    """The cores this process may run on (its CPU affinity, which containers narrow), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _renderer(formats: tuple[str, ...]) -> Callable[[dict, str], str] | None:
+    """The LMS exporters' ``render(report, format)``, checked before anything is graded."""
+    extra = [f for f in formats if f != "native"]
+    if not extra:
+        return None
+    try:
+        from grader.export.formats import FORMATS, render
+    except ImportError:
+        raise BatchError(f"format {extra[0]} needs the LMS exporters (grader.export), which are not installed") from None
+    unknown = [f for f in extra if f not in FORMATS]
+    if unknown:
+        raise BatchError(f"unknown format {unknown[0]!r}; expected one of {', '.join(FORMATS)}")
+    return render
+
+
+def _write_formats(outdir: Path, key: str, report: dict, formats: tuple[str, ...],
+                   render: Callable[[dict, str], str] | None) -> None:
+    for fmt in formats:
+        if fmt == "native" or render is None:
+            continue
+        folder = outdir / fmt
+        folder.mkdir(exist_ok=True)
+        write_atomic(folder / f"{key}.{'txt' if fmt == 'text' else 'json'}", render(report, fmt))
+
+
+def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:
+    """The report at ``path`` when it was made from this very file with this very grader configuration."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        matches = (report["submission"]["sha256"] == file_sha256(entry.path)
+                   and report.get("grader_config_sha256") == fingerprint and report.get("student") == entry.student)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return report if matches else None
+
+
+def _run_local(todo: list[Entry], config: Config, fingerprint: str, jobs: int,
+               finished: Callable[[Entry, Graded], None]) -> None:
+    """Grade in ``jobs`` long-lived worker processes, one submission at a time each.
+
+    Each worker holds one submission at a time, so when a worker dies (a grader crash, or a
+    submission that escapes the sandbox and kills it) exactly that submission is known: it is
+    retried once on a fresh worker, then reported as failed to grade; the others are unaffected.
+    """
+    import multiprocessing
+    from collections import deque
+    from multiprocessing.connection import wait
+
+    context = multiprocessing.get_context("forkserver")  # workers never forked from a process with threads
+    context.set_forkserver_preload(["grader.grade", "grader.batch"])
+    queue = deque(todo)
+    attempts: Counter[str] = Counter()
+    workers = [_Worker(context, config, fingerprint) for _ in range(min(jobs, len(queue)))]
+    try:
+        for worker in workers:
+            worker.take(queue)
+        while any(w.entry is not None for w in workers):
+            busy = [w for w in workers if w.entry is not None]
+            wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+            for index, worker in enumerate(workers):
+                if worker.entry is None:
+                    continue
+                entry = worker.entry
+                graded = worker.result()
+                if graded is not None:
+                    worker.entry = None
+                    finished(entry, graded)
+                    worker.take(queue)
+                elif not worker.process.is_alive():
+                    worker.entry = None
+                    attempts[entry.key] += 1
+                    if attempts[entry.key] < 2:
+                        queue.appendleft(entry)
+                    else:
+                        finished(entry, Graded(_lost(entry, config, fingerprint)))
+                    worker.close()
+                    workers[index] = _Worker(context, config, fingerprint) if queue else worker
+                    workers[index].take(queue)
+    finally:
+        # Normal end: each worker is told to stop. Interrupted (Ctrl-C): they are killed at once;
+        # the reports already written stay, and --resume grades the rest.
+        for worker in workers:
+            worker.close(kill=worker.entry is not None)
+
+
+class _Worker:
+    """One long-lived grading process and the pipe it takes submissions from."""
+
+    def __init__(self, context, config: Config, fingerprint: str) -> None:
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, config, fingerprint), name="grade-worker")
+        self.process.start()
+        child.close()
+        self.entry: Entry | None = None
+
+    def take(self, queue) -> None:
+        if queue and self.process.is_alive():
+            self.entry = queue.popleft()
+            self.conn.send((str(self.entry.path), self.entry.student))
+
+    def result(self) -> Graded | None:
+        """The finished submission's result, or None while it runs or when the worker died."""
+        try:
+            return self.conn.recv() if self.conn.poll() else None
+        except (EOFError, OSError):
+            return None
+
+    def close(self, kill: bool = False) -> None:
+        if self.process.is_alive() and not kill:
+            try:
+                self.conn.send(None)
+            except OSError:
+                kill = True
+        if kill and self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+def _serve(conn, config: Config, fingerprint: str) -> None:
+    """A worker's loop: grade each (path, student) received until told to stop (None) or orphaned."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the terminal is the main process's to handle
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        conn.send(grade_entry(task[0], task[1], config, fingerprint))
+
+
+def _lost(entry: Entry, config: Config, fingerprint: str) -> dict:
+    report = _error_report(str(entry.path), config, "the grading worker process died while grading this submission", 0)
+    return dict(report, student=entry.student, grader_config_sha256=fingerprint)
+
+
+def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
+              finished: Callable[[Entry, Graded], None]) -> None:
+    """Grade on an existing Dask distributed cluster (needs the optional extra ``mha-grader[dask]``).
+
+    The workers must have this grader installed and see the submission files at the same paths;
+    reports come back to this process, which writes them.
+    """
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError:
+        raise BatchError("--scheduler needs Dask: pip install 'mha-grader[dask]'") from None
+    try:
+        client = Client(address, timeout=30)
+    except (OSError, TimeoutError) as exc:
+        raise BatchError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    with client:
+        futures = {client.submit(grade_entry, str(e.path), e.student, config, fingerprint, pure=False): e
+                   for e in todo}
+        for future in as_completed(futures):
+            entry = futures[future]
+            try:
+                graded = future.result()
+            except Exception as exc:  # noqa: BLE001 - the worker died or the task failed: the report says so
+                graded = Graded(dict(_lost(entry, config, fingerprint),
+                                     error=f"the Dask task failed: {type(exc).__name__}: {exc}"))
+            finished(entry, graded)
+
+
+def log_line(entry: Entry, graded: Graded | None, done: int, total: int) -> str:
+    """One plain progress line, for logs (no terminal)."""
+    who = entry.student.get("name") or entry.student.get("id", "")
+    if graded is None:
+        return f"[{done}/{total}] {entry.key} ({who}): kept the existing report (--resume)"
+    report = graded.report
+    outcome = (f"{report['score']:g} / {report['max_score']:g}" if report["status"] == "graded"
+               else f"error: {report['error']}")
+    return f"[{done}/{total}] {entry.key} ({who}): {outcome} in {report['duration_s']:.2f} s"
+
+
+def is_terminal() -> bool:
+    return sys.stderr.isatty()

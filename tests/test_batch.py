@@ -1,0 +1,354 @@
+"""grade batch: discovery of LMS exports, the gradebook, determinism across --jobs, resume after SIGKILL, Dask."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.batch import config_hash
+from grader.cli import main
+from grader.config import load_config
+from grader.discover import discover
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBMISSIONS = ROOT / "tests" / "submissions"
+
+# Gradescope's "export submissions" zip: submission_metadata.yml maps each submission folder to its
+# submitters (Ruby-style symbol keys :name, :sid, :email), beside one folder per submission.
+GRADESCOPE_METADATA = """\
+submission_1001:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '11'
+    :email: ada@example.edu
+  :created_at: 2026-11-20 10:00:00.000000000 -08:00
+  :score: 0.0
+submission_1002:
+  :submitters:
+  - :name: Alan Turing
+    :sid: '12'
+    :email: alan@example.edu
+  - :name: Grace Hopper
+    :sid: '13'
+    :email: grace@example.edu
+  :created_at: 2026-11-20 11:00:00.000000000 -08:00
+"""
+
+
+def make_class(root: Path) -> Path:
+    """A class folder: a Gradescope export, a Canvas download, and files that are not submissions."""
+    export = root / "gradescope"
+    (export / "submission_1001").mkdir(parents=True)
+    (export / "submission_1002").mkdir()
+    (export / "submission_metadata.yml").write_text(GRADESCOPE_METADATA)
+    shutil.copy(SUBMISSIONS / "correct.py", export / "submission_1001" / "mha.py")
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", export / "submission_1002" / "mha.py")
+    canvas = root / "canvas"
+    canvas.mkdir()
+    # Canvas names downloads "<name>[_LATE]_<user id>_<submission id>_<uploaded file name>".
+    shutil.copy(SUBMISSIONS / "nan_entropy.py", canvas / "doejane_LATE_501_9001_mha.py")
+    (canvas / "roekim_502_9002_mha.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    (canvas / "hangs_503_9003_mha.py").write_text("while True:\n    pass\n")
+    (canvas / "empty_504_9004_mha.py").write_text("")
+    (canvas / "picture_505_9005_mha.py").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
+    (canvas / "essay_506_9006_notes.txt").write_text("I did my best\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    """grader.toml with a 3 s call limit, so the hanging submission costs ~3 s."""
+    folder = tmp_path_factory.mktemp("course")
+    text = (ROOT / "grader.toml").read_text()
+    text = text.replace('suite = "assignments/mha/graded"', f'suite = "{ROOT / "assignments/mha/graded"}"')
+    text = text.replace("call_timeout_s = 10", "call_timeout_s = 3")
+    (folder / "grader.toml").write_text(text)
+    return folder / "grader.toml"
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory) -> Path:
+    return make_class(tmp_path_factory.mktemp("class"))
+
+
+def run_cli(*args: str) -> str:
+    result = CliRunner().invoke(main, ["batch", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def baseline_run(klass, course, tmp_path_factory) -> tuple[Path, str]:
+    """One uninterrupted run with two workers: the reference for every other run, and what it printed."""
+    out = tmp_path_factory.mktemp("baseline")
+    return out, run_cli(str(klass), "-o", str(out), "--jobs", "2", "--config", str(course))
+
+
+@pytest.fixture(scope="module")
+def baseline(baseline_run) -> Path:
+    return baseline_run[0]
+
+
+def test_log_lines_and_summary_when_not_a_terminal(baseline_run):
+    # Not a terminal (CliRunner): one plain line per submission, in completion order, then the summary.
+    out, output = baseline_run
+    assert re.search(r"^\[\d/5\] gradescope__submission_1001__mha\.py \(Ada Lovelace\): 100 / 100 in \d+\.\d\d s$",
+                     output, re.MULTILINE)
+    assert re.search(r"^\[\d/5\] canvas__roekim_502_9002_mha\.py \(roekim\): 0 / 100 in ", output, re.MULTILINE)
+    assert "mha: 8 file(s): 4 graded, 1 import error(s), 0 failed to grade, 3 not submissions\n" in output
+    assert f"5 graded now, 0 kept from earlier runs; wrote {out}/gradebook.csv, summary.json, summary.html" in output
+
+
+def gradebook(out: Path) -> list[dict]:
+    return list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
+
+
+def stable_reports(out: Path) -> dict[str, dict]:
+    """Every report minus the two fields that measure time and each test's captured student output.
+
+    The output is left out because the sandbox reads the child's stderr on a separate pipe from
+    its replies, so a warning printed at the end of one call can land in the next test's output
+    (a race inside the sandbox, not in the batch); every verdict, message and score is compared.
+    """
+    reports = {}
+    for path in sorted((out / "reports").glob("*.json")):
+        report = json.loads(path.read_text())
+        for test in report["tests"]:
+            del test["output"]
+        reports[path.name] = {k: v for k, v in report.items() if k not in ("started_at", "duration_s")}
+    return reports
+
+
+def test_discover_reads_gradescope_and_canvas_identities(klass):
+    entries = {e.key: e for e in discover([klass])}
+    assert sorted(entries) == [
+        "canvas__doejane_LATE_501_9001_mha.py", "canvas__empty_504_9004_mha.py", "canvas__essay_506_9006_notes.txt",
+        "canvas__hangs_503_9003_mha.py", "canvas__picture_505_9005_mha.py", "canvas__roekim_502_9002_mha.py",
+        "gradescope__submission_1001__mha.py", "gradescope__submission_1002__mha.py"]
+    assert entries["gradescope__submission_1001__mha.py"].student == {
+        "id": "11", "name": "Ada Lovelace", "email": "ada@example.edu", "source": "gradescope", "submission_id": "1001"}
+    group = entries["gradescope__submission_1002__mha.py"].student
+    assert (group["id"], group["name"]) == ("12", "Alan Turing")
+    assert [m["id"] for m in group["group"]] == ["12", "13"]
+    assert entries["canvas__doejane_LATE_501_9001_mha.py"].student == {
+        "id": "501", "name": "doejane", "source": "canvas", "submission_id": "9001", "late": True}
+    assert entries["canvas__roekim_502_9002_mha.py"].student["late"] is False
+    assert entries["canvas__empty_504_9004_mha.py"].skip == "not a submission: the file is empty"
+    assert entries["canvas__picture_505_9005_mha.py"].skip == "not a submission: binary content, not text"
+    assert entries["canvas__essay_506_9006_notes.txt"].skip == (
+        "not a submission: .txt extension, expected .py or .ipynb")
+    assert all(e.skip is None for k, e in entries.items() if k.startswith("gradescope"))
+
+
+def test_discover_plain_files_and_notebooks(tmp_path):
+    # Files outside any LMS export are graded under their own name; .ipynb files are submissions too.
+    (tmp_path / "alice.py").write_text("x = 1\n")
+    (tmp_path / "bob.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    (tmp_path / ".hidden.py").write_text("x = 1\n")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "alice.cpython-311.pyc").write_bytes(b"\0\0")
+    entries = discover([tmp_path])
+    assert [(e.key, e.student, e.skip) for e in entries] == [
+        ("alice.py", {"id": "alice", "source": "file"}, None),
+        ("bob.ipynb", {"id": "bob", "source": "file"}, None)]
+
+
+def test_gradebook_reports_and_summary(baseline, validate_report):
+    rows = {(r["file"], r["student_id"]): r for r in gradebook(baseline)}
+    columns = ["student_id", "name", "email", "file", "score", "max_score", "multi_head_attention",
+               "attention_param_count", "head_entropy", "status", "diagnoses", "message"]
+    assert list(next(iter(rows.values()))) == columns
+    ada = rows[("gradescope__submission_1001__mha.py", "11")]
+    assert (ada["name"], ada["email"], ada["score"], ada["max_score"], ada["status"], ada["diagnoses"]) == (
+        "Ada Lovelace", "ada@example.edu", "100", "100", "graded", "")
+    assert (ada["multi_head_attention"], ada["attention_param_count"], ada["head_entropy"]) == ("70", "15", "15")
+    # A group submission gives one row per member, with the same scores.
+    for sid in ("12", "13"):
+        row = rows[("gradescope__submission_1002__mha.py", sid)]
+        assert (row["score"], row["diagnoses"]) == ("44.1667", "wrong-split-order")
+    assert rows[("gradescope__submission_1002__mha.py", "13")]["name"] == "Grace Hopper"
+    jane = rows[("canvas__doejane_LATE_501_9001_mha.py", "501")]
+    assert (jane["name"], jane["score"], jane["head_entropy"], jane["status"], jane["diagnoses"]) == (
+        "doejane", "92.5", "7.5", "graded", "entropy-log-zero")
+    killed = rows[("canvas__roekim_502_9002_mha.py", "502")]
+    assert (killed["score"], killed["status"]) == ("0", "import-error")
+    # (the sandbox may add how such a kill usually happens after this)
+    assert killed["message"].startswith(
+        "importing roekim_502_9002_mha.py failed: the submission's process was killed by SIGKILL")
+    hangs = rows[("canvas__hangs_503_9003_mha.py", "503")]
+    assert (hangs["score"], hangs["status"]) == ("0", "graded")  # every test timed out (3 s), none could pass
+    hang_report = json.loads((baseline / "reports" / "canvas__hangs_503_9003_mha.py.json").read_text())
+    assert {t["status"] for t in hang_report["tests"]} == {"timeout"}
+    assert hang_report["duration_s"] < 8  # the 3 s import limit, once, not once per test
+    for key, why in [("canvas__empty_504_9004_mha.py", "the file is empty"),
+                     ("canvas__picture_505_9005_mha.py", "binary content, not text"),
+                     ("canvas__essay_506_9006_notes.txt", ".txt extension, expected .py or .ipynb")]:
+        row = next(r for (f, _), r in rows.items() if f == key)
+        assert (row["status"], row["score"], row["message"]) == ("not-a-submission", "", f"not a submission: {why}")
+    assert len(rows) == 9
+    # Every report is a valid native report carrying the student and the configuration hash.
+    reports = sorted((baseline / "reports").glob("*.json"))
+    assert len(reports) == 5
+    for path in reports:
+        report = validate_report(json.loads(path.read_text()))
+        assert len(report["grader_config_sha256"]) == 64
+    summary = json.loads((baseline / "summary.json").read_text())
+    assert (summary["files"], summary["graded"], summary["import_errors"], summary["errors"],
+            summary["not_submissions"]) == (8, 4, 1, 0, 3)
+    assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 0, 1, 0, 0, 0, 0, 2]  # 0, 0, 44.1667, 92.5, 100
+    assert summary["diagnoses"] == {"entropy-log-zero": 1, "wrong-split-order": 1}  # submissions, not rows
+    assert [f["file"] for f in summary["failed_to_grade"]] == [
+        "canvas__roekim_502_9002_mha.py", "canvas__empty_504_9004_mha.py", "canvas__essay_506_9006_notes.txt",
+        "canvas__picture_505_9005_mha.py"]
+    reshape = next(t for t in summary["tests"] if t["name"] == "mha_reshape[B2-T5-d8-h3-dk4-dv3-full]")
+    assert (reshape["passed"], reshape["total"]) == (2, 5)  # correct and nan_entropy pass; the bug and two zeros fail
+
+
+def test_same_scores_whatever_jobs(klass, course, baseline, tmp_path):
+    out = tmp_path / "one-job"
+    run_cli(str(klass), "-o", str(out), "--jobs", "1", "--config", str(course))
+    assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
+    assert stable_reports(out) == stable_reports(baseline)
+
+
+def test_resume_keeps_matching_reports_and_regrades_changed_ones(klass, course, baseline, tmp_path):
+    out = tmp_path / "resumed"
+    shutil.copytree(baseline, out)
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")}
+    output = run_cli(str(klass), "-o", str(out), "--resume", "--config", str(course))
+    assert "0 graded now, 5 kept from earlier runs" in output
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")} == before
+    assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
+
+
+def test_resume_regrades_a_changed_file_only(klass, course, baseline, tmp_path):
+    # Resume matches on the file's sha256 (and student and configuration), not on its path:
+    # in a copied class folder, only the file whose bytes changed is graded again.
+    moved = tmp_path / "class"
+    shutil.copytree(klass, moved)
+    fixed = moved / "gradescope" / "submission_1002" / "mha.py"
+    shutil.copy(SUBMISSIONS / "correct.py", fixed)
+    out = tmp_path / "out"
+    shutil.copytree(baseline, out)
+    output = run_cli(str(moved), "-o", str(out), "--resume", "--config", str(course))
+    assert "1 graded now, 4 kept from earlier runs" in output
+    rows = {(r["file"], r["student_id"]): r for r in gradebook(out)}
+    assert rows[("gradescope__submission_1002__mha.py", "13")]["score"] == "100"
+    assert rows[("gradescope__submission_1001__mha.py", "11")]["score"] == "100"
+
+
+def test_config_hash_covers_seed_limits_and_suite(course):
+    config = load_config(course)
+    assert config_hash(config) == config_hash(load_config(course))
+    assert config_hash(config.with_overrides(seed=7)) != config_hash(config)
+    from dataclasses import replace
+    assert config_hash(replace(config, limits=replace(config.limits, memory_mb=512))) != config_hash(config)
+
+
+def test_sigkill_mid_batch_then_resume_gives_the_uninterrupted_gradebook(klass, course, baseline, tmp_path):
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "grader", "batch", str(klass), "-o", str(out), "--jobs", "1",
+               "--config", str(course)]
+    batch = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list((out / "reports").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.killpg(batch.pid, signal.SIGKILL)  # the batch and its workers, mid-batch, no chance to clean up
+    batch.wait()
+    written = list((out / "reports").glob("*.json"))
+    assert 2 <= len(written) < 5, "the batch should have been killed in the middle"
+    assert not (out / "gradebook.csv").exists()
+    for path in written:  # nothing half-written: every report that exists is complete JSON
+        json.loads(path.read_text())
+    kept = {p.name: p.stat().st_mtime_ns for p in written}
+    output = run_cli(str(klass), "-o", str(out), "--resume", "--jobs", "2", "--config", str(course))
+    assert f"{5 - len(written)} graded now, {len(written)} kept from earlier runs" in output
+    assert {p.name: p.stat().st_mtime_ns for p in written} == kept
+    assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
+    assert stable_reports(out) == stable_reports(baseline)
+
+
+def test_dask_local_cluster_gives_the_same_reports(klass, course, baseline, tmp_path):
+    distributed = pytest.importorskip("distributed", reason="the optional extra mha-grader[dask] is not installed")
+    out = tmp_path / "dask"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        run_cli(str(klass), "-o", str(out), "--scheduler", cluster.scheduler_address, "--config", str(course))
+    assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
+    assert stable_reports(out) == stable_reports(baseline)
+
+
+def test_bad_inputs_are_clear_errors(tmp_path):
+    result = CliRunner().invoke(main, ["batch", str(tmp_path / "nowhere"), "-o", str(tmp_path / "out"),
+                                       "--config", str(ROOT / "grader.toml")])
+    assert result.exit_code == 1
+    assert f"Error: no such file or folder: {tmp_path / 'nowhere'}" in result.output
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "submission_metadata.yml").write_text("- just\n- a list\n")
+    result = CliRunner().invoke(main, ["batch", str(tmp_path / "export"), "-o", str(tmp_path / "out"),
+                                       "--config", str(ROOT / "grader.toml")])
+    assert result.exit_code == 1
+    assert "is not a Gradescope submission_metadata.yml" in result.output
+
+
+def test_unknown_or_unavailable_format_is_refused_before_grading(tmp_path):
+    import importlib.util
+
+    (tmp_path / "in").mkdir()
+    shutil.copy(SUBMISSIONS / "correct.py", tmp_path / "in" / "correct.py")
+    result = CliRunner().invoke(main, ["batch", str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--format", "nope",
+                                       "--config", str(ROOT / "grader.toml")])
+    assert result.exit_code == 1
+    if importlib.util.find_spec("grader.export") is None:
+        assert "Error: format nope needs the LMS exporters (grader.export), which are not installed" in result.output
+    else:
+        assert "Error: unknown format 'nope'" in result.output
+    assert not (tmp_path / "out" / "reports" / "correct.py.json").exists()
+
+
+def test_lms_format_written_beside_the_native_report(tmp_path):
+    # The Gradescope results.json of each submission (Gradescope's autograder specification: top-level score).
+    pytest.importorskip("grader.export.formats", reason="the LMS exporters (grader.export) are not in this tree")
+    (tmp_path / "in").mkdir()
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", tmp_path / "in" / "wrong_reshape.py")
+    run_cli(str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--format", "gradescope",
+            "--config", str(ROOT / "grader.toml"))
+    results = json.loads((tmp_path / "out" / "gradescope" / "wrong_reshape.py.json").read_text())
+    assert results["score"] == 44.1667
+    assert json.loads((tmp_path / "out" / "reports" / "wrong_reshape.py.json").read_text())["score"] == 44.1667
+
+
+@pytest.mark.parametrize("killer", ["a_killer.py", "z_killer.py"])  # graded first, or last
+def test_a_submission_that_kills_its_worker_does_not_sink_the_batch(tmp_path, course, killer):
+    # A hostile submission kills the grading process that started it (its parent). Whether the
+    # sandbox stops it (then it is graded like any other) or not (then its worker dies, is replaced,
+    # and after one retry the row says so), every other submission still gets its exact score.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / killer).write_text("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n")
+    shutil.copy(SUBMISSIONS / "correct.py", folder / "b_correct.py")
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", folder / "c_wrong_reshape.py")
+    result = CliRunner().invoke(main, ["batch", str(folder), "-o", str(tmp_path / "out"), "--jobs", "1",
+                                       "--config", str(course)])
+    rows = {r["file"]: r for r in gradebook(tmp_path / "out")}
+    assert (rows["b_correct.py"]["score"], rows["b_correct.py"]["status"]) == ("100", "graded")
+    assert (rows["c_wrong_reshape.py"]["score"], rows["c_wrong_reshape.py"]["status"]) == ("44.1667", "graded")
+    killer = rows[killer]
+    if killer["status"] == "error":
+        assert killer["message"] == "the grading worker process died while grading this submission"
+        assert result.exit_code == 1 and "1 submission(s) could not be graded" in result.output
+    else:
+        assert result.exit_code == 0, result.output
+        assert killer["status"] in ("graded", "import-error")
