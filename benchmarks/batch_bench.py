@@ -8,7 +8,7 @@ shell loop running `grade` once per file, on a subset, extrapolated), each worke
 memory, and what a hanging submission costs against its limit. Not a test: nothing here
 asserts a time.
 
-    python bench/batch_bench.py [--n 200] [--jobs 2] [--naive 20]
+    python benchmarks/batch_bench.py [--n 200] [--jobs 2] [--naive 20]
 """
 
 from __future__ import annotations
