@@ -51,7 +51,7 @@ def extract_script(path: Path) -> Script:
         raise NotebookError(f"cannot read {path.name} as UTF-8 text: {exc}") from None
     try:
         json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise NotebookError(f"{path.name} is not a valid notebook: not valid JSON ({exc})") from None
     try:
         notebook = nbformat.reads(text, as_version=4)

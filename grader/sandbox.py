@@ -426,7 +426,7 @@ class Sandbox:
             if "array" in reply:
                 try:
                     value = worker.blob_to_array(blobs[reply["array"]])
-                except (ValueError, IndexError, TypeError, EOFError, OverflowError) as exc:
+                except (ValueError, IndexError, TypeError, EOFError, OverflowError, MemoryError) as exc:
                     return CallResult(CRASHED, message=f"unreadable array from the submission ({_clip(str(exc), 200)})",
                                       output=output)
                 if type(value) is not np.ndarray or value.dtype.kind not in worker.NUMERIC_KINDS:
