@@ -16,25 +16,28 @@ from grader.sandbox import CallResult
 LEAK_HINT = "the causal mask lets queries see later keys"
 
 
-def check_causality(first: CallResult, second: CallResult, changed_from: int, rtol: float, atol: float,
-                    what: str) -> Verdict:
+def check_causality(first: CallResult, second: CallResult, changed_from: int, expected_shape: tuple[int, ...],
+                    rtol: float, atol: float, what: str) -> Verdict:
     """Compare outputs before ``changed_from`` of two calls whose inputs differ only from that token on.
 
-    first, second: the calls on the original and the changed tokens; the
-    outputs are (B, T, d_out) or (T, d_out), time on axis −2. Passes when
+    first, second: the calls on the original and the changed tokens, made in
+    separate child processes (no state carries over); the outputs must have
+    ``expected_shape``, (B, T, d_out) or (T, d_out), time on axis −2. Passes when
     |second − first| ≤ atol + rtol·|first| at every position before
-    ``changed_from``. The message of a leak starts with "changing tokens".
+    ``changed_from`` and the outputs from ``changed_from`` on did change (a
+    function that ignores its input is not causal attention). The message of a
+    leak starts with "changing tokens".
     """
     for result in (first, second):
         if result.status != "ok":
             status = CALL_STATUSES.get(result.status, ERROR)
             return Verdict(status, f"{what} {result.message}" if result.status in ("raised", "bad-type")
                            else result.message)
-        if not isinstance(result.value, np.ndarray) or result.value.ndim < 2 or result.value.dtype.kind not in "fiu":
-            return Verdict(FAILED, f"{what} returned {result.type_name}, expected an array with a time axis")
+        if not isinstance(result.value, np.ndarray) or result.value.dtype.kind not in "fiu":
+            return Verdict(FAILED, f"{what} returned {result.type_name}, expected an array of shape {expected_shape}")
+        if result.value.shape != tuple(expected_shape):
+            return Verdict(FAILED, f"{what} returned shape {result.value.shape}, expected {tuple(expected_shape)}")
     before, after = first.value.astype(np.float64), second.value.astype(np.float64)
-    if before.shape != after.shape:
-        return Verdict(FAILED, f"{what} returned shape {before.shape}, then {after.shape} for inputs of the same shape")
     if not (np.isfinite(before).all() and np.isfinite(after).all()):
         return Verdict(FAILED, f"{what} returned non-finite values, so its earlier outputs cannot be compared")
     prefix = (..., slice(0, changed_from), slice(None))
@@ -44,4 +47,8 @@ def check_causality(first: CallResult, second: CallResult, changed_from: int, rt
         index = tuple(int(i) for i in np.unravel_index(np.argmax(np.where(moved, change, -1)), change.shape))
         return Verdict(FAILED, f"changing tokens {changed_from}… only changed {what}'s output at earlier position "
                                f"{index[-2]} (by up to {change[index]:.3g}, index {index}): {LEAK_HINT}")
+    suffix = (..., slice(changed_from, None), slice(None))
+    if np.allclose(after[suffix], before[suffix], rtol=rtol, atol=atol):
+        return Verdict(FAILED, f"changing tokens {changed_from}… changed none of {what}'s outputs from position "
+                               f"{changed_from} on: the output does not depend on those tokens")
     return Verdict(PASSED)

@@ -45,7 +45,7 @@ def main() -> None:
                    "(gradescope, prairielearn), stdout (text).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
               show_default=True, help="The course's grader.toml.")
-@click.option("--seed", type=int, default=None, help="Override grading.seed from grader.toml.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
 @click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text"]),
               default="native", show_default=True,
               help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only.")
@@ -88,7 +88,7 @@ def submission_command(path: Path, output: str | None, config_path: Path, seed: 
 @main.command("selftest")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
               show_default=True, help="The course's grader.toml.")
-@click.option("--seed", type=int, default=None, help="Override grading.seed from grader.toml.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
 def selftest_command(config_path: Path, seed: int | None) -> None:
     """Check the grader on all known misconceptions.
 
@@ -230,7 +230,7 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="A new or empty folder.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
               show_default=True, help="The course's grader.toml.")
-@click.option("--seed", type=int, default=None, help="Seed of the public cases (default: grading.seed + 1).")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the public cases (default: grading.seed + 1).")
 def student_kit_command(output: Path, config_path: Path, seed: int | None) -> None:
     """Write the kit students receive to check their work before submitting.
 
@@ -263,7 +263,7 @@ def student_kit_command(output: Path, config_path: Path, seed: int | None) -> No
               help="Grade on this Dask distributed scheduler (needs mha-grader[dask]).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
               show_default=True, help="The course's grader.toml.")
-@click.option("--seed", type=int, default=None, help="Override grading.seed from grader.toml.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
 @click.option("--format", "formats", multiple=True, metavar="FORMAT",
               help="Also write each report in this LMS format (e.g. gradescope, prairielearn) into OUTDIR/FORMAT/; "
                    "repeatable.")

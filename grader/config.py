@@ -123,6 +123,9 @@ def load_config(path: Path) -> Config:
         raise ConfigError(f"{path}: grading.vectorization_points must be ≥ 0")
     if values.get(("grading", "random_cases"), 1) < 1:
         raise ConfigError(f"{path}: grading.random_cases must be at least 1")
+    for key in ("seed", "rtol", "atol"):
+        if values.get(("grading", key), 0) < 0:
+            raise ConfigError(f"{path}: grading.{key} must be ≥ 0, got {values[('grading', key)]!r}")
     config = Config(
         root=path.resolve().parent,
         assignment=values.get(("assignment", "name"), Config.assignment),

@@ -48,6 +48,7 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
         with sandbox_for(submission.path, config.limits) as (sandbox, warnings), \
                 threadpool_limits(limits=1, user_api="blas"):
             outcomes = settle_diagnoses(run_suite(sandbox, config))
+        check_points(config, outcomes)
         result = score([(o.group, o.status == "passed") for o in outcomes], config.points)
         result, notes = vectorization(submission.path, outcomes, result, config)
     except SuiteError as exc:
@@ -64,6 +65,20 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
     if warnings:  # e.g. IPython magics dropped from a notebook
         report["warnings"] = warnings
     return GradeResult(report, error)
+
+
+def check_points(config: Config, outcomes: list[TestOutcome]) -> None:
+    """Every [points] group must be a group of the suite and every group must have points (raises SuiteError).
+
+    A misspelt group would otherwise silently make its tests worth nothing.
+    """
+    groups = dict.fromkeys(o.group for o in outcomes)
+    unknown = [g for g in config.points if g not in groups]
+    unpointed = [g for g in groups if g not in config.points]
+    if unknown or unpointed:
+        said = [f"[points] names {', '.join(unknown)}, not a group of the graded suite"] if unknown else []
+        said += [f"no points for the suite's group(s) {', '.join(unpointed)}"] if unpointed else []
+        raise SuiteError(f"grader.toml: {'; '.join(said)} (the suite's groups: {', '.join(groups)})")
 
 
 def settle_diagnoses(outcomes: list[TestOutcome]) -> list[TestOutcome]:

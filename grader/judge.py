@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
 from grader.causality import check_causality
 from grader.compare import FAILED, Verdict, check_array, check_count, check_raises
 from grader.diagnose import CAUSAL_LEAK, GENERIC, Explained, diagnose, generic
@@ -28,10 +30,12 @@ def judge(case, student, grading, expected: object, candidates: Callable[[], Map
     output = result.output
     if case.raises:
         return check_raises(result, case.raises, what), None, output
-    if case.changed_args is not None:  # causality: the reference is needed only to diagnose a failure
+    if case.changed_args is not None:  # causality: the reference gives only the shape, and diagnoses a failure
+        student.restart()  # a fresh child: the second call cannot copy what the first returned
         changed = student.call(case.function, *case.changed_args, **case.kwargs)
         output += changed.output
-        verdict = check_causality(result, changed, case.changed_from, grading.rtol, grading.atol, what)
+        verdict = check_causality(result, changed, case.changed_from, np.shape(expected),
+                                  grading.rtol, grading.atol, what)
     elif case.function == "attention_param_count":
         verdict = check_count(result, expected, what)
     else:

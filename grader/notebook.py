@@ -15,6 +15,8 @@ import contextlib
 import json
 import re
 import tempfile
+import tokenize
+import warnings as warnings_module
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,9 @@ from grader.config import Limits
 from grader.sandbox import IMPORT_ERROR, CallResult, Sandbox
 
 # A line that is IPython syntax rather than Python: %magic, !shell, or name = !shell / %magic.
-_IPYTHON_LINE = re.compile(r"^\s*([%!]|[\w.]+\s*=\s*[%!](?!=))")
+_IPYTHON_LINE = re.compile(r"^\s*(%|!(?!=)|[\w.]+\s*=\s*[%!](?!=))")
+_LINE_STARTS = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT)
+MAX_WARNINGS = 20  # dropped-line warnings kept in the report; the rest are counted
 
 
 class NotebookError(Exception):
@@ -54,8 +58,10 @@ def extract_script(path: Path) -> Script:
     except (json.JSONDecodeError, RecursionError) as exc:
         raise NotebookError(f"{path.name} is not a valid notebook: not valid JSON ({exc})") from None
     try:
-        notebook = nbformat.reads(text, as_version=4)
-        nbformat.validate(notebook)
+        with warnings_module.catch_warnings():  # e.g. MissingIDFieldWarning: nbformat's advice to authors, not ours
+            warnings_module.simplefilter("ignore")
+            notebook = nbformat.reads(text, as_version=4)
+            nbformat.validate(notebook)
     except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds on malformed structure
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise NotebookError(f"{path.name} is not a valid Jupyter notebook: {first}") from None
@@ -68,15 +74,57 @@ def extract_script(path: Path) -> Script:
         if first.lstrip().startswith("%%"):
             warnings.append(f"cell {number}: dropped the whole cell, it starts with the cell magic {first.strip()!r}")
             continue
-        kept = []
+        kept, dropped = _drop_ipython_lines(lines)
+        warnings += [f"cell {number}: dropped the IPython line {_shorten(line.strip())!r}" for line in dropped]
+        chunks.append("\n".join(kept))
+    if len(warnings) > MAX_WARNINGS:  # keep the report small whatever the notebook holds
+        warnings = [*warnings[:MAX_WARNINGS], f"… and {len(warnings) - MAX_WARNINGS} more IPython lines dropped"]
+    return Script("\n\n".join(chunks) + "\n", warnings)
+
+
+def _shorten(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _drop_ipython_lines(lines: list[str]) -> tuple[list[str], list[str]]:
+    """The cell's lines with IPython lines replaced by ``pass``, and the dropped lines.
+
+    As in IPython, only a line that starts a logical line can be a magic or a
+    shell escape: inside brackets or after a backslash, ``% h`` and ``!= 0`` are
+    Python. Python's tokenizer tells where logical lines start; a cell it cannot
+    tokenize falls back to judging each line alone.
+    """
+    kept: list[str] = []
+    dropped: list[str] = []
+    state = {"depth": 0, "last": tokenize.NEWLINE}
+    source = iter(lines)
+
+    def readline() -> str:
+        line = next(source, None)
+        if line is None:
+            return ""
+        at_start = state["depth"] == 0 and state["last"] in _LINE_STARTS
+        if at_start and _IPYTHON_LINE.match(line):
+            dropped.append(line)
+            line = line[: len(line) - len(line.lstrip())] + "pass"
+        kept.append(line)
+        return line + "\n"
+
+    try:
+        for token in tokenize.generate_tokens(readline):
+            if token.type == tokenize.OP and token.string in "([{":
+                state["depth"] += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                state["depth"] = max(0, state["depth"] - 1)
+            state["last"] = token.type
+    except (tokenize.TokenError, SyntaxError):  # unbalanced or badly indented: the sandbox's import will say so
+        kept, dropped = [], []
         for line in lines:
             if _IPYTHON_LINE.match(line):
-                warnings.append(f"cell {number}: dropped the IPython line {line.strip()!r}")
-                kept.append(line[: len(line) - len(line.lstrip())] + "pass")
-            else:
-                kept.append(line)
-        chunks.append("\n".join(kept))
-    return Script("\n\n".join(chunks) + "\n", warnings)
+                dropped.append(line)
+                line = line[: len(line) - len(line.lstrip())] + "pass"
+            kept.append(line)
+    return kept, dropped
 
 
 class UnreadableNotebook:
@@ -87,6 +135,9 @@ class UnreadableNotebook:
 
     def call(self, function: str, *args, **kwargs) -> CallResult:
         return CallResult(IMPORT_ERROR, message=f"importing the notebook failed: {self.message}")
+
+    def restart(self) -> None:
+        """Nothing runs, so nothing to restart."""
 
 
 @contextlib.contextmanager

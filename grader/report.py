@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -34,8 +35,8 @@ def build_report(*, assignment: str, submission: dict, seed: int, grader_version
             tests.append({
                 "name": outcome.name, "function": outcome.function, "group": outcome.group,
                 "score": as_number(earned), "max_score": as_number(worth),
-                "status": outcome.status, "message": outcome.message,
-                "output": _cap(outcome.output), "visibility": visibility.get(outcome.group, "visible"),
+                "status": outcome.status, "message": printable(outcome.message, newlines=False),
+                "output": printable(_cap(outcome.output), newlines=True), "visibility": visibility.get(outcome.group, "visible"),
                 "diagnosis": outcome.diagnosis,
             })
     functions: dict[str, dict] = defaultdict(lambda: {"score": 0, "max_score": 0, "passed": 0, "tests": 0})
@@ -104,6 +105,17 @@ def _num(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+# Control characters (C0 but tab and newline, DEL, C1): a student's text could move a terminal's
+# cursor or erase lines to forge the summary. They are shown as \xNN escapes instead.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, *, newlines: bool) -> str:
+    """Student-controlled ``text`` made safe to print: control characters escaped; newlines too unless ``newlines``."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return text if newlines else text.replace("\n", "\\n")
+
+
 def _cap(text: str) -> str:
     if len(text) <= OUTPUT_CAP:
         return text
@@ -116,11 +128,16 @@ def to_json(report: dict) -> str:
     return json.dumps(report, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
 
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: readers see old or new, never half."""
     path = Path(path)
     fd, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would create it (mkstemp makes it 0600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

@@ -25,6 +25,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -306,7 +307,7 @@ class Sandbox:
     """
 
     def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None) -> None:
-        self.source = Path(submission).read_bytes()
+        self.source = _read_regular_file(Path(submission))
         self.filename = Path(submission).name
         self.limits = limits
         self._isolated = isolated
@@ -327,6 +328,10 @@ class Sandbox:
         """End the child and everything it started; remove its working directory."""
         self._stop_child()
         self._workdir.cleanup()
+
+    def restart(self) -> None:
+        """End the current child: the next call imports the submission afresh, so no state carries over."""
+        self._stop_child()
 
     # ------------------------------------------------------------ calls
 
@@ -598,3 +603,19 @@ def _clip(text: object, limit: int = 2000) -> str:
     if len(text) > limit:
         text = text[:limit] + f"... [{len(text) - limit} more characters]"
     return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The bytes of ``path``, which must be a regular file and not a symbolic link (raises OSError).
+
+    A submission that is a link could point at the reference or grader.toml,
+    which the grading process (root, outside the sandbox) can read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)

@@ -23,6 +23,8 @@ class Submission:
 def load_submission(path: Path) -> Submission:
     """Check that ``path`` is a readable .py or .ipynb file; raises SubmissionError saying why not."""
     path = Path(path)
+    if path.is_symlink():  # it could point at the reference, which this (trusted) process can read
+        raise SubmissionError(f"{path} is a symbolic link; submit the file itself")
     if not path.exists():
         raise SubmissionError(f"no such file: {path}")
     if not path.is_file():

@@ -12,7 +12,8 @@ called with it (``parts = np.split(Q, h, axis=-1)``), count as heads too. A
 iterable (or condition) mentions one of those names: ``for i in range(h)``,
 ``for q in np.split(Q, h, -1)``, ``while i < h``. Module-level helpers that
 the function calls by name are searched the same way, their heads being the
-parameters that receive a heads name. Loops over other things (the batch,
+parameters that receive a heads name (at most MAX_HELPER_SEARCHES of them, for
+at most MAX_SECONDS: the analysis runs outside the sandbox). Loops over other things (the batch,
 time, the three projections) are not flagged; a loop whose bound is computed
 otherwise (``range(Q.shape[2])``) is not recognized.
 """
@@ -20,9 +21,12 @@ otherwise (``range(Q.shape[2])``) is not recognized.
 from __future__ import annotations
 
 import ast
+import time
 from dataclasses import dataclass
 
 MAX_SOURCE_CHARS = 200_000  # larger sources are not analysed (a submission is a few kB; parsing costs parent time)
+MAX_HELPER_SEARCHES = 16  # (helper, heads parameters) pairs searched at most: a hostile source could ask for thousands
+MAX_SECONDS = 1.0  # the analysis runs in the grading process, outside the sandbox's limits: it stops searching then
 _SPLITTERS = {"range", "split", "array_split", "hsplit", "dsplit", "enumerate", "zip", "list", "tuple"}
 
 
@@ -106,7 +110,10 @@ def _find(tree: ast.Module, source: str, function: str) -> list[HeadLoop]:
     heads = _head_names(target, {params[5] if len(params) > 5 else "h"})
     found = set(_loops(target, heads, lines))
     searched: set[tuple[str, frozenset[str]]] = set()
-    for call in ast.walk(target):  # one level of helpers, each searched once per set of heads parameters
+    deadline = time.monotonic() + MAX_SECONDS
+    for call in ast.walk(target):
+        if len(searched) >= MAX_HELPER_SEARCHES or time.monotonic() > deadline:
+            break  # one level of helpers, each searched once per set of heads parameters
         helper = defs.get(call.func.id) if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) else None
         if helper is None or helper is target:
             continue

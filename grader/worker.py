@@ -122,8 +122,23 @@ def array_to_blob(array: np.ndarray) -> bytes:
 
 
 def blob_to_array(blob: bytes) -> np.ndarray:
-    """Read an .npy blob without pickle; raises ValueError on anything else."""
-    return np.lib.format.read_array(io.BytesIO(blob), allow_pickle=False)
+    """Read an .npy blob without pickle; raises ValueError on anything else.
+
+    The header's shape and dtype must account for exactly the bytes that follow,
+    so a forged header cannot make the reader allocate more than the blob holds.
+    """
+    stream = io.BytesIO(blob)
+    major, _ = np.lib.format.read_magic(stream)
+    read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read_header(stream)
+    if dtype.hasobject:
+        raise ValueError("an object array cannot cross the boundary")
+    size = dtype.itemsize * int(np.prod(shape, dtype=object))
+    if size != len(blob) - stream.tell():
+        raise ValueError(f"the .npy header claims shape {shape} of {dtype}, {size} bytes, "
+                         f"but {len(blob) - stream.tell()} bytes follow")
+    stream.seek(0)
+    return np.lib.format.read_array(stream, allow_pickle=False)
 
 
 def encode_values(values: list) -> tuple[list, list, list[int]]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 from click.testing import CliRunner
 from conftest import ROOT, SUBMISSIONS
@@ -42,6 +44,21 @@ def test_seed_flag_overrides_the_file(tmp_path):
     result = CliRunner().invoke(main, ["--seed", "5", str(SUBMISSIONS / "correct.py"), "-o", str(out), "--config", CONFIG])
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["seed"] == 5
+
+
+def test_a_negative_seed_is_refused_by_the_command_line():
+    result = CliRunner().invoke(main, [str(SUBMISSIONS / "correct.py"), "--seed", "-1", "--config", CONFIG])
+    assert result.exit_code == 2
+    assert "Invalid value for '--seed': -1 is not in the range x>=0." in result.output
+
+
+def test_the_report_is_readable_like_any_file_the_user_creates(tmp_path):
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(main, [str(SUBMISSIONS / "correct.py"), "-o", str(out), "--config", CONFIG])
+    assert result.exit_code == 0, result.output
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
 
 
 def test_missing_submission_is_a_one_line_error(tmp_path):

@@ -38,6 +38,8 @@ def test_defaults_fill_what_the_file_leaves_out(tmp_path):
     ("[points]\nx = -3\n", "points.x must be a number ≥ 0"),
     ("[visibility]\nx = 'secret'\n", "visibility.x must be one of visible, hidden"),
     ("[grading]\nrandom_cases = 0\n", "grading.random_cases must be at least 1"),
+    ("[grading]\nrtol = -1\n", "grading.rtol must be ≥ 0, got -1.0"),
+    ("[grading]\nseed = -3\n", "grading.seed must be ≥ 0, got -3"),
 ])
 def test_bad_values_name_the_key(tmp_path, text, message):
     with pytest.raises(ConfigError, match=message):

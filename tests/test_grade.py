@@ -103,6 +103,30 @@ def test_grader_failure_still_gives_an_error_report(config, tmp_path, validate_r
     assert "graded test graded_broken.py::test_x broke before reaching a verdict" in report["error"]
 
 
+def test_a_symbolic_link_is_refused_before_anything_reads_it(config, tmp_path):
+    # It could point at the reference, which the grading process (root, outside the sandbox) can read.
+    link = tmp_path / "solution.py"
+    link.symlink_to(ROOT / "reference" / "mha.py")
+    with pytest.raises(SubmissionError, match="solution.py is a symbolic link; submit the file itself"):
+        grade_submission(link, config)
+
+
+def test_a_misspelt_points_group_is_a_grader_error_not_zero_points(config):
+    points = {("mha_randon" if g == "mha_random" else g): p for g, p in config.points.items()}
+    result = grade_submission(SUBMISSIONS / "correct.py", replace(config, points=points))
+    assert result.report["status"] == "error" and result.report["score"] == 0
+    assert result.grader_error.startswith("grader.toml: [points] names mha_randon, not a group of the graded suite; "
+                                          "no points for the suite's group(s) mha_random (the suite's groups: ")
+
+
+def test_hidden_groups_run_after_every_visible_one(config):
+    # Output printed in a visible test then cannot carry a hidden test's inputs.
+    hidden = replace(config, visibility={"mha_random": "hidden", "param_count": "after_due_date"})
+    report = grade_submission(SUBMISSIONS / "correct.py", hidden).report
+    kinds = [t["visibility"] != "visible" for t in report["tests"]]
+    assert kinds == sorted(kinds) and sum(kinds) == 12 + 8
+
+
 def test_unusable_paths_are_refused(config, tmp_path):
     with pytest.raises(SubmissionError, match="no such file"):
         grade_submission(tmp_path / "missing.py", config)

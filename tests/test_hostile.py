@@ -104,6 +104,22 @@ EXPECTED: dict[str, Expect] = {
                               "non-finite value", MHA),  # "1 non-finite value(s) of …", or "non-finite values" (causality)
     "wrong_types": Expect(2 * 2.5 + 1.875, {MHA: {"failed": 25, "passed": 2}, COUNT: {"failed": 7, "passed": 1},
                                             ENTROPY: {"failed": 6}}, "returned"),
+    # Gaming the causality check: no attention at all (zeros of the right shape) earns only the two
+    # shape-error cases; remembering the first call of a pair to copy it into the second is defeated
+    # by a fresh process per call (it scores as the same code without the trick would).
+    "stub_zeros": Expect(5, {MHA: {"failed": 25, "passed": 2}, COUNT: {"error": 7, "failed": 1},
+                             ENTROPY: {"error": 6}}, "", MHA),
+    "causality_memo": Expect(round(100 - (6 * 25 / 12 + 3 * 20 / 6 + 2 * 10 / 3 + 2 * 2.5 + 2 * 2.5), 4),
+                             {**ALL_PASS, MHA: {"failed": 15, "passed": 12}}, "", MHA),
+    "causality_huge_result": Expect(95, {**ALL_PASS, MHA: {"passed": 25, "failed": 2}},
+                                    "returned shape (15360, 8, 2048), expected", MHA),
+    # A forged .npy header claiming 8 TiB fails its own calls, read against the bytes that follow.
+    "forged_npy_header": Expect(22.5, {MHA: {"crashed": 25, "passed": 2}, COUNT: {"passed": 8},
+                                       ENTROPY: {"crashed": 5, "passed": 1}},
+                                "unreadable array from the submission (the .npy header claims shape (1099511627776,)"),
+    # Carriage returns and ANSI escapes in an exception message are shown escaped, never obeyed.
+    "terminal_escapes": Expect(85, {**ALL_PASS, ENTROPY: {"error": 6}},
+                               "raised ValueError at line 47: x\\x0d\\x1b[1A\\x1b[2K", ENTROPY),
     # Hostile, but honest answers: full marks, and the grader is untouched.
     "huge_output": Expect(100, ALL_PASS),
     "closes_std_fds": Expect(100, ALL_PASS),

@@ -51,6 +51,21 @@ def test_comparisons_and_modulo_are_not_mistaken_for_magics(tmp_path):
     assert extract_script(path).warnings == []
 
 
+def test_only_a_line_that_starts_a_logical_line_can_be_a_magic(tmp_path):
+    # As in IPython: inside brackets or after a backslash, "% h" and "!= 0" continue Python expressions.
+    cell = "h, w = 3, 12\nok = (w\n    % h) == 0\nsame = (w\n!= 0)\nx = 1 + \\\n  2\n%time y = 1"
+    script = extract_script(write_notebook(tmp_path / "cont.ipynb", cell))
+    assert script.source == "h, w = 3, 12\nok = (w\n    % h) == 0\nsame = (w\n!= 0)\nx = 1 + \\\n  2\npass\n"
+    assert script.warnings == ["cell 2: dropped the IPython line '%time y = 1'"]
+
+
+def test_warnings_are_capped_so_the_report_stays_small(tmp_path):
+    script = extract_script(write_notebook(tmp_path / "many.ipynb", "\n".join(f"%lsmagic {'x' * 300} {i}"
+                                                                               for i in range(500))))
+    assert len(script.warnings) == 21 and script.warnings[-1] == "… and 480 more IPython lines dropped"
+    assert max(len(w) for w in script.warnings) < 140  # each dropped line is shortened
+
+
 def test_notebook_and_py_of_the_same_code_score_the_same(tmp_path, config):
     for name in ("correct", "wrong_reshape", "nan_entropy"):
         source = (SUBMISSIONS / f"{name}.py").read_text()

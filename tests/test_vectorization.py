@@ -68,3 +68,14 @@ def test_vectorization_points_are_read_from_grader_toml(tmp_path):
     path.write_text('[assignment]\nsuite = "suite"\n[grading]\nvectorization_points = -1\n')
     with pytest.raises(ConfigError, match="grading.vectorization_points must be ≥ 0"):
         load_config(path)
+
+
+def test_the_search_of_helpers_is_bounded():
+    # The analysis runs in the grading process, outside the sandbox's limits: a source that calls
+    # hundreds of helpers with h in different places is searched for MAX_HELPER_SEARCHES of them only.
+    from grader.vectorization import MAX_HELPER_SEARCHES
+
+    helpers = "".join(f"def helper{i}(a, b):\n    for j in range(b):\n        pass\n\n" for i in range(60))
+    calls = "".join(f"    helper{i}(X, h)\n" for i in range(60))
+    source = f"{helpers}def multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):\n{calls}    return X\n"
+    assert len(find_head_loops(source)) == MAX_HELPER_SEARCHES == 16

@@ -54,6 +54,7 @@ def run(root: Path) -> dict:
     from grader.config import load_config
     from grader.export import gradescope
     from grader.grade import grade_submission
+    from grader.submission import SubmissionError
 
     metadata = read_metadata(root / "submission_metadata.json")
     users = ", ".join(f"{u.get('name')} <{u.get('email')}>" for u in metadata.get("users", []) if isinstance(u, dict))
@@ -62,7 +63,10 @@ def run(root: Path) -> dict:
     if path is None:
         return zero_result(problem)
     config = load_config(Path(__file__).resolve().parents[2] / "grader.toml")
-    result = grade_submission(path, config)
+    try:
+        result = grade_submission(path, config)
+    except SubmissionError as exc:  # e.g. a symbolic link: the student's to fix
+        return zero_result(f"Your submission could not be graded: {exc}")
     if result.grader_error:
         print(f"grader error: {result.grader_error}")
     total = (metadata.get("assignment") or {}).get("total_points")
