@@ -32,6 +32,7 @@ def check_causality(first: CallResult, second: CallResult, changed_from: int, rt
                            else result.message)
         if not isinstance(result.value, np.ndarray) or result.value.ndim < 2 or result.value.dtype.kind not in "fiu":
             return Verdict(FAILED, f"{what} returned {result.type_name}, expected an array with a time axis")
+    assert isinstance(first.value, np.ndarray) and isinstance(second.value, np.ndarray)  # checked just above
     before, after = first.value.astype(np.float64), second.value.astype(np.float64)
     if before.shape != after.shape:
         return Verdict(FAILED, f"{what} returned shape {before.shape}, then {after.shape} for inputs of the same shape")

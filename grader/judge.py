@@ -8,6 +8,9 @@ the two give the same verdicts, messages and diagnoses.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import cast
+
+import numpy as np
 
 from grader.causality import check_causality
 from grader.compare import FAILED, Verdict, check_array, check_count, check_raises
@@ -33,9 +36,9 @@ def judge(case, student, grading, expected: object, candidates: Callable[[], Map
         output += changed.output
         verdict = check_causality(result, changed, case.changed_from, grading.rtol, grading.atol, what)
     elif case.function == "attention_param_count":
-        verdict = check_count(result, expected, what)
+        verdict = check_count(result, cast(int, expected), what)  # a count's expected value is an int
     else:
-        verdict = check_array(result, expected, grading.rtol, grading.atol, what)
+        verdict = check_array(result, cast(np.ndarray, expected), grading.rtol, grading.atol, what)
     if verdict.status != FAILED or result.status != "ok":
         return verdict, None, output
     found = diagnose(result.value, expected, candidates(), grading.rtol, grading.atol, catalogue)
