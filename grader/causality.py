@@ -37,6 +37,7 @@ def check_causality(first: CallResult, second: CallResult, changed_from: int, ex
             return Verdict(FAILED, f"{what} returned {result.type_name}, expected an array of shape {expected_shape}")
         if result.value.shape != tuple(expected_shape):
             return Verdict(FAILED, f"{what} returned shape {result.value.shape}, expected {tuple(expected_shape)}")
+    assert isinstance(first.value, np.ndarray) and isinstance(second.value, np.ndarray)  # checked just above
     before, after = first.value.astype(np.float64), second.value.astype(np.float64)
     if not (np.isfinite(before).all() and np.isfinite(after).all()):
         return Verdict(FAILED, f"{what} returned non-finite values, so its earlier outputs cannot be compared")

@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 
 class ConfigError(Exception):
@@ -88,7 +89,8 @@ def load_config(path: Path) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
-    values: dict[tuple[str, str], object] = {}
+    # Any: each value's type is checked against its key's type in KEYS below, which a static type cannot express
+    values: dict[tuple[str, str], Any] = {}
     for table, entries in data.items():
         if not isinstance(entries, dict):
             raise ConfigError(f"{path}: [{table}] must be a table")

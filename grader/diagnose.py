@@ -16,16 +16,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 class Explained(Protocol):
     """Anything with an explanation and a section, e.g. ``reference.variants.Variant``."""
 
-    explanation: str
-    section: str
+    @property
+    def explanation(self) -> str: ...
+    @property
+    def section(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ def diagnose(got: object, expected: object, candidates: Mapping[str, object], rt
     counted = isinstance(expected, (int, np.integer))  # counts have no generic finding
     if not counted and isinstance(got, (np.ndarray, int, float)) and not isinstance(got, bool):
         got = np.asarray(got)  # a scalar is an array of shape ()
-        if got.shape != np.shape(expected):
+        if got.shape != np.shape(cast(ArrayLike, expected)):  # expected: the reference's array or number
             return generic(WRONG_SHAPE)
         if got.dtype.kind in "fiu" and not np.isfinite(got).all():
             return generic(NON_FINITE)

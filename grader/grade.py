@@ -40,7 +40,8 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
     submission = load_submission(path)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
-    outcomes, result, error, notes = [], None, None, []
+    outcomes, result, error = [], None, None
+    notes: list[dict] = []
     warnings: list[str] = []
     try:
         # The grading process multiplies small matrices only (expected values, misconception variants):

@@ -8,15 +8,17 @@ the two give the same verdicts, messages and diagnoses.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import cast
 
 import numpy as np
 
 from grader.causality import check_causality
 from grader.compare import FAILED, Verdict, check_array, check_count, check_raises
 from grader.diagnose import CAUSAL_LEAK, GENERIC, Explained, diagnose, generic
+from grader.suite import Student
 
 
-def judge(case, student, grading, expected: object, candidates: Callable[[], Mapping[str, object]],
+def judge(case, student: Student, grading, expected: object, candidates: Callable[[], Mapping[str, object]],
           catalogue: Mapping[str, Explained]) -> tuple[Verdict, dict | None, str]:
     """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis dict or None, student output).
 
@@ -34,12 +36,12 @@ def judge(case, student, grading, expected: object, candidates: Callable[[], Map
         student.restart()  # a fresh child: the second call cannot copy what the first returned
         changed = student.call(case.function, *case.changed_args, **case.kwargs)
         output += changed.output
-        verdict = check_causality(result, changed, case.changed_from, np.shape(expected),
+        verdict = check_causality(result, changed, case.changed_from, np.shape(cast(np.ndarray, expected)),
                                   grading.rtol, grading.atol, what)
     elif case.function == "attention_param_count":
-        verdict = check_count(result, expected, what)
+        verdict = check_count(result, cast(int, expected), what)  # a count's expected value is an int
     else:
-        verdict = check_array(result, expected, grading.rtol, grading.atol, what)
+        verdict = check_array(result, cast(np.ndarray, expected), grading.rtol, grading.atol, what)
     if verdict.status != FAILED or result.status != "ok":
         return verdict, None, output
     found = diagnose(result.value, expected, candidates(), grading.rtol, grading.atol, catalogue)

@@ -41,6 +41,7 @@ def build_report(*, assignment: str, submission: dict, seed: int, grader_version
             })
     functions: dict[str, dict] = defaultdict(lambda: {"score": 0, "max_score": 0, "passed": 0, "tests": 0})
     if tests:
+        assert score is not None  # tests are only listed when there is a score
         for outcome, (earned, worth), test in zip(outcomes, score.per_test, tests):
             entry = functions[outcome.function]
             entry["score"] += earned

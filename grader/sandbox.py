@@ -362,6 +362,7 @@ class Sandbox:
         if self._import_failure is not None:
             return replace(self._import_failure, output="")
         child = self._child
+        assert child is not None  # started above, or the import failure was returned
         specs, blobs, fds = worker.encode_values(list(args) + list(kwargs.values()))
         request = {"op": "call", "function": function, "args": specs[: len(args)],
                    "kwargs": dict(zip(kwargs, specs[len(args):]))}
@@ -382,7 +383,7 @@ class Sandbox:
         """Wait for one reply while draining the child's output; the output printed before it belongs to it."""
         deadline = time.monotonic() + max(timeout, 0.001)
         reader = _MessageReader(self.limits.max_result_bytes)
-        watch = [child.sock, child.out]
+        watch: list[socket.socket | int] = [child.sock, child.out]
         message = None
         while message is None:
             left = deadline - time.monotonic()
@@ -438,11 +439,11 @@ class Sandbox:
                     return CallResult(BAD_TYPE, type_name=type_name,
                                       message=f"returned an array of dtype {value.dtype}", output=output)
                 return CallResult("ok", value, type_name, output=output)
-            value = reply.get("value")
-            if type(value) not in (int, float, bool):
+            number = reply.get("value")
+            if type(number) not in (int, float, bool):
                 return CallResult(BAD_TYPE, type_name=type_name, message="returned a value that is not a number",
                                   output=output)
-            return CallResult("ok", value, type_name, output=output)
+            return CallResult("ok", number, type_name, output=output)
         if status == "raised":
             exception = _clip(reply.get("exception"), 200)
             where = _clip(reply.get("where"), 100)

@@ -12,11 +12,12 @@ import contextlib
 import io
 import os
 from dataclasses import dataclass
+from typing import Protocol
 
 import pytest
 
 from grader.config import Config
-from grader.sandbox import Sandbox
+from grader.sandbox import CallResult
 
 
 class SuiteError(Exception):
@@ -34,13 +35,21 @@ class TestOutcome:
     diagnosis: dict | None = None  # {code, explanation, section, also} when a failure's misconception is known
 
 
+class Student(Protocol):
+    """What the suite calls: a ``Sandbox``, or an ``UnreadableNotebook`` (grader.notebook) that fails every call."""
+
+    def call(self, function: str, *args, **kwargs) -> CallResult: ...
+
+    def restart(self) -> None: ...
+
+
 GRADING_KEY = pytest.StashKey[Config]()  # the suite's conftest reads the config from here
 
 
 class _GraderSession:
     """The pytest plugin that hands the suite its sandbox and config, and keeps the JSON report."""
 
-    def __init__(self, sandbox: Sandbox, config: Config) -> None:
+    def __init__(self, sandbox: Student, config: Config) -> None:
         self.sandbox, self.config = sandbox, config
         self.json_report: dict | None = None
 
@@ -48,7 +57,7 @@ class _GraderSession:
         config.stash[GRADING_KEY] = self.config
 
     @pytest.fixture
-    def student(self) -> Sandbox:
+    def student(self) -> Student:
         return self.sandbox
 
     @pytest.fixture
@@ -59,7 +68,7 @@ class _GraderSession:
         self.json_report = json_report
 
 
-def run_suite(sandbox: Sandbox, config: Config) -> list[TestOutcome]:
+def run_suite(sandbox: Student, config: Config) -> list[TestOutcome]:
     """Run every graded test once; raises SuiteError when the suite could not run or a test broke."""
     session = _GraderSession(sandbox, config)
     suite = config.suite_dir

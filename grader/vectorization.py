@@ -52,7 +52,7 @@ def _binds_heads(value: ast.AST, heads: set[str]) -> bool:
     """``value`` is a heads name, or a splitter called with one among its direct arguments."""
     if isinstance(value, ast.Name):
         return value.id in heads
-    if _call_name(value) in _SPLITTERS:
+    if isinstance(value, ast.Call) and _call_name(value) in _SPLITTERS:
         arguments = [*value.args, *(k.value for k in value.keywords)]
         return any(isinstance(a, ast.Name) and a.id in heads or _binds_heads(a, heads) for a in arguments)
     return False
@@ -117,6 +117,7 @@ def _find(tree: ast.Module, source: str, function: str) -> list[HeadLoop]:
         helper = defs.get(call.func.id) if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) else None
         if helper is None or helper is target:
             continue
+        assert isinstance(call, ast.Call)  # a helper is only found for a call
         names = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
         passed = {names[i] for i, a in enumerate(call.args) if i < len(names) and _names(a) & heads}
         passed |= {k.arg for k in call.keywords if k.arg and _names(k.value) & heads}

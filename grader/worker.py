@@ -63,7 +63,7 @@ class ProtocolError(Exception):
 # ---------------------------------------------------------------- framing (both sides)
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: socket.socket, n: int) -> bytes | bytearray:
     buffer = bytearray(n)
     view, got = memoryview(buffer), 0
     while got < n:
@@ -94,6 +94,7 @@ def recv_message(sock: socket.socket, max_blob: int, with_fds: bool = False):
     Returns ``(header, blobs)``, or ``(header, blobs, fds)`` with ``with_fds``.
     """
     fds: list[int] = []
+    prefix: bytes | bytearray
     if with_fds:
         first, fds, _, _ = socket.recv_fds(sock, _LEN.size, 64)
         if not first:
@@ -147,14 +148,16 @@ def encode_values(values: list) -> tuple[list, list, list[int]]:
     Arrays of ``MEMFD_MIN_BYTES`` or more are written once into a sealed-size
     memfd (the caller sends and then closes the returned descriptors).
     """
-    specs, blobs, fds = [], [], []
+    specs: list[dict] = []
+    blobs: list[np.ndarray] = []
+    fds: list[int] = []
     for value in values:
         if isinstance(value, np.ndarray):
             array = np.asarray(value, order="C")  # C order, shape () kept
             spec = {"dtype": array.dtype.str, "shape": list(array.shape)}
             if array.nbytes >= MEMFD_MIN_BYTES:
                 fd = os.memfd_create("grader-argument", os.MFD_CLOEXEC)
-                view = memoryview(array.reshape(-1).view(np.uint8))
+                view = array.reshape(-1).view(np.uint8).data  # memoryview of its bytes, no copy
                 while view:
                     view = view[os.write(fd, view):]
                 specs.append(dict(spec, memfd=len(fds)))
@@ -248,7 +251,8 @@ def _flush_output() -> None:
     """Push what the student printed into the output pipe before the reply, so it lands in this call."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         except BaseException:  # noqa: BLE001, S110 - student code may raise anything
             pass
 
@@ -269,8 +273,10 @@ def serve(sock: socket.socket, max_blob: int) -> None:
     _SUBMISSION_FILE = path
     try:
         spec = importlib.util.spec_from_file_location(load["module"], path)
-        module = importlib.util.module_from_spec(spec)
+        # spec is None for a file name without .py: module_from_spec's AttributeError is then the import error
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         sys.modules[load["module"]] = module
+        assert spec is not None and spec.loader is not None  # module_from_spec took it; a file's spec has a loader
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         where = f"{os.path.basename(exc.filename or path)}, line {exc.lineno}"
@@ -514,7 +520,8 @@ def _descendants(ancestor: int) -> list[int]:
                     parents[int(entry)] = int(handle.read().rsplit(b")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 pass
-    found, frontier = [], {ancestor}
+    found: list[int] = []
+    frontier = {ancestor}
     while frontier:
         frontier = {pid for pid, parent in parents.items() if parent in frontier}
         found.extend(frontier)
@@ -580,7 +587,8 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     pidfd = os.pidfd_open(child)
     status = None
     while status is None:
-        ready, _, _ = select.select([ctl, pidfd], [], [])
+        watched: list[socket.socket | int] = [ctl, pidfd]
+        ready, _, _ = select.select(watched, [], [])
         if ctl in ready:
             try:
                 message = ctl.recv(64)

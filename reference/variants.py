@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -173,7 +175,7 @@ def _head_entropy(A, *, bug=None):
     return row_entropy.sum(axis=-1) if bug == "entropy-sum-over-queries" else row_entropy.mean(axis=-1)  # (...)
 
 
-_IMPLEMENTATIONS = {MHA: _attention, COUNT: _param_count, ENTROPY: _head_entropy}
+_IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {MHA: _attention, COUNT: _param_count, ENTROPY: _head_entropy}
 _SIGNATURES = {  # the student-facing signature and the call into the private function
     MHA: ("X, W_Q, W_K, W_V, W_O, h, causal=True", "X, W_Q, W_K, W_V, W_O, h, causal"),
     COUNT: ("d, h, d_k=None, bias=False", "d, h, d_k, bias"),

@@ -1,6 +1,6 @@
 """The kit's suite: the same checks, messages and diagnoses as the course's graded suite, on the public cases."""
 
-from conftest import load_catalogue
+from conftest import load_catalogue  # type: ignore[import-not-found]  # the kit's conftest.py, importable under pytest
 
 from grader.compare import PASSED
 from grader.diagnose import Finding
