@@ -317,6 +317,10 @@ class Sandbox:
         self._child: _Child | None = None
         self._import_failure: CallResult | None = None
         self._text_left = TEXT_BUDGET
+        if len(self.source) > limits.file_size_mb << 20:  # the child could not even write it to its folder
+            self._import_failure = CallResult(IMPORT_ERROR, message=(
+                f"importing {self.filename} failed: the file is {len(self.source) / (1 << 20):.1f} MiB, "
+                f"more than the {limits.file_size_mb} MiB a submission may have (limits.file_size_mb)"))
 
     def __enter__(self) -> Sandbox:  # noqa: PYI034
         return self

@@ -353,3 +353,23 @@ def test_arguments_arrive_exactly(array, big, monkeypatch):
     assert decoded[1:] == [3, 2.5]
     assert decoded[0].dtype == array.dtype and decoded[0].shape == array.shape
     np.testing.assert_array_equal(decoded[0], array)
+
+
+def test_a_submission_larger_than_the_file_size_limit_is_an_import_error_that_says_so(tmp_path):
+    big = tmp_path / "big.py"
+    big.write_text("x = 1\n" + "#" * (2 << 20))
+    with Sandbox(big, Limits(file_size_mb=1)) as sandbox:
+        result = sandbox.call("head_entropy", 1)
+    assert (result.status, result.message) == (
+        "import-error",
+        "importing big.py failed: the file is 2.0 MiB, more than the 1 MiB a submission may have (limits.file_size_mb)")
+
+
+def test_a_forged_npy_header_is_refused_before_anything_is_allocated():
+    # The header must account for exactly the bytes that follow (a reply could claim 8 TiB).
+    blob = bytearray(worker.array_to_blob(np.zeros(4)))
+    header_end = blob.index(b"\n") + 1
+    forged = bytes(blob[:header_end]).replace(b"(4,)", b"(1099511627776,)".ljust(4)) + bytes(blob[header_end:])
+    with pytest.raises(ValueError, match=r"claims shape \(1099511627776,\) of float64, 8796093022208 bytes"):
+        worker.blob_to_array(forged)
+    np.testing.assert_array_equal(worker.blob_to_array(bytes(blob)), np.zeros(4))
