@@ -139,7 +139,7 @@ def write_atomic(path: Path, text: str) -> None:
     fd, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would create it (mkstemp makes it 0600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:  # lone surrogates of non-UTF-8 file names
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
