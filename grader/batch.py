@@ -26,7 +26,7 @@ from grader import __version__
 from grader.config import Config
 from grader.discover import BatchError, Entry, discover
 from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
-from grader.report import build_report, to_json, write_atomic
+from grader.report import build_report, printable, to_json, write_atomic
 
 __all__ = ["BatchError", "BatchResult", "Entry", "Graded", "config_hash", "discover", "run_batch"]
 
@@ -368,7 +368,7 @@ def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
         raise BatchError("--scheduler needs Dask: pip install 'mha-grader[dask]'") from None
     try:
         client = Client(address, timeout=30)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:  # ValueError: an address without a port, say
         raise BatchError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     with client:
         futures = {client.submit(grade_entry, str(e.path), e.student, config, fingerprint, pure=False): e
@@ -386,12 +386,13 @@ def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
 def log_line(entry: Entry, graded: Graded | None, done: int, total: int) -> str:
     """One plain progress line, for logs (no terminal)."""
     who = entry.student.get("name") or entry.student.get("id", "")
+    key = printable(entry.key, newlines=False)  # a file name may hold control characters too
     if graded is None:
-        return f"[{done}/{total}] {entry.key} ({who}): kept the existing report (--resume)"
+        return f"[{done}/{total}] {key} ({who}): kept the existing report (--resume)"
     report = graded.report
     outcome = (f"{report['score']:g} / {report['max_score']:g}" if report["status"] == "graded"
                else f"error: {report['error']}")
-    return f"[{done}/{total}] {entry.key} ({who}): {outcome} in {report['duration_s']:.2f} s"
+    return f"[{done}/{total}] {key} ({who}): {outcome} in {report['duration_s']:.2f} s"
 
 
 def is_terminal() -> bool:

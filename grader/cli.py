@@ -29,6 +29,15 @@ class _GradeGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
+def _needs_the_course(command: str) -> None:
+    """Refuse, in one line, a command that needs the course's reference (absent from the student kit)."""
+    import importlib.util
+
+    if importlib.util.find_spec("reference") is None:
+        raise click.ClickException(f"`grade {command}` needs the course's grader, with its reference solution; "
+                                   "the student kit only grades submissions (`grade FILE.py`)")
+
+
 @click.group(cls=_GradeGroup)
 @click.version_option(package_name="mha-grader")
 def main() -> None:
@@ -97,6 +106,7 @@ def selftest_command(config_path: Path, seed: int | None) -> None:
     student file (it must lose points in its own function only and be
     diagnosed as itself), then prints a table. Exits 1 if any of that fails.
     """
+    _needs_the_course("selftest")
     from grader.selftest import run_selftest, table_text
 
     try:
@@ -123,6 +133,7 @@ def gradescope_zip_command(output: Path, config_path: Path) -> None:
     /autograder/submission and always writes /autograder/results/results.json;
     AUTOGRADER_ROOT overrides /autograder) and the grader's source.
     """
+    _needs_the_course("gradescope-zip")
     from grader.export.gradescope_zip import build_zip
 
     try:
@@ -239,6 +250,7 @@ def student_kit_command(output: Path, config_path: Path, seed: int | None) -> No
     `grade` run inside the kit grades against them. No reference code, no
     hidden case.
     """
+    _needs_the_course("student-kit")
     from grader.student_kit import KitError, build_kit
 
     try:
@@ -278,6 +290,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     summary.html, and prints the summary. Exits 1 when a submission could not be
     graded by the grader itself (its row says why).
     """
+    _needs_the_course("batch")
     from grader.batch import BatchError, is_terminal, log_line, run_batch
     from grader.report import write_atomic
     from grader.summary_html import render_html, summary_table

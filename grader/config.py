@@ -27,7 +27,7 @@ class Limits:
     memory_mb: int = 2048
     file_size_mb: int = 16
     output_bytes: int = 64_000
-    max_result_bytes: int = 256 << 20
+    max_result_bytes: int = 64 << 20  # largest result accepted from the child (expected outputs are kB)
 
 
 @dataclass(frozen=True)

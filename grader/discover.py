@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.report import printable
+
 SUBMISSION_SUFFIXES = (".py", ".ipynb")
 GRADESCOPE_METADATA = "submission_metadata.yml"
 # Canvas names each downloaded file "<name>[_LATE]_<user id>_<submission id>_<original file name>",
@@ -166,7 +168,8 @@ def _unique_keys(entries: list[Entry]) -> list[Entry]:
 
 
 def _text(value: object) -> str | None:
-    return None if value is None or value == "" else str(value)
+    """A metadata value as printable text: the submitter may have typed control characters into it."""
+    return None if value is None or value == "" else printable(str(value), newlines=False)
 
 
 def _drop_none(values: dict) -> dict:

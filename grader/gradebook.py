@@ -17,7 +17,7 @@ from collections import Counter
 from grader import __version__
 from grader.config import Config
 from grader.discover import Entry
-from grader.report import FUNCTIONS
+from grader.report import FUNCTIONS, printable
 
 GRADEBOOK_COLUMNS = ("student_id", "name", "email", "file", "score", "max_score", *FUNCTIONS,
                      "status", "diagnoses", "message")
@@ -59,7 +59,7 @@ def gradebook_rows(entries: list[Entry], reports: dict[str, dict]) -> list[dict]
         report = reports.get(entry.key)
         for person in people:
             row = {"student_id": person.get("id", ""), "name": person.get("name", ""),
-                   "email": person.get("email", ""), "file": entry.key}
+                   "email": person.get("email", ""), "file": printable(entry.key, newlines=False)}
             if report is None:
                 row.update({"score": "", "max_score": "", **{f: "" for f in FUNCTIONS},
                             "status": "not-a-submission" if entry.skip else "not-graded",

@@ -108,12 +108,14 @@ def _num(value: float) -> str:
 
 # Control characters (C0 but tab and newline, DEL, C1): a student's text could move a terminal's
 # cursor or erase lines to forge the summary. They are shown as \xNN escapes instead.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Unicode's line and paragraph separators and bidirectional controls (which can reverse how a line
+# reads) are escaped too.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str, *, newlines: bool) -> str:
     """Student-controlled ``text`` made safe to print: control characters escaped; newlines too unless ``newlines``."""
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text)
     return text if newlines else text.replace("\n", "\\n")
 
 

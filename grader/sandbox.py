@@ -265,9 +265,11 @@ class _MessageReader:
             except (UnicodeDecodeError, ValueError, RecursionError):
                 raise worker.ProtocolError("malformed header") from None
             sizes = header.get("blobs") if isinstance(header, dict) else None
-            if (not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes)
-                    or sum(sizes) > self.max_blob):
+            if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):
                 raise worker.ProtocolError("malformed blob list")
+            if sum(sizes) > self.max_blob:
+                raise worker.ProtocolError(f"its result of {sum(sizes):,} bytes is larger than the "
+                                           f"{self.max_blob:,} bytes a result may have")
             self.header, self.start = header, 8 + size
         sizes = self.header["blobs"]
         end = self.start + sum(sizes)

@@ -117,6 +117,9 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Ki
     if target.exists() and any(target.iterdir()):
         raise KitError(f"{target} is not empty; pick a new folder")
     seed = config.seed + 1 if seed is None else seed
+    if seed == config.seed:  # the kit would hold the graded inputs and their expected outputs
+        raise KitError(f"the kit's seed must differ from grading.seed ({config.seed}): its cases and expected "
+                       "outputs would be the graded ones")
     cases = _load_cases_module(config.suite_dir).build_cases(seed, config.random_cases)
     public = [c for c in cases if config.visibility.get(c.group, "visible") == "visible"]
 

@@ -6,6 +6,7 @@ The grading process only reads the file; it never imports or executes it.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,9 @@ def load_submission(path: Path) -> Submission:
     path = Path(path)
     if path.is_symlink():  # it could point at the reference, which this (trusted) process can read
         raise SubmissionError(f"{path} is a symbolic link; submit the file itself")
+    real = os.path.realpath(path)
+    if path.exists() and real != os.path.abspath(path):  # a linked folder on the way leads elsewhere
+        raise SubmissionError(f"{path} is reached through a symbolic link (it is {real}); grade it from its real path")
     if not path.exists():
         raise SubmissionError(f"no such file: {path}")
     if not path.is_file():

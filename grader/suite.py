@@ -52,6 +52,7 @@ class _GraderSession:
     def __init__(self, sandbox: Student, config: Config) -> None:
         self.sandbox, self.config = sandbox, config
         self.json_report: dict | None = None
+        self.collect_errors: list[str] = []
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[GRADING_KEY] = self.config
@@ -63,6 +64,10 @@ class _GraderSession:
     @pytest.fixture
     def grading(self) -> Config:
         return self.config
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:  # the suite's own error (a grader error): its last line says why
+            self.collect_errors.append(str(report.longrepr).strip().splitlines()[-1])
 
     def pytest_json_modifyreport(self, json_report: dict) -> None:
         self.json_report = json_report
@@ -91,8 +96,9 @@ def run_suite(sandbox: Student, config: Config) -> list[TestOutcome]:
             os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
     report = session.json_report
     if report is None or code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        tail = console.getvalue().strip().splitlines()[-3:]
-        raise SuiteError(f"the graded suite in {suite} did not run (pytest exit code {int(code)}): {' / '.join(tail)}")
+        why = session.collect_errors[-1] if session.collect_errors else \
+            " / ".join(console.getvalue().strip().splitlines()[-3:])
+        raise SuiteError(f"the graded suite in {suite} did not run (pytest exit code {int(code)}): {why}")
     outcomes = []
     for test in report["tests"]:
         meta = test.get("metadata") or {}

@@ -206,8 +206,8 @@ def _describe_result(result) -> tuple[dict, list[bytes]]:
     if kind in (int, float, bool):
         return {"status": "ok", "type": name, "value": result}, []
     plain_scalar = isinstance(result, np.generic) and kind is getattr(np, kind.__name__, None)
-    if plain_scalar and result.dtype.kind in NUMERIC_KINDS:
-        return {"status": "ok", "type": name, "value": result.item()}, []
+    if plain_scalar and result.dtype.kind in NUMERIC_KINDS and type(result.item()) in (int, float, bool):
+        return {"status": "ok", "type": name, "value": result.item()}, []  # not longdouble: item() keeps it
     if kind is np.ndarray and result.dtype.kind in NUMERIC_KINDS:
         return {"status": "ok", "type": name, "array": 0}, [array_to_blob(result)]
     if kind in (list, tuple):
@@ -341,6 +341,44 @@ def _mount(source, target, fstype, flags: int, data=None) -> None:
            f"mount {source} on {target}")
 
 
+# The kernel's key retention service keeps one keyring per uid, outside every namespace the
+# sandbox creates: two submissions running as uid 65534 could pass data through it. A seccomp
+# filter makes add_key, request_key and keyctl fail with EPERM (other architectures: not filtered).
+_KEY_SYSCALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_RET_K = 0x20, 0x15, 0x06
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _deny_keyrings() -> None:
+    """Install the seccomp filter above (needs PR_SET_NO_NEW_PRIVS first)."""
+    known = _KEY_SYSCALLS.get(os.uname().machine)
+    if known is None:
+        return
+    arch, numbers = known
+    n = len(numbers)
+    program = [
+        (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        (_BPF_JEQ_K, 0, n + 1, arch),  # another ABI (e.g. x32 or 32-bit): allow, numbers differ
+        (_BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+        *((_BPF_JEQ_K, n - i, 0, number) for i, number in enumerate(numbers)),  # a key syscall: deny
+        (_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        (_BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | 1),  # EPERM
+    ]
+    filters = (_SockFilter * len(program))(*(_SockFilter(*step) for step in program))
+    fprog = _SockFprog(len(program), filters)
+    _check(_libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), 0, 0),
+           "prctl(PR_SET_SECCOMP)")
+
+
 def _bind(source: str, target: str, readonly: bool = True) -> None:
     _mount(source, target, None, MS_BIND | MS_REC)
     if readonly:
@@ -397,6 +435,7 @@ def _worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None
             os.setresgid(NOBODY, NOBODY, NOBODY)
             os.setresuid(NOBODY, NOBODY, NOBODY)  # clears every capability
         _prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid bits and file capabilities are ignored from now on
+        _deny_keyrings()
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     except BaseException as exc:
         _report(socket.socket(fileno=4), {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})

@@ -111,8 +111,9 @@ EXPECTED: dict[str, Expect] = {
                              ENTROPY: {"error": 6}}, "", MHA),
     "causality_memo": Expect(round(100 - (6 * 25 / 12 + 3 * 20 / 6 + 2 * 10 / 3 + 2 * 2.5 + 2 * 2.5), 4),
                              {**ALL_PASS, MHA: {"failed": 15, "passed": 12}}, "", MHA),
-    "causality_huge_result": Expect(95, {**ALL_PASS, MHA: {"passed": 25, "failed": 2}},
-                                    "returned shape (15360, 8, 2048), expected", MHA),
+    # 240 MB back: refused above limits.max_result_bytes (64 MiB) before the grading process reads it.
+    "causality_huge_result": Expect(95, {**ALL_PASS, MHA: {"passed": 25, "crashed": 2}},
+                                    "its result of 251,658,368 bytes is larger than the 67,108,864 bytes", MHA),
     # A forged .npy header claiming 8 TiB fails its own calls, read against the bytes that follow.
     "forged_npy_header": Expect(22.5, {MHA: {"crashed": 25, "passed": 2}, COUNT: {"passed": 8},
                                        ENTROPY: {"crashed": 5, "passed": 1}},

@@ -373,3 +373,22 @@ def test_a_forged_npy_header_is_refused_before_anything_is_allocated():
     with pytest.raises(ValueError, match=r"claims shape \(1099511627776,\) of float64, 8796093022208 bytes"):
         worker.blob_to_array(forged)
     np.testing.assert_array_equal(worker.blob_to_array(bytes(blob)), np.zeros(4))
+
+
+@pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="the filter knows these two ABIs")
+def test_the_kernel_keyring_is_closed_to_student_code(tmp_path):
+    # Every sandbox runs as uid 65534, whose keyring no namespace separates: two submissions could
+    # pass answers through it. add_key, request_key and keyctl fail with EPERM instead.
+    numbers = {"x86_64": 248, "aarch64": 217}[os.uname().machine]
+    path = write(tmp_path, f"""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def head_entropy(A):
+            kid = libc.syscall({numbers}, b"user", b"probe", b"secret", 6, -4)  # add_key to the user keyring
+            return [kid, ctypes.get_errno()]
+    """)
+    with Sandbox(path, Limits()) as sandbox:
+        result = sandbox.call("head_entropy", 1)
+    assert result.status == "ok", result.message
+    assert result.value.tolist() == [-1, 1]  # EPERM

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 HERE = Path(__file__).parent
 
@@ -64,5 +65,10 @@ def load_catalogue(folder=HERE):
 
 def pytest_generate_tests(metafunc):
     if "case" in metafunc.fixturenames:
+        from grader.suite import GRADING_KEY
+
+        seed = json.loads((HERE / "cases.json").read_text(encoding="utf-8"))["seed"]
+        if metafunc.config.stash[GRADING_KEY].seed != seed:
+            raise pytest.UsageError(f"the kit's cases are stored, drawn with seed {seed}: --seed does not apply here")
         cases = load_cases()
         metafunc.parametrize("case", cases, ids=[c.name for c in cases])
