@@ -111,6 +111,12 @@ def test_a_symbolic_link_is_refused_before_anything_reads_it(config, tmp_path):
         grade_submission(link, config)
 
 
+def test_a_linked_folder_on_the_way_is_refused_too(config, tmp_path):
+    (tmp_path / "lib").symlink_to(ROOT / "reference")
+    with pytest.raises(SubmissionError, match="mha.py is reached through a symbolic link .*; grade it from its real path"):
+        grade_submission(tmp_path / "lib" / "mha.py", config)
+
+
 def test_a_misspelt_points_group_is_a_grader_error_not_zero_points(config):
     points = {("mha_randon" if g == "mha_random" else g): p for g, p in config.points.items()}
     result = grade_submission(SUBMISSIONS / "correct.py", replace(config, points=points))

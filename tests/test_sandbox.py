@@ -392,3 +392,16 @@ def test_the_kernel_keyring_is_closed_to_student_code(tmp_path):
         result = sandbox.call("head_entropy", 1)
     assert result.status == "ok", result.message
     assert result.value.tolist() == [-1, 1]  # EPERM
+
+
+def test_a_numpy_scalar_that_json_cannot_carry_is_a_bad_type(tmp_path):
+    # np.longdouble.item() stays a longdouble: refused by type, not a lost connection.
+    path = write(tmp_path, """
+        import numpy as np
+
+        def attention_param_count(d, h, d_k=None, bias=False):
+            return np.longdouble(4 * d * d)
+    """)
+    with Sandbox(path, LIMITS) as sandbox:
+        result = sandbox.call("attention_param_count", 768, 12)
+    assert (result.status, result.message) == ("bad-type", "returned numpy.longdouble")

@@ -124,6 +124,24 @@ def test_kit_gives_the_same_verdicts_and_messages_as_the_grader(kit, config):
     assert in_kit["score"] == 44.1667 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
 
 
+def test_kit_refuses_the_grading_seed(tmp_path, course):
+    # Its cases and expected outputs would be the graded ones.
+    result = CliRunner().invoke(main, ["student-kit", "-o", str(tmp_path / "kit"), "--config", str(course),
+                                       "--seed", "2026"])
+    assert result.exit_code == 1
+    assert result.output == ("Error: the kit's seed must differ from grading.seed (2026): its cases and expected "
+                             "outputs would be the graded ones\n")
+
+
+def test_kit_refuses_a_seed_it_cannot_honour(kit):
+    (kit / "correct.py").write_bytes((SUBMISSIONS / "correct.py").read_bytes())
+    process = subprocess.run([sys.executable, "-c", RUN_IN_KIT, "correct.py", "--seed", "5", "-o", "report.json"],
+                             cwd=kit, capture_output=True, text=True, timeout=120, check=False)
+    assert process.returncode == 1
+    assert process.stderr.strip().endswith(
+        "E   pytest.UsageError: the kit's cases are stored, drawn with seed 2027: --seed does not apply here")
+
+
 def test_kit_refuses_a_folder_that_is_not_empty(tmp_path, course):
     (tmp_path / "notes.txt").write_text("mine")
     result = CliRunner().invoke(main, ["student-kit", "-o", str(tmp_path), "--config", str(course)])
