@@ -146,3 +146,19 @@ def test_cli_export_moodle(reports_dir, tmp_path):
     assert result.exit_code == 0, result.output
     assert result.stdout == "Email address,ID number,Full name,MHA\nAlan@uni.edu,,,44.1667\nnobody@else.org,,Nobody Here,100\n"
     assert "2 grade(s); 5 report(s) unmatched." in result.stderr
+
+
+def test_a_group_submission_counts_for_each_member(tmp_path):
+    # Gradescope group submissions: batch grading writes one report whose student has a `group`.
+    from grader.export.reports import load_reports
+
+    report = {"schema_version": 1, "status": "graded", "score": 90, "max_score": 100,
+              "student": {"id": "1002", "name": "Grace Hopper", "source": "gradescope", "submission_id": "222",
+                          "group": [{"id": "1002", "name": "Grace Hopper"}, {"id": "1003", "name": "Alan Turing",
+                                                                             "email": "alan@uni.edu"}]}}
+    (tmp_path / "submission_222__mha.py.json").write_text(json.dumps(report))
+    found = load_reports(tmp_path)
+    assert [(r.student, r.report["score"]) for r in found.reports] == [
+        ({"source": "gradescope", "submission_id": "222", "id": "1002", "name": "Grace Hopper"}, 90),
+        ({"source": "gradescope", "submission_id": "222", "id": "1003", "name": "Alan Turing",
+          "email": "alan@uni.edu"}, 90)]

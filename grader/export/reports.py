@@ -1,8 +1,9 @@
 """A folder of native JSON reports (one per submission, as batch grading writes them) and who each is for.
 
 Identity: a report may carry an optional top-level ``student`` object
-(``{id, name, email}``, any of them); otherwise the report's file name stands
-for the student. Files that are not native reports (other JSON, summary.json,
+(``{id, name, email}``, any of them; with ``group``, a list of such objects,
+the report counts once for each member); otherwise the report's file name
+stands for the student. Files that are not native reports (other JSON, summary.json,
 unreadable files) are listed with the reason, never silently skipped.
 """
 
@@ -58,7 +59,14 @@ def load_reports(folder: Path) -> ReportFolder:
         if not (isinstance(data, dict) and data.get("schema_version") == 1 and "score" in data and "status" in data):
             found.skipped.append((name, "not a grading report (no schema_version 1, score and status)"))
             continue
-        found.reports.append(GradedReport(name, data))
+        student = data.get("student")
+        group = student.get("group") if isinstance(student, dict) else None
+        if isinstance(student, dict) and isinstance(group, list) and group:  # counts for each member
+            shared = {k: v for k, v in student.items() if k not in ("group", "id", "name", "email")}
+            found.reports += [GradedReport(name, dict(data, student={**shared, **member}))
+                              for member in group if isinstance(member, dict)]
+        else:
+            found.reports.append(GradedReport(name, data))
     return found
 
 
