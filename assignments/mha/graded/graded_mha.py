@@ -35,12 +35,21 @@ def _compute_expected(case):
     return expected
 
 
-def test_case(case, student, grading, json_metadata):
+def candidates(case, keys):
+    """The outputs of the misconception combinations ``keys`` (None: all) on the case's inputs, each computed once."""
+    known = _once_per_case("variants", case, lambda c: {})  # combination key -> output, filled as asked
+    todo = [k for k in (keys if keys is not None else map(variants.SEP.join, variants.combos(case.function)))
+            if k not in known]
+    if todo:
+        known.update(variants.combo_outputs(case.function, case.args, case.kwargs, todo))
+    wanted = keys if keys is not None else map(variants.SEP.join, variants.combos(case.function))
+    return {k: known[k] for k in wanted}
+
+
+def test_case(case, student, grading, json_metadata, diagnosis_search):
     json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
     expected = None if case.raises else expected_value(case)
-    verdict, diagnosis, output = judge(
-        case, student, grading, expected,
-        lambda: _once_per_case("variants", case, lambda c: variants.variant_outputs(c.function, c.args, c.kwargs)),
-        variants.CATALOGUE)
+    verdict, diagnosis, output = judge(case, student, grading, expected, lambda keys: candidates(case, keys),
+                                       variants.CATALOGUE, diagnosis_search)
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis)
     assert verdict.status == PASSED, verdict.message
