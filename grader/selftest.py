@@ -12,16 +12,26 @@ Each is written out as a student file and graded exactly as a submission is
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from grader.config import Config
-from grader.grade import grade_submission
+from grader.diagnose import Search
+from grader.diagnose import matches as diagnose_matches
+from grader.grade import grade_submission, settle_diagnoses
+from grader.judge import judge
 from grader.report import _num  # the summary's number format
-from reference import variants
+from grader.sandbox import CallResult
+from grader.score import as_number, score
+from grader.suite import TestOutcome
+from reference import mha, variants
 
 STARTER_SCORE = 0  # the starter's documented score: every stub raises
 
@@ -74,31 +84,46 @@ def check_starter(report: dict) -> list[str]:
 
 
 def check_variant(variant: variants.Variant, report: dict) -> list[str]:
+    return check_named(variant.function, (variant.code,), report["functions"], report["tests"])
+
+
+def check_named(function: str, codes: tuple[str, ...], functions: dict, tests: list[dict]) -> list[str]:
+    """What does not hold of a submission with exactly the misconceptions ``codes`` of ``function``.
+
+    It must lose points in ``function`` only; every test it fails must be
+    diagnosed as exactly ``codes`` (all of them, nothing else), and the
+    function's verdict must name exactly them.
+    """
     problems = []
-    lost = [f for f, e in report["functions"].items() if e["score"] < e["max_score"]]
-    if variant.function not in lost:
-        problems.append(f"lost no points in {variant.function}")
-    if set(lost) - {variant.function}:
-        problems.append(f"lost points in {', '.join(sorted(set(lost) - {variant.function}))} too")
-    failed = [t for t in report["tests"] if t["status"] != "passed"]
-    codes = [t["diagnosis"]["code"] for t in failed if t["diagnosis"]]
-    if variant.code not in codes:
-        problems.append(f"never diagnosed as {variant.code}")
-    others = sorted({c for c in codes if c != variant.code})
+    lost = [f for f, e in functions.items() if e["score"] < e["max_score"]]
+    if function not in lost:
+        problems.append(f"lost no points in {function}")
+    if set(lost) - {function}:
+        problems.append(f"lost points in {', '.join(sorted(set(lost) - {function}))} too")
+    failed = [t for t in tests if t["status"] != "passed"]
+    named = [tuple(t["diagnosis"].get("codes") or [t["diagnosis"]["code"]]) for t in failed if t["diagnosis"]]
+    want = " + ".join(codes)
+    if codes not in named:
+        problems.append(f"never diagnosed as {want}")
+    others = sorted({" + ".join(n) for n in named if n != codes})
     if others:
         problems.append(f"diagnosed as {', '.join(others)}")
-    if len(codes) < len(failed):
-        problems.append(f"{len(failed) - len(codes)} failed test(s) without a diagnosis")
+    if len(named) < len(failed):
+        problems.append(f"{len(failed) - len(named)} failed test(s) without a diagnosis")
+    verdict = (functions.get(function) or {}).get("verdict")
+    if function in lost and (verdict is None or tuple(verdict["codes"]) != codes):
+        problems.append(f"verdict {'none' if verdict is None else ' + '.join(verdict['codes'])}, not {want}")
     return problems
 
 
 def run_selftest(config: Config, reference: Path | None = None, starter: Path | None = None,
-                 codes: Sequence[str] | None = None) -> SelftestResult:
+                 codes: Sequence[str] | None = None, combinations: bool = True) -> SelftestResult:
     """Grade the reference, the starter and every variant with ``config``; one Row each, in that order.
 
     reference, starter: the files to grade (default: reference/mha.py, and
     starter.py beside the graded suite's folder); codes: the variants to grade
-    (default: all of ``reference.variants.VARIANTS``).
+    (default: all of ``reference.variants.VARIANTS``); combinations: also check
+    every pair of switches within one function (``run_combinations``).
     """
     reference = reference or Path(variants.__file__).with_name("mha.py")
     starter = starter or config.suite_dir.parent / "starter.py"
@@ -114,7 +139,104 @@ def run_selftest(config: Config, reference: Path | None = None, starter: Path | 
             path.write_text(variants.student_source(variant.code), encoding="utf-8")
             report = grade_submission(path, config).report
             rows.append(_row(variant.code, report, check_variant(variant, report)))
+    if combinations:
+        rows += run_combinations(config)
     return SelftestResult(rows)
+
+
+# ---------------------------------------------------------------- pairs of switches, judged in this process
+
+
+class _TrustedStudent:
+    """A combination of our own switches, called in this process: reference code, never a student's.
+
+    Grading every pair as a file in the sandbox would cost about a second each;
+    judging the pairs here runs the same judge, search and settling on the
+    same cases (the single switches are graded as files, through the sandbox).
+    """
+
+    def __init__(self, codes: tuple[str, ...]) -> None:
+        self.codes, self.function = codes, variants.CATALOGUE[codes[0]].function
+
+    def call(self, function: str, *args, **kwargs) -> CallResult:
+        with np.errstate(all="ignore"):
+            try:
+                value = (variants.run_combo(self.codes, *args, **kwargs) if function == self.function
+                         else getattr(mha, function)(*args, **kwargs))
+            except Exception as exc:  # noqa: BLE001 - a raise is the call's result, as in the sandbox
+                return CallResult("raised", message=f"raised {type(exc).__name__}: {exc}")
+        return CallResult("ok", value, f"{type(value).__module__}.{type(value).__name__}")
+
+    def restart(self) -> None:
+        pass
+
+
+def _load_suite_module(suite_dir: Path, name: str):
+    spec = importlib.util.spec_from_file_location(f"_selftest_{name}", suite_dir / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_combinations(config: Config, size: int = 2) -> list[Row]:
+    """Judge every combination of ``size`` switches within one function; one Row each.
+
+    Each combination answers every case of the graded suite (the other
+    functions answer as the reference); its diagnoses are settled as
+    ``grade_submission`` settles them, and must name exactly its switches.
+    """
+    cases = _load_suite_module(config.suite_dir, "cases").build_cases(config.seed, config.random_cases)
+    graded = _load_suite_module(config.suite_dir, "graded_mha")  # expected values and candidates, cached per case
+    rows = []
+    for function in (variants.MHA, variants.COUNT, variants.ENTROPY):
+        for codes in variants.combos(function, size):
+            if len(codes) != size:
+                continue
+            student, search = _TrustedStudent(codes), Search()
+            outcomes = []
+            for case in cases:
+                if case.function != function:  # the other functions are the reference's: they pass
+                    outcomes.append(TestOutcome(case.name, case.group, case.function, "passed", "", ""))
+                    continue
+                expected = None if case.raises else graded.expected_value(case)
+                verdict, diagnosis, _ = judge(case, student, config, expected,
+                                              lambda keys, case=case: graded.candidates(case, keys),
+                                              variants.CATALOGUE, search)
+                outcomes.append(TestOutcome(case.name, case.group, case.function, verdict.status, verdict.message,
+                                            "", diagnosis))
+            settled, verdicts = settle_diagnoses(outcomes)
+            points = score([(o.group, o.status == "passed") for o in settled], config.points)
+            functions = {f: {"score": sum(p for (p, _), o in zip(points.per_test, settled) if o.function == f),
+                             "max_score": sum(m for (_, m), o in zip(points.per_test, settled) if o.function == f),
+                             "verdict": verdicts.get(f)} for f in dict.fromkeys(o.function for o in settled)}
+            tests = [{"status": o.status, "diagnosis": o.diagnosis} for o in settled]
+            problems = check_named(function, codes, functions, tests)
+            named = (functions[function].get("verdict") or {}).get("codes")
+            if problems and named and _same_outputs(graded, cases, function, codes, tuple(named)):
+                # On every graded case the pair computes what the named combination computes: no output can
+                # tell them apart, and naming the cheaper one is right (e.g. √d keeps 1e3 scores from overflowing).
+                problems = check_named(function, tuple(named), functions, tests)
+                codes = (*codes, "=", *named)
+            report = {"status": "graded", "error": None, "score": as_number(points.total),
+                      "max_score": as_number(points.max_total), "functions": functions,
+                      "tests": [dict(t, name=o.name) for t, o in zip(tests, settled)]}
+            name = variants.SEP.join(codes[:2]) + (f" (outputs of {variants.SEP.join(codes[3:])})" if "=" in codes
+                                                   else "")
+            rows.append(_row(name, report, problems))
+    return rows
+
+
+def _same_outputs(graded, cases, function: str, codes: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    """Whether combinations ``codes`` and ``other`` give the same outputs on every case of ``function``."""
+    keys = [variants.SEP.join(codes), variants.SEP.join(other)]
+    for case in cases:
+        if case.function == function and not case.raises:
+            mine, theirs = graded.candidates(case, keys).values()
+            if not diagnose_matches(mine, theirs, 1e-9, 0.0):
+                return False
+    return True
 
 
 def table_text(result: SelftestResult) -> str:

@@ -118,13 +118,15 @@ VARIANTS: tuple[Variant, ...] = (
 )
 CATALOGUE: dict[str, Variant] = {v.code: v for v in VARIANTS}
 
-# Pairs that compute exactly what one switch alone computes, so the search never names them: without
-# the maximum subtracted, the max axis does not matter; the reshape with d_k = d // h either raises or
-# has d // h = d_k, when scaling by √(d // h) is right.
+# Pairs that compute exactly what one switch alone (or another pair) computes, so the search never
+# names them: without the maximum subtracted, the max axis does not matter; the reshape with
+# d_k = d // h either raises or has d // h = d_k, when scaling by √(d // h) is right; and summing the
+# column entropies adds up every −a·ln a, as summing the row entropies does.
 REDUNDANT = frozenset({
     frozenset({"unstable-softmax", "softmax-max-over-queries"}),
     frozenset({"unstable-softmax", "softmax-sum-over-queries"}),  # the same as with softmax-wrong-axis
     frozenset({"d_k-from-d-over-h", "d_k-assumed-d-over-h"}),
+    frozenset({"entropy-sum-over-queries", "entropy-wrong-axis"}),  # the same as entropy-sum-over-queries
 })
 SEP = "+"  # a combination's key: its codes in VARIANTS order, joined by SEP
 
