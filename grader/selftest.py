@@ -5,9 +5,13 @@ Each is written out as a student file and graded exactly as a submission is
 
 - the reference scores full marks, with no diagnosis and no note;
 - the starter scores ``STARTER_SCORE`` (0: every stub raises NotImplementedError);
-- each variant of ``reference.variants`` loses points in its own function and
+- each single switch of ``reference.variants`` loses points in its own function and
   only there, and every test it fails is diagnosed with its own code (none
-  with another code, none without a diagnosis).
+  with another code, none without a diagnosis), which the function's verdict names;
+- every pair of switches within one function, judged in this process through
+  the same judge, search and settling (``run_combinations``), is named exactly:
+  both of its switches and nothing else, unless on every graded case it
+  computes what a cheaper combination computes (then that one is named).
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ class SelftestResult:
 
 def _row(name: str, report: dict, problems: list[str]) -> Row:
     lost = tuple(f for f, e in report["functions"].items() if e["score"] < e["max_score"])
-    found = Counter(t["diagnosis"]["code"] for t in report["tests"] if t["diagnosis"])
+    found = Counter(" + ".join(t["diagnosis"].get("codes") or [t["diagnosis"]["code"]])
+                    for t in report["tests"] if t["diagnosis"])
     if report["status"] != "graded":
         problems.insert(0, f"not graded: {report['error']}")
     return Row(name, report["score"], report["max_score"], lost, dict(found), tuple(problems))

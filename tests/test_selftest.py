@@ -7,29 +7,42 @@ from conftest import ROOT, SUBMISSIONS
 
 from grader.cli import main
 from grader.selftest import Row, SelftestResult, check_variant, run_selftest, table_text
-from reference.variants import CATALOGUE, VARIANTS
+from reference.variants import CATALOGUE, COUNT, ENTROPY, MHA, SEP, VARIANTS, combos
 
 CONFIG = str(ROOT / "grader.toml")
 
 
 def test_selftest_command_is_green_and_prints_one_row_per_submission():
-    # The whole run CI relies on: reference, starter, and all 19 variants graded as student files.
+    # The whole run CI relies on: reference, starter, every single switch graded as a student file,
+    # then every pair of switches within one function judged in process.
     result = CliRunner().invoke(main, ["selftest", "--config", CONFIG])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].split(" | ")[0].strip() == "submission"
     rows = {line.split(" | ")[0].strip(): line for line in lines[2:-1]}
-    assert list(rows) == ["reference", "starter", *(v.code for v in VARIANTS)]
+    pairs = [SEP.join(c) for f in (MHA, COUNT, ENTROPY) for c in combos(f) if len(c) == 2]
+    assert len(VARIANTS) == 28 and len(pairs) == 181
+    names = list(rows)
+    assert names[:2 + len(VARIANTS)] == ["reference", "starter", *(v.code for v in VARIANTS)]
+    assert [n.split(" ")[0] for n in names[2 + len(VARIANTS):]] == pairs
     assert "| 100 / 100 " in rows["reference"] and "| 0 / 100 " in rows["starter"]
     for variant in VARIANTS:  # each lost points in its own function, and was named by its own code
         cells = [c.strip() for c in rows[variant.code].split(" | ")]
         assert cells[2] == variant.function and cells[3].startswith(f"{variant.code} (") and cells[4] == "ok", cells
-    assert lines[-1] == "selftest passed: 21 of 21 submissions as expected"
+    # A pair is named by both its switches; the one pair no graded case tells from a single switch says so:
+    # √d instead of √d_k keeps the 1e3 scores from overflowing, so the missing stabilization never shows.
+    same = [n for n in names if "(outputs of" in n]
+    assert same == ["scale-by-sqrt-d+unstable-softmax (outputs of scale-by-sqrt-d)"]
+    cells = [c.strip() for c in rows["wrong-split-order-qk+missing-scale"].split(" | ")]
+    assert cells[2] == MHA and cells[3].startswith("wrong-split-order-qk + missing-scale (") and cells[4] == "ok"
+    n = 2 + len(VARIANTS) + len(pairs)
+    assert lines[-1] == f"selftest passed: {n} of {n} submissions as expected"
 
 
 def test_a_wrong_reference_fails_the_selftest(config):
     # Grading a buggy file as "the reference" must not pass: the table says why.
-    result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"])
+    result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"],
+                          combinations=False)
     assert [row.name for row in result.rows] == ["reference", "starter", "missing-scale"]
     assert not result.ok and result.rows[1].ok and result.rows[2].ok
     assert result.rows[0].problems[0].startswith("scored 44.1667 of 100; failed mha_random[02-")
@@ -46,10 +59,12 @@ def test_selftest_command_exits_1_on_a_failure(monkeypatch):
     assert result.output.endswith("Error: selftest failed: see the rows marked FAIL above\n")
 
 
-def _report(functions: dict, diagnoses: list) -> dict:
+def _report(functions: dict, diagnoses: list, verdict: tuple = ("entropy-bits",)) -> dict:
     tests = [{"status": "failed" if code != "passed" else "passed",
               "diagnosis": None if code in (None, "passed") else {"code": code}} for code in diagnoses]
-    return {"functions": {f: {"score": s, "max_score": m} for f, (s, m) in functions.items()}, "tests": tests}
+    return {"functions": {f: {"score": s, "max_score": m,
+                              "verdict": {"codes": list(verdict)} if f == "head_entropy" and verdict else None}
+                          for f, (s, m) in functions.items()}, "tests": tests}
 
 
 def test_check_variant_names_each_way_a_variant_can_be_missed():
@@ -62,3 +77,9 @@ def test_check_variant_names_each_way_a_variant_can_be_missed():
                                           ["entropy-bits", "entropy-wrong-axis", None])) == [
         "lost points in attention_param_count too", "diagnosed as entropy-wrong-axis",
         "1 failed test(s) without a diagnosis"]
+    # The function's verdict must name the switch too, and only it.
+    assert check_variant(variant, _report({**full, "head_entropy": (5, 15)}, ["entropy-bits"], verdict=())) == [
+        "verdict none, not entropy-bits"]
+    assert check_variant(variant, _report({**full, "head_entropy": (5, 15)}, ["entropy-bits"],
+                                          verdict=("entropy-bits", "entropy-log-zero"))) == [
+        "verdict entropy-bits + entropy-log-zero, not entropy-bits"]
