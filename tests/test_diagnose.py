@@ -21,6 +21,9 @@ from cases import build_cases
 
 RTOL, ATOL = 1e-3, 1e-5
 MHA, ENTROPY = "multi_head_attention", "head_entropy"
+# Correct solutions in other styles (course files, beside the reference: grade selftest grades them too).
+STYLES = ROOT / "reference/styles"
+STYLE_FILES = ["loop_heads.py", "einsum.py", "float32.py", "np_split.py", "in_place.py"]
 CATALOGUE = {**GENERIC, **variants.CATALOGUE}
 
 
@@ -236,7 +239,7 @@ def reports(config):
 
     def report(name):
         if name not in cache:
-            cache[name] = grade_submission(SUBMISSIONS / name, config).report
+            cache[name] = grade_submission((STYLES if name in STYLE_FILES else SUBMISSIONS) / name, config).report
         return cache[name]
 
     return report
@@ -272,15 +275,14 @@ def test_nan_entropy_is_named_entropy_log_zero(reports, validate_report):
                      "entropy[one-hot-rows]": "entropy-log-zero"}
 
 
-@pytest.mark.parametrize("name", ["style_loop_heads.py", "style_einsum.py", "style_float32.py", "style_np_split.py",
-                                  "correct.py"])
+@pytest.mark.parametrize("name", [*STYLE_FILES, "correct.py"])
 def test_correct_code_in_other_styles_scores_full_with_no_diagnosis(reports, validate_report, name):
     report = validate_report(reports(name))
     assert report["score"] == report["max_score"] == 100
     assert [t["name"] for t in report["tests"] if t["diagnosis"] or t["status"] != "passed"] == []
     notes = [(n["code"], n["line"], n["score"], n["max_score"]) for n in report["notes"]]
     # A loop over heads is a note worth 0 points by default, never a failure.
-    assert notes == ([("loop-over-heads", 20, 0, 0)] if name == "style_loop_heads.py" else [])
+    assert notes == ([("loop-over-heads", 20, 0, 0)] if name == "loop_heads.py" else [])
 
 
 def submission_from_correct(tmp_path, old: str, new: str):
@@ -341,8 +343,8 @@ def test_vectorization_points_reward_a_loop_free_passing_function(config, valida
     from dataclasses import replace
 
     worth = replace(config, vectorization_points=2.5)
-    vectorized = validate_report(grade_submission(SUBMISSIONS / "style_np_split.py", worth).report)
-    looped = validate_report(grade_submission(SUBMISSIONS / "style_loop_heads.py", worth).report)
+    vectorized = validate_report(grade_submission(STYLES / "np_split.py", worth).report)
+    looped = validate_report(grade_submission(STYLES / "loop_heads.py", worth).report)
     assert (vectorized["score"], vectorized["max_score"], vectorized["notes"]) == (102.5, 102.5, [])
     assert (looped["score"], looped["max_score"]) == (100, 102.5)
     assert [(n["code"], n["score"], n["max_score"]) for n in looped["notes"]] == [("loop-over-heads", 0, 2.5)]

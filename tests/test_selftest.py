@@ -24,7 +24,12 @@ def test_selftest_command_is_green_and_prints_one_row_per_submission():
     assert len(VARIANTS) == 28 and len(pairs) == 181
     names = list(rows)
     assert names[:2 + len(VARIANTS)] == ["reference", "starter", *(v.code for v in VARIANTS)]
-    assert [n.split(" ")[0] for n in names[2 + len(VARIANTS):]] == pairs
+    styles = ["style: einsum", "style: float32", "style: in_place", "style: loop_heads", "style: np_split"]
+    assert names[2 + len(VARIANTS):2 + len(VARIANTS) + 5] == styles
+    for style in styles:  # correct in every style: full marks, no diagnosis
+        cells = [c.strip() for c in rows[style].split(" | ")]
+        assert cells[1:] == ["100 / 100", "—", "—", "ok"], cells
+    assert [n.split(" ")[0] for n in names[2 + len(VARIANTS) + 5:]] == pairs
     assert "| 100 / 100 " in rows["reference"] and "| 0 / 100 " in rows["starter"]
     for variant in VARIANTS:  # each lost points in its own function, and was named by its own code
         cells = [c.strip() for c in rows[variant.code].split(" | ")]
@@ -35,7 +40,7 @@ def test_selftest_command_is_green_and_prints_one_row_per_submission():
     assert same == ["scale-by-sqrt-d+unstable-softmax (outputs of scale-by-sqrt-d)"]
     cells = [c.strip() for c in rows["wrong-split-order-qk+missing-scale"].split(" | ")]
     assert cells[2] == MHA and cells[3].startswith("wrong-split-order-qk + missing-scale (") and cells[4] == "ok"
-    n = 2 + len(VARIANTS) + len(pairs)
+    n = 2 + len(VARIANTS) + len(styles) + len(pairs)
     assert lines[-1] == f"selftest passed: {n} of {n} submissions as expected"
 
 
