@@ -12,7 +12,7 @@ combination that raises where the reference does not is the candidate
 The search (``Search``), per function of one submission: the first failed test
 tries every combination, cheapest first; each later failed test tries only
 those that explained every failed test before it (all of them again when none
-does). ``settle`` then names, on every failed test of the function, the
+does; none when the first matched nothing). ``settle`` then names, on every failed test of the function, the
 cheapest combination that explains all of them, and gives the function its
 verdict: one sentence naming each switch, and the evidence. A generic finding
 (``wrong-shape``, ``non-finite``, ``causal-leak``) only where no combination
@@ -173,11 +173,15 @@ class Search:
     """The search of one submission: per function, the combinations that explained every failed test so far.
 
     One Search per graded submission (a fresh one per pytest session), so
-    nothing carries from one student to the next.
+    nothing carries from one student to the next. When the first failed test
+    of a function matches no combination, none can explain all of them: the
+    function's later failed tests get only the generic findings, which keeps
+    a submission that nothing explains from searching everything on every test.
     """
 
     def __init__(self) -> None:
         self.survivors: dict[str, list[str]] = {}
+        self.unexplained: set[str] = set()  # functions whose first failed test matched no combination
 
     def diagnose(self, function: str, got: object, expected: object,
                  candidates: Callable[[Sequence[str] | None], Mapping[str, object]], rtol: float, atol: float,
@@ -194,9 +198,14 @@ class Search:
             if found:
                 self.survivors[function] = found
                 return named(found[0], catalogue, found, isinstance(got, str))
+        elif function in self.unexplained:
+            return diagnose(got, expected, {}, rtol, atol, catalogue)  # a generic finding at most
         found_diagnosis = diagnose(got, expected, candidates(None), rtol, atol, catalogue)
-        if found_diagnosis is not None and found_diagnosis.codes and not survivors:
-            self.survivors[function] = list(found_diagnosis.matches)
+        if not survivors:
+            if found_diagnosis is not None and found_diagnosis.codes:
+                self.survivors[function] = list(found_diagnosis.matches)
+            else:
+                self.unexplained.add(function)
         return found_diagnosis
 
 
