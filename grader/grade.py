@@ -40,7 +40,8 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
     submission = load_submission(path)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
-    outcomes, result, error = [], None, None
+    outcomes: list[TestOutcome] = []
+    result, error = None, None
     verdicts: dict[str, dict] = {}
     notes: list[dict] = []
     warnings: list[str] = []

@@ -16,6 +16,7 @@ Each is written out as a student file and graded exactly as a submission is
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -222,14 +224,13 @@ def run_combinations(config: Config, size: int = 2) -> list[Row]:
                     outcomes.append(TestOutcome(case.name, case.group, case.function, "passed", "", ""))
                     continue
                 expected = None if case.raises else graded.expected_value(case)
-                verdict, diagnosis, _ = judge(case, student, config, expected,
-                                              lambda keys, case=case: graded.candidates(case, keys),
+                verdict, diagnosis, _ = judge(case, student, config, expected, functools.partial(graded.candidates, case),
                                               variants.CATALOGUE, search)
                 outcomes.append(TestOutcome(case.name, case.group, case.function, verdict.status, verdict.message,
                                             "", diagnosis))
             settled, verdicts = settle_diagnoses(outcomes)
             points = score([(o.group, o.status == "passed") for o in settled], config.points)
-            functions = {f: {"score": sum(p for (p, _), o in zip(points.per_test, settled) if o.function == f),
+            functions: dict[str, dict[str, Any]] = {f: {"score": sum(p for (p, _), o in zip(points.per_test, settled) if o.function == f),
                              "max_score": sum(m for (_, m), o in zip(points.per_test, settled) if o.function == f),
                              "verdict": verdicts.get(f)} for f in dict.fromkeys(o.function for o in settled)}
             tests = [{"status": o.status, "diagnosis": o.diagnosis} for o in settled]

@@ -144,7 +144,7 @@ def combos(function: str, size: int = 2) -> list[tuple[str, ...]]:
     ``VARIANTS`` order, less the ``REDUNDANT`` pairs.
     """
     own = [v for v in VARIANTS if v.function == function]
-    found = [(v.code,) for v in own]
+    found: list[tuple[str, ...]] = [(v.code,) for v in own]
     for n in range(2, size + 1):
         for group in itertools.combinations(own, n):
             if len({v.switch for v in group}) == n and not any(

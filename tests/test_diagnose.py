@@ -10,8 +10,19 @@ import numpy as np
 import pytest
 from conftest import ROOT, SUBMISSIONS
 
-from grader.diagnose import (CAUSAL_LEAK, GENERIC, NON_FINITE, WRONG_SHAPE, Diagnosis, Finding, Search, diagnose,
-                             matches, named, settle)
+from grader.diagnose import (
+    CAUSAL_LEAK,
+    GENERIC,
+    NON_FINITE,
+    WRONG_SHAPE,
+    Diagnosis,
+    Finding,
+    Search,
+    diagnose,
+    matches,
+    named,
+    settle,
+)
 from grader.grade import grade_submission
 from grader.report import summary_text
 from reference import mha, variants
@@ -400,7 +411,7 @@ def test_d_k_from_d_over_h_raises_exactly_where_h_times_d_k_is_not_d(config):
     for test in report["tests"]:
         case = cases[test["name"]]
         if test["function"] == MHA and not case.raises:
-            d, h = case.args[0].shape[-1], case.args[5]
+            d = case.args[0].shape[-1]
             narrow = case.args[1].shape[1] == d and case.args[3].shape[1] == d
             assert (test["status"] == "passed") == narrow, test["name"]
             assert test["status"] == "passed" or test["message"].startswith("multi_head_attention() raised ValueError")

@@ -1,7 +1,5 @@
 """Issue example 3: d_k taken as d // h in the reshape (raises when h·d_k ≠ d)."""
 
-import math
-
 import numpy as np
 
 

@@ -10,7 +10,7 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):
     squeeze = X.ndim == 2
     if squeeze:
         X = X[None]
-    B, T, d = X.shape
+    d = X.shape[-1]
     if W_Q.shape[0] != d or W_K.shape != W_Q.shape or W_V.shape[0] != d:
         raise ValueError(f"shapes disagree: X {X.shape}, W_Q {W_Q.shape}, W_V {W_V.shape}")
     if W_Q.shape[1] % h or W_V.shape[1] % h or W_O.shape[0] != W_V.shape[1]:

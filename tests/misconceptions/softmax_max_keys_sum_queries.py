@@ -1,7 +1,5 @@
 """Issue example 2: the softmax's maximum is over keys but its sum over queries."""
 
-import math
-
 import numpy as np
 
 

@@ -1,7 +1,5 @@
 """Issue example 1b: only Q and K split by the straight reshape; V split and merge right."""
 
-import math
-
 import numpy as np
 
 
@@ -15,7 +13,7 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):
         raise ValueError(f"shapes disagree: X {X.shape}, W_Q {W_Q.shape}, W_V {W_V.shape}")
     if W_Q.shape[1] % h or W_V.shape[1] % h or W_O.shape[0] != W_V.shape[1]:
         raise ValueError(f"bad widths for h={h}")
-    d_k, d_v = W_Q.shape[1] // h, W_V.shape[1] // h
+    d_k = W_Q.shape[1] // h
     q = (X @ W_Q).reshape(B, h, T, d_k)  # wrong
     k = (X @ W_K).reshape(B, h, T, d_k)  # wrong
     v = np.stack(np.split(X @ W_V, h, axis=-1), axis=1)  # right: (B, h, T, d_v)

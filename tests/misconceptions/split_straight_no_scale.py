@@ -1,7 +1,5 @@
 """Issue example 4: two misconceptions at once, the straight split (merged right) and no scaling."""
 
-import math
-
 import numpy as np
 
 
