@@ -82,7 +82,7 @@ def summary_text(report: dict) -> str:
         lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"
                      f" {entry['passed']} of {entry['tests']} tests passed")
         failed = [t for t in report["tests"] if t["function"] == function and t["status"] != "passed"]
-        if entry.get("verdict"):  # the verdict first: it says why the lines below fail
+        if _verdict_shown(entry.get("verdict"), failed):  # the verdict first: it says why the lines below fail
             lines.append(f"    ⇒ {entry['verdict']['sentence']}")
         lines += _diagnosis_lines(failed)
         for test in failed[:FAILURES_SHOWN]:
@@ -95,6 +95,14 @@ def summary_text(report: dict) -> str:
     for note in report.get("notes", []):
         lines.append(f"  note: {note['message']}")
     return "\n".join(lines) + "\n"
+
+
+def _verdict_shown(verdict: dict | None, failed: list[dict]) -> bool:
+    """A verdict is printed only where a visible failed test shows it: hidden tests stay hidden."""
+    return bool(verdict) and any(
+        test["visibility"] == "visible" and test.get("diagnosis")
+        and (test["diagnosis"].get("codes") or [test["diagnosis"]["code"]]) == verdict["codes"]  # type: ignore[index]
+        for test in failed)
 
 
 def _diagnosis_lines(failed: list[dict]) -> list[str]:

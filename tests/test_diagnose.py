@@ -329,7 +329,7 @@ def test_an_unknown_shape_bug_is_reported_as_wrong_shape(config, tmp_path, valid
 
 def test_summary_says_each_misconception_once_and_keeps_hidden_tests_hidden():
     def test(name, code, visibility="visible"):
-        diagnosis = {"code": code, "explanation": f"about {code}", "section": "§4.5"} if code else None
+        diagnosis = {"code": code, "codes": [code], "explanation": f"about {code}", "section": "§4.5"} if code else None
         return {"name": name, "function": "head_entropy", "status": "failed", "message": "m",
                 "visibility": visibility, "diagnosis": diagnosis}
 
@@ -348,6 +348,10 @@ def test_summary_says_each_misconception_once_and_keeps_hidden_tests_hidden():
     assert lines[-1] == "  note: multi_head_attention loops over the heads in Python (line 3: for i in range(h):)"
     assert sum("entropy-bits (" in line for line in lines) == 1
     assert "    ✗ a hidden test [failed]" in lines and "entropy-log-zero" not in "\n".join(lines)
+    # A verdict that only hidden tests show is not printed.
+    report["functions"]["head_entropy"]["verdict"] = dict(verdict, codes=["entropy-log-zero"],
+                                                          sentence="head_entropy takes the log of zero weights (§4.5).")
+    assert "log of zero" not in summary_text(report)
 
 
 def test_vectorization_points_reward_a_loop_free_passing_function(config, validate_report):
