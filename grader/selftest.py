@@ -203,8 +203,8 @@ def _load_suite_module(suite_dir: Path, name: str):
     return module
 
 
-def run_combinations(config: Config, size: int = 2) -> list[Row]:
-    """Judge every combination of ``size`` switches within one function; one Row each.
+def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None = None) -> list[Row]:
+    """Judge every combination of ``size`` switches within one function (or only ``keys``); one Row each.
 
     Each combination answers every case of the graded suite (the other
     functions answer as the reference); its diagnoses are settled as
@@ -215,7 +215,7 @@ def run_combinations(config: Config, size: int = 2) -> list[Row]:
     rows = []
     for function in (variants.MHA, variants.COUNT, variants.ENTROPY):
         for codes in variants.combos(function, size):
-            if len(codes) != size:
+            if len(codes) != size or (keys is not None and variants.SEP.join(codes) not in keys):
                 continue
             student, search = _TrustedStudent(codes), Search()
             outcomes = []

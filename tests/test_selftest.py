@@ -6,8 +6,18 @@ from click.testing import CliRunner
 from conftest import ROOT, SUBMISSIONS
 
 from grader.cli import main
-from grader.selftest import Row, SelftestResult, check_variant, run_selftest, table_text
-from reference.variants import CATALOGUE, COUNT, ENTROPY, MHA, SEP, VARIANTS, combos
+from grader.grade import grade_submission
+from grader.selftest import (
+    Row,
+    SelftestResult,
+    _row,
+    check_named,
+    check_variant,
+    run_combinations,
+    run_selftest,
+    table_text,
+)
+from reference.variants import CATALOGUE, COUNT, ENTROPY, MHA, SEP, VARIANTS, combos, student_source
 
 CONFIG = str(ROOT / "grader.toml")
 
@@ -88,3 +98,19 @@ def test_check_variant_names_each_way_a_variant_can_be_missed():
     assert check_variant(variant, _report({**full, "head_entropy": (5, 15)}, ["entropy-bits"],
                                           verdict=("entropy-bits", "entropy-log-zero"))) == [
         "verdict entropy-bits + entropy-log-zero, not entropy-bits"]
+
+
+def test_a_pair_judged_in_process_is_graded_the_same_as_its_student_file(config, tmp_path):
+    # Why selftest may judge the pairs without the sandbox: a pair written out as a student file and
+    # graded as a submission gets the same score, diagnoses and verdict.
+    keys = ["wrong-split-order-qk+missing-scale", "causal-ignored+d_k-from-d-over-h", "entropy-log-zero+entropy-bits"]
+    judged = {row.name: row for row in run_combinations(config, keys=keys)}
+    assert sorted(judged) == sorted(keys)
+    for key in keys:
+        path = tmp_path / f"{key.replace('+', '_and_')}.py"
+        path.write_text(student_source(key), encoding="utf-8")
+        report = grade_submission(path, config).report
+        codes = tuple(key.split(SEP))
+        function = CATALOGUE[codes[0]].function
+        graded = _row(key, report, check_named(function, codes, report["functions"], report["tests"]))
+        assert graded == judged[key] and graded.ok, (graded, judged[key])
