@@ -235,17 +235,16 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
                              "verdict": verdicts.get(f)} for f in dict.fromkeys(o.function for o in settled)}
             tests = [{"status": o.status, "diagnosis": o.diagnosis} for o in settled]
             problems = check_named(function, codes, functions, tests)
+            name = variants.SEP.join(codes)
             named = (functions[function].get("verdict") or {}).get("codes")
             if problems and named and _same_outputs(graded, cases, function, codes, tuple(named)):
                 # On every graded case the pair computes what the named combination computes: no output can
                 # tell them apart, and naming the cheaper one is right (e.g. √d keeps 1e3 scores from overflowing).
                 problems = check_named(function, tuple(named), functions, tests)
-                codes = (*codes, "=", *named)
+                name += f" (outputs of {variants.SEP.join(named)})"
             report = {"status": "graded", "error": None, "score": as_number(points.total),
                       "max_score": as_number(points.max_total), "functions": functions,
                       "tests": [dict(t, name=o.name) for t, o in zip(tests, settled)]}
-            name = variants.SEP.join(codes[:2]) + (f" (outputs of {variants.SEP.join(codes[3:])})" if "=" in codes
-                                                   else "")
             rows.append(_row(name, report, problems))
     return rows
 
