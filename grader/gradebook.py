@@ -39,7 +39,9 @@ def _diagnoses(report: dict) -> list[str]:
     for test in report.get("tests", []):
         diagnosis = test.get("diagnosis")
         if isinstance(diagnosis, dict) and diagnosis.get("code"):
-            named = diagnosis.get("codes") if isinstance(diagnosis.get("codes"), list) else [diagnosis["code"]]
+            named = diagnosis.get("codes")
+            if not isinstance(named, list):  # a report written before pairs were named
+                named = [diagnosis["code"]]
             codes += [code for code in named if isinstance(code, str) and code not in codes]
     return codes
 
