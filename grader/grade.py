@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 from grader import __version__
 from grader.config import Config
 from grader.diagnose import GENERIC, Diagnosis, Finding, settle
+from grader.fairness import pay_for_work
 from grader.notebook import NotebookError, extract_script, sandbox_for
 from grader.report import build_report, summary_text
 from grader.score import Score, as_number, score
@@ -48,7 +49,7 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
         # one BLAS thread is faster there than several contending for a shared machine's cores.
         with sandbox_for(submission.path, config.limits) as (sandbox, warnings), \
                 threadpool_limits(limits=1, user_api="blas"):
-            outcomes = settle_diagnoses(run_suite(sandbox, config))
+            outcomes = pay_for_work(settle_diagnoses(run_suite(sandbox, config)))
         check_points(config, outcomes)
         result = score([(o.group, o.status == "passed") for o in outcomes], config.points)
         result, notes = vectorization(submission.path, outcomes, result, config)

@@ -567,7 +567,9 @@ class Sandbox:
         if result.status == TIMEOUT and self._remaining() <= 0:
             return result  # the submission's time ran out while it was being imported again
         # An import that fails fails every call the same way: remember it, start no more children.
-        if result.status not in (TIMEOUT, MEMORY):
+        if result.status == TIMEOUT:  # a hang at import: every test fails at once, after one call limit
+            result.message = f"the import did not finish within {limits.call_timeout_s:g} s"
+        if result.status != MEMORY:
             result.status = IMPORT_ERROR
         result.message = f"importing {self.filename} failed: {result.message}"
         self._import_failure = result

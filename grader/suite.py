@@ -33,6 +33,7 @@ class TestOutcome:
     message: str
     output: str  # what the student's code printed during the test
     diagnosis: dict | None = None  # {code, explanation, section, also} when a failure's misconception is known
+    trivial: str | None = None  # a trivial implementation that passes this test too (grader.fairness), if any
 
 
 class Student(Protocol):
@@ -42,6 +43,33 @@ class Student(Protocol):
 
     def restart(self) -> None: ...
 
+
+class TimeBudget:
+    """A ``Student`` whose functions each get ``timeouts`` timed-out calls; later calls fail at once, not run.
+
+    A function that hangs then costs its own tests ``timeouts`` call limits, not
+    the whole submission's time: the other functions' tests still run.
+    """
+
+    def __init__(self, student: Student, timeouts: int) -> None:
+        self.student, self.timeouts = student, timeouts
+        self.timed_out: dict[str, int] = {}
+
+    def call(self, function: str, *args, **kwargs) -> CallResult:
+        spent = self.timed_out.get(function, 0)
+        if spent >= self.timeouts:
+            return CallResult("timeout", message=f"not run: {function}() already timed out in {spent} earlier "
+                                                 f"calls (limits.timeouts_per_function = {self.timeouts})")
+        result = self.student.call(function, *args, **kwargs)
+        if result.status == "timeout" and result.message.startswith(CALL_TIMEOUT):  # not the submission's limit
+            self.timed_out[function] = spent + 1
+        return result
+
+    def restart(self) -> None:
+        self.student.restart()
+
+
+CALL_TIMEOUT = "the call did not finish within"  # how grader.sandbox words a call's own timeout
 
 GRADING_KEY = pytest.StashKey[Config]()  # the suite's conftest reads the config from here
 
@@ -75,7 +103,7 @@ class _GraderSession:
 
 def run_suite(sandbox: Student, config: Config) -> list[TestOutcome]:
     """Run every graded test once; raises SuiteError when the suite could not run or a test broke."""
-    session = _GraderSession(sandbox, config)
+    session = _GraderSession(TimeBudget(sandbox, config.limits.timeouts_per_function), config)
     suite = config.suite_dir
     args = [str(suite), "-c", str(suite / "pytest.ini"), "--rootdir", str(suite),
             "-p", "pytest_jsonreport.plugin", "--json-report", "--json-report-file=none",
@@ -107,7 +135,8 @@ def run_suite(sandbox: Student, config: Config) -> list[TestOutcome]:
             crash = (stage.get("crash") or {}).get("message", test.get("outcome"))
             raise SuiteError(f"graded test {test['nodeid']} broke before reaching a verdict: {crash}")
         outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
-                                    meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis")))
+                                    meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis"),
+                                    meta.get("trivial")))
     if not outcomes:
         raise SuiteError(f"the graded suite in {suite} collected no tests")
     return outcomes

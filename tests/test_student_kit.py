@@ -121,7 +121,7 @@ def test_kit_gives_the_same_verdicts_and_messages_as_the_grader(kit, config):
            [(t["name"], t["status"], t["message"], t["diagnosis"]) for t in public]
     # The misconception is named offline too, from the outputs stored in the kit.
     assert {t["diagnosis"]["code"] for t in in_kit["tests"] if t["diagnosis"]} == {"wrong-split-order"}
-    assert in_kit["score"] == 44.1667 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
+    assert in_kit["score"] == 39.1667 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
 
 
 def test_kit_refuses_the_grading_seed(tmp_path, course):
