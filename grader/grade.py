@@ -22,7 +22,7 @@ from grader.notebook import NotebookError, extract_script, sandbox_for
 from grader.report import build_report, summary_text
 from grader.score import Score, as_number, score
 from grader.submission import load_submission
-from grader.suite import SuiteError, TestOutcome, run_suite
+from grader.suite import Progress, SuiteError, TestOutcome, run_suite
 from grader.vectorization import find_head_loops
 
 
@@ -36,8 +36,11 @@ class GradeResult:
         return summary_text(self.report)
 
 
-def grade_submission(path: Path, config: Config) -> GradeResult:
-    """Grade the submission at ``path``; raises SubmissionError only for an unusable path."""
+def grade_submission(path: Path, config: Config, progress: Progress | None = None) -> GradeResult:
+    """Grade the submission at ``path``; raises SubmissionError only for an unusable path.
+
+    progress: called as each graded test starts, with (test name, its number, number of tests).
+    """
     submission = load_submission(path)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
@@ -49,7 +52,7 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
         # one BLAS thread is faster there than several contending for a shared machine's cores.
         with sandbox_for(submission.path, config.limits) as (sandbox, warnings), \
                 threadpool_limits(limits=1, user_api="blas"):
-            outcomes = pay_for_work(settle_diagnoses(run_suite(sandbox, config)))
+            outcomes = pay_for_work(settle_diagnoses(run_suite(sandbox, config, progress)))
         check_points(config, outcomes)
         result = score([(o.group, o.status == "passed") for o in outcomes], config.points)
         result, notes = vectorization(submission.path, outcomes, result, config)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -77,10 +78,11 @@ GRADING_KEY = pytest.StashKey[Config]()  # the suite's conftest reads the config
 class _GraderSession:
     """The pytest plugin that hands the suite its sandbox and config, and keeps the JSON report."""
 
-    def __init__(self, sandbox: Student, config: Config) -> None:
-        self.sandbox, self.config = sandbox, config
+    def __init__(self, sandbox: Student, config: Config, progress: Progress | None = None) -> None:
+        self.sandbox, self.config, self.progress = sandbox, config, progress
         self.json_report: dict | None = None
         self.collect_errors: list[str] = []
+        self.total, self.started = 0, 0
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[GRADING_KEY] = self.config
@@ -97,13 +99,27 @@ class _GraderSession:
         if report.failed:  # the suite's own error (a grader error): its last line says why
             self.collect_errors.append(str(report.longrepr).strip().splitlines()[-1])
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.total = len(session.items)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.started += 1
+        if self.progress is not None:  # "graded_mha.py::test_case[mha_random[00-...]]" -> "mha_random[00-...]"
+            self.progress(nodeid.partition("[")[2][:-1] or nodeid, self.started, self.total)
+
     def pytest_json_modifyreport(self, json_report: dict) -> None:
         self.json_report = json_report
 
 
-def run_suite(sandbox: Student, config: Config) -> list[TestOutcome]:
-    """Run every graded test once; raises SuiteError when the suite could not run or a test broke."""
-    session = _GraderSession(TimeBudget(sandbox, config.limits.timeouts_per_function), config)
+Progress = Callable[[str, int, int], None]  # (test name, its number from 1, number of tests), as each test starts
+
+
+def run_suite(sandbox: Student, config: Config, progress: Progress | None = None) -> list[TestOutcome]:
+    """Run every graded test once; raises SuiteError when the suite could not run or a test broke.
+
+    progress: called as each test starts, e.g. to show it on a terminal.
+    """
+    session = _GraderSession(TimeBudget(sandbox, config.limits.timeouts_per_function), config, progress)
     suite = config.suite_dir
     args = [str(suite), "-c", str(suite / "pytest.ini"), "--rootdir", str(suite),
             "-p", "pytest_jsonreport.plugin", "--json-report", "--json-report-file=none",

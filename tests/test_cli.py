@@ -82,3 +82,22 @@ def test_help_documents_the_command():
     assert "Grade multi-head attention submissions" in result.output
     sub = CliRunner().invoke(main, ["submission", "--help"])
     assert "Where to write the report; - for stdout." in sub.output
+
+
+def test_a_slow_grade_shows_the_test_being_graded_on_a_terminal_only(monkeypatch, capsys):
+    import time
+
+    import grader.cli as cli
+
+    monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 0.05)
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True)  # a terminal: a status line on stderr
+    with cli._progress_on_terminal() as progress:
+        assert progress is not None
+        progress("mha_random[00-B4-T3]", 1, 41)
+        time.sleep(0.5)
+    assert "grading test 1 of 41: mha_random[00-B4-T3]" in capsys.readouterr().err
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: False)  # not a terminal: nothing at all
+    with cli._progress_on_terminal() as progress:
+        assert progress is None
+        time.sleep(0.1)
+    assert capsys.readouterr() == ("", "")

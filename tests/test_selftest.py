@@ -37,7 +37,7 @@ def test_a_wrong_reference_fails_the_selftest(config):
     result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"], trivial=[])
     assert [row.name for row in result.rows] == ["reference", "starter", "missing-scale"]
     assert not result.ok and result.rows[1].ok and result.rows[2].ok
-    assert result.rows[0].problems[0].startswith("scored 44.1667 of 100; failed mha_random[02-")
+    assert result.rows[0].problems[0].startswith("scored 39.1667 of 100; failed mha_random[02-")
     assert "a diagnosis on the reference" in result.rows[0].problems
     assert table_text(result).splitlines()[-1] == "selftest FAILED: 2 of 3 submissions as expected"
 
