@@ -87,7 +87,7 @@ def test_help_documents_the_command():
 def test_a_slow_grade_shows_the_test_being_graded_on_a_terminal_only(monkeypatch, capsys):
     import time
 
-    import grader.cli as cli
+    from grader import cli
 
     monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 0.05)
     monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True)  # a terminal: a status line on stderr
