@@ -138,7 +138,8 @@ def test_discover_reads_gradescope_and_canvas_identities(klass):
         "canvas__hangs_503_9003_mha.py", "canvas__picture_505_9005_mha.py", "canvas__roekim_502_9002_mha.py",
         "gradescope__submission_1001__mha.py", "gradescope__submission_1002__mha.py"]
     assert entries["gradescope__submission_1001__mha.py"].student == {
-        "id": "11", "name": "Ada Lovelace", "email": "ada@example.edu", "source": "gradescope", "submission_id": "1001"}
+        "id": "11", "name": "Ada Lovelace", "email": "ada@example.edu", "source": "gradescope", "submission_id": "1001",
+        "submitted_at": "2026-11-20T18:00:00.000000+00:00"}  # :created_at: in UTC
     group = entries["gradescope__submission_1002__mha.py"].student
     assert (group["id"], group["name"]) == ("12", "Alan Turing")
     assert [m["id"] for m in group["group"]] == ["12", "13"]
