@@ -353,3 +353,61 @@ def test_a_submission_that_kills_its_worker_does_not_sink_the_batch(tmp_path, co
     else:
         assert result.exit_code == 0, result.output
         assert killer["status"] in ("graded", "import-error")
+
+
+def _process_tree(root: int) -> dict[int, tuple[int, int, str]]:
+    """pid -> (parent pid, session id, state) of ``root`` and all its descendants, from /proc."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = (Path("/proc") / entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            table[int(entry)] = (int(fields[1]), int(fields[3]), fields[0])
+    tree, frontier = {}, {root}
+    while frontier:
+        tree.update({pid: table[pid] for pid in frontier if pid in table})
+        frontier = {pid for pid, (parent, _, _) in table.items() if parent in frontier and pid not in tree}
+    return tree
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_kill_9_of_a_batch_leaves_no_process_after_2_s(tmp_path):
+    # Two submissions that hang at import under a 60 s limit keep both workers and their sandboxes busy;
+    # SIGKILL of the batch's main process alone (not its group) must take every worker, zygote, keeper
+    # and student process with it within 2 s.
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("a", "b"):
+        (folder / f"{name}.py").write_text("while True:\n    pass\n")
+    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha/graded"',
+                                                      f'suite = "{ROOT / "assignments/mha/graded"}"')
+    (tmp_path / "grader.toml").write_text(text.replace("call_timeout_s = 10", "call_timeout_s = 60"))
+    batch = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(folder), "-o", str(tmp_path / "out"),
+                              "--jobs", "2", "--config", str(tmp_path / "grader.toml")],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 90
+    tree: dict[int, tuple[int, int, str]] = {}
+    while time.monotonic() < deadline:  # until both sandboxes run: two keepers, each in its own session
+        tree = _process_tree(batch.pid)
+        if len({session for _, session, _ in tree.values()} - {batch.pid}) >= 2:
+            break
+        time.sleep(0.1)
+    time.sleep(1)
+    tree = _process_tree(batch.pid)
+    assert len({session for _, session, _ in tree.values()} - {batch.pid}) >= 2, tree
+    assert len(tree) >= 7  # main, fork server, 2 workers, zygote(s), 2 keepers and what they started
+    os.kill(batch.pid, signal.SIGKILL)
+    batch.wait()
+    killed = time.monotonic()
+    while time.monotonic() - killed < 2 and any(_alive(pid) for pid in tree):
+        time.sleep(0.05)
+    assert [pid for pid in tree if _alive(pid)] == []
