@@ -178,15 +178,20 @@ def _load_reports(folder: Path):
 @click.argument("reports_dir", type=click.Path(path_type=Path))
 @click.option("--gradebook", type=click.Path(path_type=Path), required=True,
               help="The gradebook CSV exported from Canvas (Grades → Export), to match students.")
-@click.option("--assignment", required=True, help='The assignment column, "Title (assignment id)".')
+@click.option("--assignment", required=True,
+              help='The assignment column, "Title (assignment id)", as it is in the export.')
+@click.option("--new-column", is_flag=True, help="Allow an --assignment that is not a column of the export "
+                                                 "(Canvas then creates a new assignment on import).")
 @click.option("-o", "--output", default="canvas.csv", show_default=True, help="Where to write the CSV; - for stdout.")
-def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, output: str) -> None:
+def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, new_column: bool, output: str) -> None:
     """Write a CSV that Canvas's gradebook import accepts.
 
     Columns Student, ID, SIS User ID, SIS Login ID, Section and one named
     "Title (assignment id)", one row per student of the gradebook export (blank
     score: no report). Students are matched by the reports' student object or
     file names; every report that matches nobody is listed, never dropped.
+    The column must already be in the export unless --new-column; a student whose
+    reports no submission time orders gets no score and an error line (exit 1).
     """
     from grader.export import canvas
 
@@ -194,6 +199,7 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, o
         assignment = canvas.check_assignment(assignment)
         text = gradebook.read_text(encoding="utf-8-sig")
         students = canvas.read_gradebook(text)
+        canvas.check_column(text, assignment, new_column)
     except canvas.GradebookError as exc:
         raise click.ClickException(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -213,6 +219,11 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, o
                    + ", ".join(f"{s.name} ({s.id})" for s in export.without_report), err=True)
     click.echo(f"{len(export.scores)} score(s) for {assignment}" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
+    for student, why in export.conflicts:
+        click.echo(f"error: {student.name} ({student.id}): {why}; their score is left blank", err=True)
+    if export.conflicts:
+        raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
+                                   "time orders; see the error lines above")
 
 
 @export_group.command("moodle")
@@ -235,6 +246,11 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
         click.echo(f"unmatched report {label}: {why}", err=True)
     click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
+    for value, why in export.conflicts:
+        click.echo(f"error: {value}: {why}; no row written for them", err=True)
+    if export.conflicts:
+        raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
+                                   "time orders; see the error lines above")
 
 
 @main.command("student-kit")

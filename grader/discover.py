@@ -168,7 +168,7 @@ class _Walk:
                         f"not graded: {why}" if candidates else f"not a submission: {why}",
                         skip_status="error" if candidates else "not-a-submission")
             return
-        main_name, main = candidates[index]
+        main = candidates[index][1]
         helpers = tuple((n, p) for n, p in named if p is not main and p.suffix == ".py" and p.parent == main.parent
                         and _not_a_submission(p) is None)
         yield Entry(main, _safe_key(_relative(root, main)), student, None, helpers)
@@ -206,7 +206,7 @@ def gradescope_metadata(path: Path) -> dict:
             raw = handle.read(METADATA_LIMIT + 1)
         if len(raw) > METADATA_LIMIT:
             raise BatchError(f"cannot read the Gradescope metadata {path}: over {METADATA_LIMIT >> 20} MiB")
-        data = yaml.load(raw.decode("utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader without aliases
+        data = yaml.load(raw.decode("utf-8"), Loader=_Loader)  # a SafeLoader without aliases
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
         raise BatchError(f"cannot read the Gradescope metadata {path}: {exc}") from None
     if not isinstance(data, dict):

@@ -1,7 +1,6 @@
 """A correct submission split in two files: the softmax lives in a helper module it imports."""
 
 import numpy as np
-
 from attention_utils import stable_softmax
 
 
