@@ -164,8 +164,10 @@ class _Walk:
         index, why = choose_main(candidates, self.main_file)
         if index is None:
             first = (candidates or named)[0][1]
+            names = ", ".join(n for n, _ in candidates)
             yield Entry(first, _safe_key(_relative(root, first)), student,
-                        f"not graded: {why}" if candidates else f"not a submission: {why}",
+                        f"not graded: cannot tell which file to grade among {names}: {why} "
+                        "(grader.toml's assignment.main_file can name it)" if candidates else f"not a submission: {why}",
                         skip_status="error" if candidates else "not-a-submission")
             return
         main = candidates[index][1]

@@ -95,8 +95,8 @@ def choose_main(candidates: Sequence[tuple[str, Path]], main_file: str = "") -> 
 
     In order: the file named ``main_file`` (grader.toml's assignment.main_file); the one
     file that defines the most of the exercise's functions (grader.report.FUNCTIONS);
-    the only candidate. Several files that no rule separates give None and a
-    message naming them, so that nothing is picked silently.
+    the only candidate. Several files that no rule separates give None and the
+    reason (e.g. "none defines any of ..."), so that nothing is picked silently.
     """
     from grader.report import FUNCTIONS
 
@@ -112,8 +112,6 @@ def choose_main(candidates: Sequence[tuple[str, Path]], main_file: str = "") -> 
     best = max(counts)
     if best and counts.count(best) == 1:
         return counts.index(best), ""
-    names = ", ".join(name for name, _ in candidates)
-    what = (f"{counts.count(best)} of them define {best} of the exercise's functions" if best
-            else f"none defines any of {', '.join(FUNCTIONS)}")
-    return None, (f"cannot tell which file to grade: the submission holds {names}, and {what}; "
-                  "grader.toml's assignment.main_file can name it")
+    if best:
+        return None, f"{counts.count(best)} of them define {best} of the exercise's functions"
+    return None, f"none defines any of {', '.join(FUNCTIONS)}"

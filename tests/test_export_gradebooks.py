@@ -77,8 +77,8 @@ def test_canvas_csv_round_trips_through_a_canvas_shaped_export(reports_dir):
     # the written file reads back as a Canvas gradebook with the same students
     assert canvas.read_gradebook(text) == students
     assert export.unmatched == [
-        ("stranger.json (Nobody Here)", "no student in the gradebook has its student email 'nobody@else.org', "
-                                        "student name 'Nobody Here', file name 'stranger'"),
+        ("stranger.json (Nobody Here)", ("no student in the gradebook has its student email 'nobody@else.org', "
+                                         "student name 'Nobody Here', file name 'stranger'")),
         ("a-old.json (1001)", "Lovelace, Ada (1001) has the later submission a.json"),
         ("broken.json (1002)", "Turing, Alan (1002) has the later submission b.json")]
     assert export.conflicts == []
@@ -208,12 +208,12 @@ def test_reports_that_no_submission_time_orders_give_an_error_row(tmp_path):
     export = canvas.match([_report("one.json", 40, same), _report("two.json", 90, same)], students)
     assert export.scores == {}
     assert [(s.id, why) for s, why in export.conflicts] == [
-        ("1001", "2 reports (one.json, two.json) with the same submission time or id "
-                 "2026-11-20T18:00:00.000000+00:00; keep one of them")]
+        ("1001", ("2 reports (one.json, two.json) with the same submission time or id "
+                  "2026-11-20T18:00:00.000000+00:00; keep one of them"))]
     untimed = moodle.build([_report("x.json", 40, {"id": "1001"}), _report("y.json", 90, {"id": "1001"})], "idnumber")
     assert untimed.rows == []
-    assert untimed.conflicts == [("1001", "2 reports (x.json, y.json) and no submission time from the LMS orders them "
-                                          "all; keep one of them in the reports folder")]
+    assert untimed.conflicts == [("1001", ("2 reports (x.json, y.json) and no submission time from the LMS orders "
+                                           "them all; keep one of them in the reports folder"))]
     # On the command line: the CSV is written, the student's cell blank, an error line, exit status 1.
     folder = tmp_path / "reports"
     folder.mkdir()
