@@ -205,8 +205,10 @@ def gradescope_metadata(path: Path) -> dict:
                                        for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(METADATA_LIMIT + 1)
-        if len(raw) > METADATA_LIMIT:
+            size = os.fstat(handle.fileno()).st_size
+            too_big = size > METADATA_LIMIT
+            raw = b"" if too_big else handle.read(size + 1)
+        if too_big or len(raw) > METADATA_LIMIT:
             raise BatchError(f"cannot read the Gradescope metadata {path}: over {METADATA_LIMIT >> 20} MiB")
         data = yaml.load(raw.decode("utf-8"), Loader=_Loader)  # a SafeLoader without aliases
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:

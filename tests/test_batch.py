@@ -411,3 +411,134 @@ def test_kill_9_of_a_batch_leaves_no_process_after_2_s(tmp_path):
     while time.monotonic() - killed < 2 and any(_alive(pid) for pid in tree):
         time.sleep(0.05)
     assert [pid for pid in tree if _alive(pid)] == []
+
+
+def test_a_folder_submission_is_graded_through_its_main_file(tmp_path, course):
+    # Gradescope's export: one folder per submission. A main file and a helper module it imports are one
+    # submission (one row, 100 points), not two rows (100 and 0); a README beside them is no row either.
+    export = tmp_path / "export"
+    folder = export / "submission_2001"
+    folder.mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text(
+        "submission_2001:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '11'\n"
+        "  :created_at: 2026-11-20 10:00:00.000000000 -08:00\n")
+    for path in (SUBMISSIONS / "with_helper").glob("*.py"):
+        shutil.copy(path, folder / path.name)
+    (folder / "README.txt").write_text("my notes\n")
+    entries = discover([export])
+    assert [(e.key, e.path.name, [n for n, _ in e.helpers], e.skip) for e in entries] == [
+        ("submission_2001__mha.py", "mha.py", ["attention_utils.py"], None)]
+    out = tmp_path / "out"
+    run_cli(str(export), "-o", str(out), "--config", str(course))
+    rows = gradebook(out)
+    assert [(r["student_id"], r["file"], r["score"], r["status"], r["submission_id"]) for r in rows] == [
+        ("11", "submission_2001__mha.py", "100", "graded", "2001")]
+    report = json.loads((out / "reports" / "submission_2001__mha.py.json").read_text())
+    assert [Path(h["path"]).name for h in report["submission"]["helpers"]] == ["attention_utils.py"]
+    assert report["student"]["submitted_at"] == "2026-11-20T18:00:00.000000+00:00"
+    # Changing only the helper makes --resume grade the submission again.
+    (folder / "attention_utils.py").write_text("def stable_softmax(x):\n    return x\n")
+    output = run_cli(str(export), "-o", str(out), "--resume", "--config", str(course))
+    assert "1 graded now, 0 kept from earlier runs" in output
+    assert gradebook(out)[0]["score"] != "100"
+
+
+def test_two_candidate_files_that_no_rule_separates_give_an_error_row(tmp_path):
+    export = tmp_path / "export"
+    (export / "submission_1").mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text("submission_1:\n  :submitters:\n  - :sid: '7'\n")
+    shutil.copy(SUBMISSIONS / "correct.py", export / "submission_1" / "a.py")
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", export / "submission_1" / "b.py")
+    [entry] = discover([export])
+    assert entry.skip_status == "error"
+    assert entry.skip == ("not graded: cannot tell which file to grade among a.py, b.py: 2 of them define 3 of the "
+                          "exercise's functions (grader.toml's assignment.main_file can name it)")
+    [chosen] = discover([export], main_file="b.py")
+    assert (chosen.path.name, chosen.skip, [n for n, _ in chosen.helpers]) == ("b.py", None, ["a.py"])
+
+
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8))
+
+
+def test_alias_bomb_metadata_is_refused_in_bounded_time_and_memory(tmp_path):
+    # Nine lines that expand to 10^9 items: refused before any expansion.
+    import resource
+    import tracemalloc
+
+    export = tmp_path / "export"
+    (export / "submission_1").mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text(ALIAS_BOMB)
+    shutil.copy(SUBMISSIONS / "correct.py", export / "submission_1" / "mha.py")
+    started, before = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    with pytest.raises(Exception, match="uses a YAML alias") as raised:
+        discover([export])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert type(raised.value).__name__ == "BatchError"
+    assert time.monotonic() - started < 2 and peak < 5 << 20
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 << 10  # kB
+    # Inside a student's own folder, the same file is only a file of that student's submission:
+    # never read as metadata, no effect on the others.
+    klass = tmp_path / "class"
+    (klass / "alice").mkdir(parents=True)
+    (klass / "alice" / "sub").mkdir()
+    (klass / "alice" / "sub" / "submission_metadata.yml").write_text(ALIAS_BOMB)
+    shutil.copy(SUBMISSIONS / "correct.py", klass / "alice" / "sub" / "mha.py")
+    shutil.copy(SUBMISSIONS / "correct.py", klass / "bob.py")
+    entries = discover([klass])
+    assert [(e.key, e.skip) for e in entries] == [
+        ("bob.py", None), ("alice__sub__mha.py", None),
+        ("alice__sub__submission_metadata.yml", "not a submission: .yml extension, expected .py or .ipynb")]
+    # At depth 1 (an export inside the folder given), a bad metadata file is that folder's row, not the batch's end.
+    (klass / "export").mkdir()
+    (klass / "export" / "submission_metadata.yml").write_text(ALIAS_BOMB)
+    bad = [e for e in discover([klass]) if e.key == "export__submission_metadata.yml"]
+    assert len(bad) == 1 and bad[0].skip.startswith("not a submission: cannot read the Gradescope metadata")
+
+
+def test_links_are_never_followed(tmp_path):
+    # A link loop inside a student's folder gives one not-a-submission row, not 41 rows and exit 1.
+    klass = tmp_path / "class"
+    (klass / "alice").mkdir(parents=True)
+    shutil.copy(SUBMISSIONS / "correct.py", klass / "alice" / "mha.py")
+    (klass / "alice" / "loop").symlink_to(klass / "alice")
+    (klass / "alice" / "secret.py").symlink_to(ROOT / "reference" / "mha.py")
+    entries = discover([klass])
+    assert [(e.key, e.skip) for e in entries] == [
+        ("alice__loop", "not a submission: a symbolic link (links are never followed)"),
+        ("alice__secret.py", "not a submission: a symbolic link (links are never followed)"),
+        ("alice__mha.py", None)]
+
+
+def test_formula_name_import_hang_and_late_columns_in_the_gradebook(tmp_path):
+    # A Gradescope name starting with "=" is text in gradebook.csv, not a formula (OWASP's CSV injection advice);
+    # a file that hangs at import is an import-error with a message, and listed among the failures.
+    export = tmp_path / "export"
+    (export / "submission_5").mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text(
+        "submission_5:\n  :submitters:\n  - :name: '=HYPERLINK(\"http://evil.example\",\"x\")'\n    :sid: '-5'\n"
+        "    :email: '@me'\n")
+    shutil.copy(SUBMISSIONS / "correct.py", export / "submission_5" / "mha.py")
+    canvas = tmp_path / "canvas"
+    canvas.mkdir()
+    (canvas / "hangs_LATE_503_9003_mha.py").write_text("while True:\n    pass\n")
+    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha/graded"',
+                                                      f'suite = "{ROOT / "assignments/mha/graded"}"')
+    (tmp_path / "grader.toml").write_text(text.replace("call_timeout_s = 10", "call_timeout_s = 2"))
+    out = tmp_path / "out"
+    output = run_cli(str(export), str(canvas), "-o", str(out), "--config", str(tmp_path / "grader.toml"))
+    raw = (out / "gradebook.csv").read_text().splitlines()
+    assert raw[0] == ("student_id,name,email,file,submission_id,late,score,max_score,multi_head_attention,"
+                      "attention_param_count,head_entropy,status,diagnoses,message")
+    assert raw[1] == ("'-5,\"'=HYPERLINK(\"\"http://evil.example\"\",\"\"x\"\")\",'@me,submission_5__mha.py,5,,"
+                      "100,100,70,15,15,graded,,")
+    assert raw[2] == ("503,hangs,,hangs_LATE_503_9003_mha.py,9003,true,0,100,0,0,0,import-error,,"
+                      "importing hangs_LATE_503_9003_mha.py failed: the import did not finish within 2 s")
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(f["file"], f["status"]) for f in summary["failed_to_grade"]] == [
+        ("hangs_LATE_503_9003_mha.py", "import-error")]
+    assert "  hangs_LATE_503_9003_mha.py [import-error]: importing hangs_LATE_503_9003_mha.py failed: the import " \
+           "did not finish within 2 s" in output
