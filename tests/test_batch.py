@@ -107,7 +107,8 @@ def test_log_lines_and_summary_when_not_a_terminal(baseline_run):
     assert re.search(r"^\[\d/5\] gradescope__submission_1001__mha\.py \(Ada Lovelace\): 100 / 100 in \d+\.\d\d s$",
                      output, re.MULTILINE)
     assert re.search(r"^\[\d/5\] canvas__roekim_502_9002_mha\.py \(roekim\): 0 / 100 in ", output, re.MULTILINE)
-    assert "mha: 8 file(s): 4 graded, 1 import error(s), 0 failed to grade, 3 not submissions\n" in output
+    assert ("mha: 8 file(s): 5 with a score (3 graded, 2 import error(s)), 0 failed to grade, "
+            "3 not submissions\n") in output
     assert f"5 graded now, 0 kept from earlier runs; wrote {out}/gradebook.csv, summary.json, summary.html" in output
 
 
@@ -168,7 +169,7 @@ def test_discover_plain_files_and_notebooks(tmp_path):
 
 def test_gradebook_reports_and_summary(baseline, validate_report):
     rows = {(r["file"], r["student_id"]): r for r in gradebook(baseline)}
-    columns = ["student_id", "name", "email", "file", "score", "max_score", "multi_head_attention",
+    columns = ["student_id", "name", "email", "file", "submission_id", "late", "score", "max_score", "multi_head_attention",
                "attention_param_count", "head_entropy", "status", "diagnoses", "message"]
     assert list(next(iter(rows.values()))) == columns
     ada = rows[("gradescope__submission_1001__mha.py", "11")]
@@ -188,10 +189,13 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     # (the sandbox may add how such a kill usually happens after this)
     assert killed["message"].startswith(
         "importing roekim_502_9002_mha.py failed: the submission's process was killed by SIGKILL")
+    assert (jane["submission_id"], jane["late"], ada["submission_id"], ada["late"]) == ("9001", "true", "1001", "")
     hangs = rows[("canvas__hangs_503_9003_mha.py", "503")]
-    assert (hangs["score"], hangs["status"]) == ("0", "graded")  # every test timed out (3 s), none could pass
+    # A hang at import is an import error that says so, not a plain grade of 0.
+    assert (hangs["score"], hangs["status"], hangs["message"]) == (
+        "0", "import-error", "importing hangs_503_9003_mha.py failed: the import did not finish within 3 s")
     hang_report = json.loads((baseline / "reports" / "canvas__hangs_503_9003_mha.py.json").read_text())
-    assert {t["status"] for t in hang_report["tests"]} == {"timeout"}
+    assert {t["status"] for t in hang_report["tests"]} == {"import-error"}
     assert hang_report["duration_s"] < 8  # the 3 s import limit, once, not once per test
     for key, why in [("canvas__empty_504_9004_mha.py", "the file is empty"),
                      ("canvas__picture_505_9005_mha.py", "binary content, not text"),
@@ -207,12 +211,19 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
         assert len(report["grader_config_sha256"]) == 64
     summary = json.loads((baseline / "summary.json").read_text())
     assert (summary["files"], summary["graded"], summary["import_errors"], summary["errors"],
-            summary["not_submissions"]) == (8, 4, 1, 0, 3)
+            summary["not_submissions"]) == (8, 3, 2, 0, 3)
     assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 0, 1, 0, 0, 0, 0, 2]  # 0, 0, 44.1667, 92.5, 100
     assert summary["diagnoses"] == {"entropy-log-zero": 1, "wrong-split-order": 1}  # submissions, not rows
     assert [f["file"] for f in summary["failed_to_grade"]] == [
-        "canvas__roekim_502_9002_mha.py", "canvas__empty_504_9004_mha.py", "canvas__essay_506_9006_notes.txt",
-        "canvas__picture_505_9005_mha.py"]
+        "canvas__hangs_503_9003_mha.py", "canvas__roekim_502_9002_mha.py", "canvas__empty_504_9004_mha.py",
+        "canvas__essay_506_9006_notes.txt", "canvas__picture_505_9005_mha.py"]
+    assert summary["scored"] == 5
+    assert summary["functions"]["head_entropy"] == {"max_score": 15, "count": 5, "mean": 7.5, "median": 7.5}
+    assert summary["misconceptions"]["entropy-log-zero"]["section"].startswith("§")
+    alan = next(s for s in summary["students"] if s["file"] == "gradescope__submission_1002__mha.py")
+    assert (alan["student_id"], alan["name"], alan["score"], alan["diagnoses"], alan["report"]) == (
+        "12, 13", "Alan Turing, Grace Hopper", 44.1667, ["wrong-split-order"],
+        "reports/gradescope__submission_1002__mha.py.json")
     reshape = next(t for t in summary["tests"] if t["name"] == "mha_reshape[B2-T5-d8-h3-dk4-dv3-full]")
     assert (reshape["passed"], reshape["total"]) == (2, 5)  # correct and nan_entropy pass; the bug and two zeros fail
 
