@@ -97,8 +97,8 @@ def _students(summary: dict) -> str:
     functions = list(summary.get("functions", {}))
     headers = ["file", "student id", "name", "score", *functions, "status", "diagnoses", "report"]
     numeric = {"score", *functions}
-    head = "".join(f"<th data-kind='{'number' if h in numeric else 'text'}' title='sort'>{html.escape(h)}</th>"
-                   for h in headers)
+    head = "".join(f"<th data-kind='{'number' if h in numeric else 'text'}' title='sort by {html.escape(h)}'>"
+                   f"{html.escape(h).replace('_', '_<wbr>')}</th>" for h in headers)  # long names may wrap
     rows = []
     for s in students:
         cells = [s["file"], s["student_id"], s["name"]]
@@ -109,8 +109,8 @@ def _students(summary: dict) -> str:
         body += (f"<td title='{html.escape(s.get('message') or '', quote=True)}'>{html.escape(s['status'])}</td>"
                  f"<td>{html.escape(', '.join(s['diagnoses']))}</td><td class='links'>{link}</td>")
         rows.append(f"<tr>{body}</tr>")
-    return (f"<table class='sortable' id='students'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    return (f"<div class='wide'><table class='sortable' id='students'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def _legend(summary: dict) -> str:
@@ -175,7 +175,11 @@ def render_html(summary: dict) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }}
+body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 80em; padding: 0 1em; color: #222; }}
+.wide {{ overflow-x: auto; }}
+#students {{ font-size: .8em; }}
+#students td {{ white-space: nowrap; padding: .2em .5em; }}
+#students th {{ padding: .2em .5em; vertical-align: bottom; }}
 .facts {{ display: flex; flex-wrap: wrap; gap: 1em; }}
 .fact {{ border: 1px solid #ddd; border-radius: 6px; padding: .5em 1em; text-align: center; }}
 .fact b {{ display: block; font-size: 1.4em; }}
