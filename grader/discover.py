@@ -23,6 +23,7 @@ from grader.submission import SUBMISSION_SUFFIXES, choose_main
 
 GRADESCOPE_METADATA = "submission_metadata.yml"
 METADATA_LIMIT = 8 << 20  # bytes of submission_metadata.yml read at most
+MAX_DEPTH = 32  # folders below a path given that are searched for submissions
 _GRADESCOPE_TIME = re.compile(r"^(?P<date>\d{4}-\d\d-\d\d)[ T](?P<time>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?"
                               r"\s*(?P<zone>Z|[+-]\d\d:?\d\d)?$")
 # Canvas names each downloaded file "<name>[_LATE]_<user id>_<submission id>_<original file name>",
@@ -105,6 +106,10 @@ class _Walk:
         return files, folders, odd
 
     def folder(self, root: Path, folder: Path, depth: int) -> Iterator[Entry]:
+        if depth > MAX_DEPTH:
+            yield Entry(folder, _safe_key(_relative(root, folder)), _file_student(folder),
+                        f"not a submission: a folder nested more than {MAX_DEPTH} levels deep (not searched)")
+            return
         files, folders, odd = self._children(root, folder)
         yield from odd
         metadata = None
@@ -129,7 +134,9 @@ class _Walk:
         """A Gradescope submission's folder: one submission, graded through its main file."""
         files: list[Path] = []
         pending = [folder]
-        while pending:
+        for _ in range(10_000):  # folders searched in one submission, at most
+            if not pending:
+                break
             found, folders, odd = self._children(root, pending.pop())
             for entry in odd:
                 yield Entry(entry.path, entry.key, student, entry.skip)
@@ -257,7 +264,8 @@ def _not_a_submission(path: Path) -> str | None:
     if path.suffix not in SUBMISSION_SUFFIXES:
         return f"not a submission: {path.suffix or 'no'} extension, expected .py or .ipynb"
     try:
-        head = path.read_bytes()[:65536]
+        with open(path, "rb") as handle:  # only the head: a student's folder may hold a huge file
+            head = handle.read(65536)
     except OSError as exc:
         return f"not a submission: cannot read the file ({exc.strerror})"
     if not head.strip():

@@ -553,3 +553,16 @@ def test_formula_name_import_hang_and_late_columns_in_the_gradebook(tmp_path):
         ("hangs_LATE_503_9003_mha.py", "import-error")]
     assert "  hangs_LATE_503_9003_mha.py [import-error]: importing hangs_LATE_503_9003_mha.py failed: the import " \
            "did not finish within 2 s" in output
+
+
+def test_a_folder_nested_too_deep_is_one_row(tmp_path):
+    deep = tmp_path / "class" / "alice"
+    for _ in range(40):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    shutil.copy(SUBMISSIONS / "correct.py", deep / "mha.py")
+    shutil.copy(SUBMISSIONS / "correct.py", tmp_path / "class" / "bob.py")
+    entries = discover([tmp_path / "class"])
+    assert [(e.key, e.skip) for e in entries] == [
+        ("bob.py", None),
+        ("alice__" + "d__" * 31 + "d", "not a submission: a folder nested more than 32 levels deep (not searched)")]
