@@ -194,7 +194,8 @@ def gradescope_metadata(path: Path) -> dict:
     class _Loader(yaml.SafeLoader):
         def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
             if self.check_event(yaml.AliasEvent):
-                raise yaml.YAMLError(f"it uses a YAML alias ({self.peek_event().start_mark}), "
+                mark = self.peek_event().start_mark
+                raise yaml.YAMLError(f"it uses a YAML alias (line {mark.line + 1}, column {mark.column + 1}), "
                                      "which Gradescope's exports never do")
             return super().compose_node(parent, index)
 
