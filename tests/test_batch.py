@@ -567,3 +567,15 @@ def test_a_folder_nested_too_deep_is_one_row(tmp_path):
     assert [(e.key, e.skip) for e in entries] == [
         ("bob.py", None),
         ("alice__" + "d__" * 31 + "d", "not a submission: a folder nested more than 32 levels deep (not searched)")]
+
+
+def test_the_files_of_one_canvas_submission_are_one_submission(tmp_path):
+    # Canvas downloads each attachment as <name>_<user id>_<submission id>_<file>: same ids, one submission,
+    # whose helper keeps its uploaded name so that the main file's `import attention_utils` finds it.
+    for path in (SUBMISSIONS / "with_helper").glob("*.py"):
+        shutil.copy(path, tmp_path / f"doejane_501_9001_{path.name}")
+    shutil.copy(SUBMISSIONS / "correct.py", tmp_path / "roekim_502_9002_mha.py")
+    entries = discover([tmp_path])
+    assert [(e.key, [(n, p.name) for n, p in e.helpers], e.student["id"]) for e in entries] == [
+        ("doejane_501_9001_mha.py", [("attention_utils.py", "doejane_501_9001_attention_utils.py")], "501"),
+        ("roekim_502_9002_mha.py", [], "502")]
