@@ -144,6 +144,6 @@ def test_unusable_paths_are_refused(config, tmp_path):
 
 def test_progress_names_each_test_as_it_starts(config):
     seen = []
-    grade_submission(SUBMISSIONS / "correct.py", config, lambda name, number, total: seen.append((name, number, total)))
+    grade_submission(SUBMISSIONS / "correct.py", config, progress=lambda name, number, total: seen.append((name, number, total)))
     assert len(seen) == 41 and seen[0] == ("mha_random[00-B4-T3-d8-h1-dk11-dv6-causal]", 1, 41)
     assert seen[-1] == ("mha_causality[future-from-2-B1-T6-d8-h2-dk4-dv3-causal-unbatched]", 41, 41)
