@@ -20,11 +20,13 @@ from grader.suite import Student
 
 def judge(case, student: Student, grading, expected: object,
           candidates: Callable[[Sequence[str] | None], Mapping[str, object]],
-          catalogue: Mapping[str, Explained], search: Search | None = None) -> tuple[Verdict, dict | None, str]:
+          catalogue: Mapping[str, Explained], search: Search | None = None, *,
+          expected_changed: object = None) -> tuple[Verdict, dict | None, str]:
     """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis dict or None, student output).
 
     case: has function, args, kwargs, raises, changed_args, changed_from.
     expected: the right output (None when the case must raise).
+    expected_changed: a causality case's right output on ``case.changed_args``.
     candidates: called only on a failure, with the combination keys to compute (None: all of them,
     cheapest first); {combination key: its output on these inputs, or "raises <Type>"}.
     catalogue: {code: explanation, section (and the verdict's phrase, ``says``)} for those codes.
@@ -38,11 +40,12 @@ def judge(case, student: Student, grading, expected: object,
     output = result.output
     if case.raises:
         return check_raises(result, case.raises, what), None, output
-    if case.changed_args is not None:  # causality: the reference gives only the shape, and diagnoses a failure
+    if case.changed_args is not None:  # causality: both outputs right, and the earlier ones unmoved
         student.restart()  # a fresh child: the second call cannot copy what the first returned
         changed = student.call(case.function, *case.changed_args, **case.kwargs)
         output += changed.output
-        verdict = check_causality(result, changed, case.changed_from, np.shape(cast(np.ndarray, expected)),
+        verdict = check_causality(result, changed, case.changed_from,
+                                  (cast(np.ndarray, expected), cast(np.ndarray, expected_changed)),
                                   grading.rtol, grading.atol, what)
     elif case.function == "attention_param_count":
         verdict = check_count(result, cast(int, expected), what)  # a count's expected value is an int
@@ -53,7 +56,8 @@ def judge(case, student: Student, grading, expected: object,
     got = result.value if result.status == "ok" else raised_value(result.message)  # raising is evidence too
     found = (search or Search()).diagnose(case.function, got, expected, candidates, grading.rtol, grading.atol,
                                           catalogue)
-    if verdict.message.startswith("changing tokens") and (found is None or found.code in GENERIC):
+    if verdict.message.startswith("changing tokens") and " only changed " in verdict.message \
+            and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
         found = generic(CAUSAL_LEAK)
     if found is None:
         return verdict, None, output

@@ -11,7 +11,11 @@ Each is written out as a student file and graded exactly as a submission is
 - every pair of switches within one function, judged in this process through
   the same judge, search and settling (``run_combinations``), is named exactly:
   both of its switches and nothing else, unless on every graded case it
-  computes what a cheaper combination computes (then that one is named).
+  computes what a cheaper combination computes (then that one is named);
+- each trivial submission of ``reference.trivial`` (zeros, ones, always
+  raising, zeros after checking shapes, per-token projection with 4·d² and a
+  constant ln T_k, the inputs returned) scores ``TRIVIAL_SCORE``, 0 (see
+  ``trivial_rows``).
 """
 
 from __future__ import annotations
@@ -26,18 +30,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from grader.config import Config
 from grader.diagnose import Search
 from grader.diagnose import matches as diagnose_matches
+from grader.fairness import InProcess, is_unpaid, pay_for_work, trivially_passed
 from grader.grade import grade_submission, settle_diagnoses
 from grader.judge import judge
 from grader.report import _num  # the summary's number format
-from grader.sandbox import CallResult
 from grader.score import as_number, score
 from grader.suite import TestOutcome
-from reference import mha, variants
+from reference import trivial as trivial_submissions
+from reference import variants
 
 STARTER_SCORE = 0  # the starter's documented score: every stub raises
 
@@ -107,7 +110,7 @@ def check_named(function: str, codes: tuple[str, ...], functions: dict, tests: l
         problems.append(f"lost no points in {function}")
     if set(lost) - {function}:
         problems.append(f"lost points in {', '.join(sorted(set(lost) - {function}))} too")
-    failed = [t for t in tests if t["status"] != "passed"]
+    failed = [t for t in tests if t["status"] != "passed" and not is_unpaid(t)]  # unpaid: no verdict
     named = [tuple(t["diagnosis"].get("codes") or [t["diagnosis"]["code"]]) for t in failed if t["diagnosis"]]
     want = " + ".join(codes)
     if codes not in named:
@@ -124,12 +127,15 @@ def check_named(function: str, codes: tuple[str, ...], functions: dict, tests: l
 
 
 def run_selftest(config: Config, reference: Path | None = None, starter: Path | None = None,
-                 codes: Sequence[str] | None = None, combinations: bool = True) -> SelftestResult:
+                 codes: Sequence[str] | None = None, trivial: Sequence[str] | None = None,
+                 combinations: bool = True) -> SelftestResult:
     """Grade the reference, the starter and every variant with ``config``; one Row each, in that order.
 
     reference, starter: the files to grade (default: reference/mha.py, and
     starter.py beside the graded suite's folder); codes: the variants to grade
-    (default: all of ``reference.variants.VARIANTS``); combinations: also check
+    (default: all of ``reference.variants.VARIANTS``); trivial: the trivial
+    submissions to grade (default: all of ``reference.trivial.SUBMISSIONS``);
+    combinations: also grade the correct solutions in other styles and check
     every pair of switches within one function (``run_combinations``).
     """
     reference = reference or Path(variants.__file__).with_name("mha.py")
@@ -146,6 +152,7 @@ def run_selftest(config: Config, reference: Path | None = None, starter: Path | 
             path.write_text(variants.student_source(variant.code), encoding="utf-8")
             report = grade_submission(path, config).report
             rows.append(_row(variant.code, report, check_variant(variant, report)))
+    rows += trivial_rows(config, trivial)
     if combinations:
         rows += run_styles(config)
         rows += run_combinations(config)
@@ -170,30 +177,6 @@ def run_styles(config: Config, folder: Path = STYLES) -> list[Row]:
 # ---------------------------------------------------------------- pairs of switches, judged in this process
 
 
-class _TrustedStudent:
-    """A combination of our own switches, called in this process: reference code, never a student's.
-
-    Grading every pair as a file in the sandbox would cost about a second each;
-    judging the pairs here runs the same judge, search and settling on the
-    same cases (the single switches are graded as files, through the sandbox).
-    """
-
-    def __init__(self, codes: tuple[str, ...]) -> None:
-        self.codes, self.function = codes, variants.CATALOGUE[codes[0]].function
-
-    def call(self, function: str, *args, **kwargs) -> CallResult:
-        with np.errstate(all="ignore"):
-            try:
-                value = (variants.run_combo(self.codes, *args, **kwargs) if function == self.function
-                         else getattr(mha, function)(*args, **kwargs))
-            except Exception as exc:  # noqa: BLE001 - a raise is the call's result, as in the sandbox
-                return CallResult("raised", message=f"raised {type(exc).__name__}: {exc}")
-        return CallResult("ok", value, f"{type(value).__module__}.{type(value).__name__}")
-
-    def restart(self) -> None:
-        pass
-
-
 def _load_suite_module(suite_dir: Path, name: str):
     spec = importlib.util.spec_from_file_location(f"_selftest_{name}", suite_dir / f"{name}.py")
     assert spec is not None and spec.loader is not None
@@ -212,28 +195,37 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
     """
     cases = _load_suite_module(config.suite_dir, "cases").build_cases(config.seed, config.random_cases)
     graded = _load_suite_module(config.suite_dir, "graded_mha")  # expected values and candidates, cached per case
+    trivially: dict[int, str | None] = {}  # id(case) -> the trivial implementation that passes it (grader.fairness)
     rows = []
     for function in (variants.MHA, variants.COUNT, variants.ENTROPY):
         for codes in variants.combos(function, size):
             if len(codes) != size or (keys is not None and variants.SEP.join(codes) not in keys):
                 continue
-            student, search = _TrustedStudent(codes), Search()
+            # Our own switches, run in this process (reference code, never a student's): grading each
+            # pair as a file in the sandbox would cost about a second; the single switches are graded so.
+            student, search = InProcess({function: functools.partial(variants.run_combo, codes)}), Search()
             outcomes = []
             for case in cases:
                 if case.function != function:  # the other functions are the reference's: they pass
                     outcomes.append(TestOutcome(case.name, case.group, case.function, "passed", "", ""))
                     continue
                 expected = None if case.raises else graded.expected_value(case)
+                if id(case) not in trivially:
+                    trivially[id(case)] = trivially_passed(case, config, expected,
+                                                           trivial_submissions.implementations(case.function),
+                                                           graded.expected_changed(case))
                 verdict, diagnosis, _ = judge(case, student, config, expected, functools.partial(graded.candidates, case),
-                                              variants.CATALOGUE, search)
+                                              variants.CATALOGUE, search, expected_changed=graded.expected_changed(case))
                 outcomes.append(TestOutcome(case.name, case.group, case.function, verdict.status, verdict.message,
-                                            "", diagnosis))
+                                            "", diagnosis, trivially[id(case)]))
             settled, verdicts = settle_diagnoses(outcomes)
+            settled = pay_for_work(settled)
             points = score([(o.group, o.status == "passed") for o in settled], config.points)
             functions: dict[str, dict[str, Any]] = {f: {"score": sum(p for (p, _), o in zip(points.per_test, settled) if o.function == f),
                              "max_score": sum(m for (_, m), o in zip(points.per_test, settled) if o.function == f),
                              "verdict": verdicts.get(f)} for f in dict.fromkeys(o.function for o in settled)}
-            tests = [{"status": o.status, "diagnosis": o.diagnosis} for o in settled]
+            tests = [{"status": o.status, "diagnosis": o.diagnosis, "function": o.function, "message": o.message}
+                     for o in settled]
             problems = check_named(function, codes, functions, tests)
             name = variants.SEP.join(codes)
             named = (functions[function].get("verdict") or {}).get("codes")
@@ -258,6 +250,40 @@ def _same_outputs(graded, cases, function: str, codes: tuple[str, ...], other: t
             if not diagnose_matches(mine, theirs, 1e-9, 0.0):
                 return False
     return True
+
+
+
+
+# ---------------------------------------------------------------- trivial implementations
+
+TRIVIAL_SCORE = 0  # what code that does none of the work earns, its checks of the shapes included
+
+
+def check_trivial(report: dict) -> list[str]:
+    """A trivial submission earns nothing: every test it passes is one a trivial implementation passes too.
+
+    Validation alone (the ValueError the contract asks for) is not the work: the
+    error-contract tests pay only to a function that also passes a test no
+    trivial implementation passes, and a trivial submission passes none.
+    """
+    if report["score"] == TRIVIAL_SCORE:
+        return []
+    paid = [t["name"] for t in report["tests"] if t["score"]]
+    return [f"scored {report['score']}, expected {TRIVIAL_SCORE}; points for {', '.join(paid[:3])}"]
+
+
+def trivial_rows(config: Config, names: Sequence[str] | None = None) -> list[Row]:
+    """Grade each trivial submission of ``reference.trivial.SUBMISSIONS`` (or ``names``): one Row each."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="grade-selftest-trivial-") as folder:
+        for name in trivial_submissions.SUBMISSIONS:
+            if names is not None and name not in names:
+                continue
+            path = Path(folder) / f"trivial_{name.replace('-', '_')}.py"
+            path.write_text(trivial_submissions.student_source(name), encoding="utf-8")
+            report = grade_submission(path, config).report
+            rows.append(_row(f"trivial: {name}", report, check_trivial(report)))
+    return rows
 
 
 def table_text(result: SelftestResult) -> str:

@@ -23,6 +23,7 @@ from grader.diagnose import (
     named,
     settle,
 )
+from grader.fairness import is_unpaid
 from grader.grade import grade_submission
 from grader.report import summary_text
 from reference import mha, variants
@@ -260,7 +261,8 @@ def test_wrong_reshape_is_named_on_every_failed_test_and_said_once(reports, vali
     report = validate_report(reports("wrong_reshape.py"))
     failed = [t for t in report["tests"] if t["status"] != "passed"]
     # The straight reshape on the way in and its inverse on the way out: two switches, both named.
-    assert len(failed) == 21
+    # 21 by value, and the 2 causality cases, whose outputs must be right too.
+    assert len(failed) == 23
     assert {tuple(t["diagnosis"]["codes"]) for t in failed} == {("wrong-split-order", "wrong-merge-order")}
     assert {t["diagnosis"]["code"] for t in failed} == {"wrong-split-order"}
     assert all(t["diagnosis"] is None for t in report["tests"] if t["status"] == "passed")
@@ -268,13 +270,13 @@ def test_wrong_reshape_is_named_on_every_failed_test_and_said_once(reports, vali
         "codes": ["wrong-split-order", "wrong-merge-order"],
         "sentence": "multi_head_attention splits Q, K and V into heads in the wrong order, and merges the heads in "
                     "the wrong order (§4.5).",
-        "evidence": "explains all 21 failed tests of multi_head_attention"}
+        "evidence": "explains all 23 failed tests of multi_head_attention"}
     assert report["functions"]["head_entropy"]["verdict"] is None
     lines = summary_text(report).splitlines()
     # The verdict first, then each combination once with its explanation, then the failed tests.
     assert lines[2] == ("    ⇒ multi_head_attention splits Q, K and V into heads in the wrong order, and merges the "
                         "heads in the wrong order (§4.5).")
-    assert lines[3].startswith("    ⇒ wrong-split-order + wrong-merge-order (§4.5, 21 tests): Q, K and V were split")
+    assert lines[3].startswith("    ⇒ wrong-split-order + wrong-merge-order (§4.5, 23 tests): Q, K and V were split")
     assert lines[4].startswith("    ✗ mha_random[")
     assert "\n".join(lines).count("wrong-split-order") == 1
 
@@ -396,7 +398,8 @@ SCALE = "scales the scores by √d instead of √d_k"
 def test_the_issue_examples_are_named_exactly(config, validate_report, name, function, codes, says, sections, failed,
                                              raised):
     report = validate_report(grade_submission(MISCONCEPTIONS / name, config).report)
-    wrong = [t for t in report["tests"] if t["status"] != "passed"]
+    # A test failed only because a trivial implementation passes it too (grader.fairness) has no diagnosis.
+    wrong = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]
     assert {t["function"] for t in wrong} == {function}
     assert len(wrong) == failed and sum(t["status"] == "error" for t in wrong) == raised
     assert all(t["diagnosis"]["codes"] == codes and t["diagnosis"]["section"] == sections for t in wrong)

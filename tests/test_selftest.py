@@ -12,19 +12,23 @@ from grader.selftest import (
     SelftestResult,
     _row,
     check_named,
+    check_trivial,
     check_variant,
     run_combinations,
     run_selftest,
     table_text,
+    trivial_rows,
 )
+from reference.trivial import SUBMISSIONS as TRIVIAL
 from reference.variants import CATALOGUE, COUNT, ENTROPY, MHA, SEP, VARIANTS, combos, student_source
 
 CONFIG = str(ROOT / "grader.toml")
 
 
 def test_selftest_command_is_green_and_prints_one_row_per_submission():
-    # The whole run CI relies on: reference, starter, every single switch graded as a student file,
-    # then every pair of switches within one function judged in process.
+    # The whole run CI relies on: reference, starter, every single switch and the trivial submissions
+    # graded as student files, correct solutions in five styles, then every pair of switches within one
+    # function judged in process.
     result = CliRunner().invoke(main, ["selftest", "--config", CONFIG])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -33,7 +37,9 @@ def test_selftest_command_is_green_and_prints_one_row_per_submission():
     pairs = [SEP.join(c) for f in (MHA, COUNT, ENTROPY) for c in combos(f) if len(c) == 2]
     assert len(VARIANTS) == 28 and len(pairs) == 181
     names = list(rows)
-    assert names[:2 + len(VARIANTS)] == ["reference", "starter", *(v.code for v in VARIANTS)]
+    trivial = [f"trivial: {n}" for n in TRIVIAL]
+    assert names[:2 + len(VARIANTS) + len(trivial)] == ["reference", "starter", *(v.code for v in VARIANTS), *trivial]
+    names = names[len(trivial):]  # the styles and pairs follow
     styles = ["style: einsum", "style: float32", "style: in_place", "style: loop_heads", "style: np_split"]
     assert names[2 + len(VARIANTS):2 + len(VARIANTS) + 5] == styles
     for style in styles:  # correct in every style: full marks, no diagnosis
@@ -44,23 +50,26 @@ def test_selftest_command_is_green_and_prints_one_row_per_submission():
     for variant in VARIANTS:  # each lost points in its own function, and was named by its own code
         cells = [c.strip() for c in rows[variant.code].split(" | ")]
         assert cells[2] == variant.function and cells[3].startswith(f"{variant.code} (") and cells[4] == "ok", cells
+    for name in TRIVIAL:  # none of the work, no points: its checks of the shapes included
+        cells = [c.strip() for c in rows[f"trivial: {name}"].split(" | ")]
+        assert cells[1] == "0 / 100" and cells[4] == "ok", cells
     # A pair is named by both its switches; the one pair no graded case tells from a single switch says so:
     # √d instead of √d_k keeps the 1e3 scores from overflowing, so the missing stabilization never shows.
     same = [n for n in names if "(outputs of" in n]
     assert same == ["scale-by-sqrt-d+unstable-softmax (outputs of scale-by-sqrt-d)"]
     cells = [c.strip() for c in rows["wrong-split-order-qk+missing-scale"].split(" | ")]
     assert cells[2] == MHA and cells[3].startswith("wrong-split-order-qk + missing-scale (") and cells[4] == "ok"
-    n = 2 + len(VARIANTS) + len(styles) + len(pairs)
+    n = 2 + len(VARIANTS) + len(trivial) + len(styles) + len(pairs)
     assert lines[-1] == f"selftest passed: {n} of {n} submissions as expected"
 
 
 def test_a_wrong_reference_fails_the_selftest(config):
     # Grading a buggy file as "the reference" must not pass: the table says why.
-    result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"],
+    result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"], trivial=[],
                           combinations=False)
     assert [row.name for row in result.rows] == ["reference", "starter", "missing-scale"]
     assert not result.ok and result.rows[1].ok and result.rows[2].ok
-    assert result.rows[0].problems[0].startswith("scored 44.1667 of 100; failed mha_random[02-")
+    assert result.rows[0].problems[0].startswith("scored 39.1667 of 100; failed mha_random[02-")
     assert "a diagnosis on the reference" in result.rows[0].problems
     assert table_text(result).splitlines()[-1] == "selftest FAILED: 2 of 3 submissions as expected"
 
@@ -75,7 +84,7 @@ def test_selftest_command_exits_1_on_a_failure(monkeypatch):
 
 
 def _report(functions: dict, diagnoses: list, verdict: tuple = ("entropy-bits",)) -> dict:
-    tests = [{"status": "failed" if code != "passed" else "passed",
+    tests = [{"status": "failed" if code != "passed" else "passed", "function": "head_entropy", "message": "",
               "diagnosis": None if code in (None, "passed") else {"code": code}} for code in diagnoses]
     return {"functions": {f: {"score": s, "max_score": m,
                               "verdict": {"codes": list(verdict)} if f == "head_entropy" and verdict else None}
@@ -114,3 +123,18 @@ def test_a_pair_judged_in_process_is_graded_the_same_as_its_student_file(config,
         function = CATALOGUE[codes[0]].function
         graded = _row(key, report, check_named(function, codes, report["functions"], report["tests"]))
         assert graded == judged[key] and graded.ok, (graded, judged[key])
+
+
+
+def test_each_trivial_submission_earns_exactly_nothing(config):
+    # Zeros, ones, always raising, zeros after checking the shapes, the placeholders (a per-token projection,
+    # 4·d², a constant ln T_k) and the inputs returned: before the rule they earned 2.5, 0, 6.875, 9.375,
+    # 18.125 and 5 points.
+    rows = trivial_rows(config)
+    assert [(row.name, row.score, row.max_score, row.ok) for row in rows] == [
+        (f"trivial: {name}", 0, 100, True) for name in TRIVIAL]
+
+
+def test_a_trivial_submission_that_earns_points_fails_the_selftest():
+    report = {"score": 2.5, "tests": [{"name": "entropy[one-hot-rows]", "score": 2.5}, {"name": "x", "score": 0}]}
+    assert check_trivial(report) == ["scored 2.5, expected 0; points for entropy[one-hot-rows]"]

@@ -19,8 +19,9 @@ def stored(case, keys):
 
 
 def test_case(case, student, grading, json_metadata, diagnosis_search):
-    json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
+    json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None,
+                         trivial=case.trivial)
     verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda keys: stored(case, keys),
-                                       CATALOGUE, diagnosis_search)
+                                       CATALOGUE, diagnosis_search, expected_changed=case.expected_changed)
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis)
     assert verdict.status == PASSED, verdict.message
