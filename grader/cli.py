@@ -91,7 +91,7 @@ def submission_command(path: Path, output: str | None, config_path: Path, seed: 
         click.echo(result.summary, nl=False)
         click.echo(f"Report written to {output}")
     if result.grader_error:
-        raise click.ClickException(f"grading failed: {result.grader_error}")
+        raise click.ClickException(f"grading failed: {_safe(result.grader_error)}")
 
 
 @main.command("selftest")
@@ -162,6 +162,13 @@ def _write_csv(text: str, output: str) -> None:
         raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
 
 
+def _safe(text: object) -> str:
+    """Text that may hold a student's file name, name or message, with its control characters escaped."""
+    from grader.report import printable
+
+    return printable(str(text), newlines=False)
+
+
 def _load_reports(folder: Path):
     from grader.export.reports import load_reports
 
@@ -170,7 +177,7 @@ def _load_reports(folder: Path):
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
     for name, why in found.skipped:
-        click.echo(f"skipped {name}: {why}", err=True)
+        click.echo(f"skipped {_safe(name)}: {_safe(why)}", err=True)
     return found.reports
 
 
@@ -207,10 +214,10 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, o
                    f"{', '.join(f'{m:g}' for m in maxima)} (scores are exported as they are)", err=True)
     _write_csv(canvas.to_csv(export, assignment), output)
     for label, why in export.unmatched:
-        click.echo(f"unmatched report {label}: {why}", err=True)
+        click.echo(f"unmatched report {_safe(label)}: {_safe(why)}", err=True)
     if export.without_report:
         click.echo(f"{len(export.without_report)} student(s) of the gradebook have no report (score left blank): "
-                   + ", ".join(f"{s.name} ({s.id})" for s in export.without_report), err=True)
+                   + ", ".join(_safe(f"{s.name} ({s.id})") for s in export.without_report), err=True)
     click.echo(f"{len(export.scores)} score(s) for {assignment}" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
 
@@ -232,7 +239,7 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
     export = moodle.build(_load_reports(reports_dir), key)
     _write_csv(moodle.to_csv(export, column), output)
     for label, why in export.unmatched:
-        click.echo(f"unmatched report {label}: {why}", err=True)
+        click.echo(f"unmatched report {_safe(label)}: {_safe(why)}", err=True)
     click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
 

@@ -18,7 +18,7 @@ from grader import __version__
 from grader.config import Config
 from grader.diagnose import GENERIC, Diagnosis, Finding, settle
 from grader.notebook import NotebookError, extract_script, sandbox_for
-from grader.report import build_report, summary_text
+from grader.report import build_report, printable, summary_text
 from grader.score import Score, as_number, score
 from grader.submission import load_submission
 from grader.suite import SuiteError, TestOutcome, run_suite
@@ -64,7 +64,7 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
         visibility=config.visibility, error=error, notes=notes,
     )
     if warnings:  # e.g. IPython magics dropped from a notebook
-        report["warnings"] = warnings
+        report["warnings"] = [printable(w, newlines=False) for w in warnings]  # they quote the notebook's lines
     return GradeResult(report, error)
 
 

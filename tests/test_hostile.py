@@ -125,6 +125,8 @@ EXPECTED: dict[str, Expect] = {
     # Carriage returns and ANSI escapes in an exception message are shown escaped, never obeyed.
     "terminal_escapes": Expect(85, {**ALL_PASS, ENTROPY: {"error": 6}},
                                "raised ValueError at line 47: x\\x0d\\x1b[1A\\x1b[2K", ENTROPY),
+    # Honest answers, one head at a time: the loop-over-heads note quotes the loop's line, escaped (below).
+    "escapes_in_loop_comment": Expect(100, ALL_PASS),
     # Hostile, but honest answers: full marks, and the grader is untouched.
     "huge_output": Expect(100, ALL_PASS),
     "closes_std_fds": Expect(100, ALL_PASS),
@@ -283,3 +285,17 @@ def test_a_report_planted_at_the_output_path_is_overwritten(tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     assert "planted" not in report and report["score"] == 85
+
+
+def test_the_loop_over_heads_note_quotes_the_loop_escaped(graded):
+    """The note quotes the loop's line; its comment of ESC sequences is shown as \\xNN, in the report and the summary."""
+    from grader.report import summary_text
+
+    report = graded[0]["escapes_in_loop_comment"]
+    (note,) = report["notes"]
+    assert note["code"] == "loop-over-heads" and note["line"] == 23
+    assert "for i in range(h):  # \\x1b[2J\\x1b[H\\x1b[32mmha: escapes.py scored 100 / 100\\x1b[0m\\x08\\x08\\x7f)" \
+        in note["message"]
+    text = summary_text(report)
+    assert not any(ord(c) < 32 and c != "\n" or 0x7f <= ord(c) < 0xa0 for c in text)
+    assert text.count("scored 100 / 100") == 2  # the real first line, and the quoted comment, escaped
