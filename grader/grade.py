@@ -23,7 +23,7 @@ from grader.report import build_report, printable, summary_text
 from grader.score import Score, as_number, score
 from grader.submission import load_submission
 from grader.suite import SuiteError, TestOutcome, run_suite
-from grader.vectorization import MAX_SECONDS, analyse
+from grader.vectorization import analyse
 
 
 @dataclass(frozen=True)
@@ -132,9 +132,8 @@ def vectorization(source: str, outcomes: list[TestOutcome], result: Score, confi
     worth = Fraction(str(config.vectorization_points))
     notes, warnings = [], []
     if analysis is not None and not analysis.complete:
-        warnings.append(f"the loop-over-heads analysis was not done: {analysis.reason} (it reads at most its "
-                        f"size limit, for {MAX_SECONDS:g} s); no note"
-                        + (f", and no vectorization points ({as_number(worth)})" if worth else ""))
+        warnings.append(f"the loop-over-heads analysis stopped: {analysis.reason}; so no loop-over-heads note"
+                        + (f", and none of the {as_number(worth)} vectorization points" if worth else ""))
     if loops:
         locate = where or (lambda line: f"line {line}")
         found = "; ".join(f"{loop.function}, {locate(loop.line)}: {loop.text}" for loop in loops)
