@@ -58,7 +58,10 @@ def main() -> None:
 @click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text"]),
               default="native", show_default=True,
               help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only.")
-def submission_command(path: Path, output: str | None, config_path: Path, seed: int | None, fmt: str) -> None:
+@click.option("-v", "--all", "every", is_flag=True,
+              help="List every failed test in the summary (default: the first four of each function).")
+def submission_command(path: Path, output: str | None, config_path: Path, seed: int | None, fmt: str,
+                       every: bool) -> None:
     """Grade one .py or .ipynb submission and write its report.
 
     Prints a summary (points per function, one line per failed test) and
@@ -69,7 +72,7 @@ def submission_command(path: Path, output: str | None, config_path: Path, seed: 
     """
     from grader.export.formats import DEFAULT_OUTPUT, render
     from grader.grade import grade_submission
-    from grader.report import write_atomic
+    from grader.report import summary_text, write_atomic
 
     try:
         config = load_config(config_path).with_overrides(seed=seed)
@@ -77,18 +80,19 @@ def submission_command(path: Path, output: str | None, config_path: Path, seed: 
     except (ConfigError, SubmissionError) as exc:
         raise click.ClickException(str(exc)) from None
     output = output or DEFAULT_OUTPUT[fmt]
-    text = render(result.report, fmt)
+    text = summary_text(result.report, every=True) if fmt == "text" and every else render(result.report, fmt)
+    summary = summary_text(result.report, every=every)
     if fmt == "text" and output == "-":
         sys.stdout.write(text)
     elif output == "-":
-        click.echo(result.summary, err=True, nl=False)
+        click.echo(summary, err=True, nl=False)
         sys.stdout.write(text)
     else:
         try:
             write_atomic(Path(output), text)
         except OSError as exc:
             raise click.ClickException(f"cannot write the report to {output}: {exc.strerror}") from None
-        click.echo(result.summary, nl=False)
+        click.echo(summary, nl=False)
         click.echo(f"Report written to {output}")
     if result.grader_error:
         raise click.ClickException(f"grading failed: {_safe(result.grader_error)}")

@@ -67,8 +67,10 @@ def build_report(*, assignment: str, submission: dict, seed: int, grader_version
     }
 
 
-def summary_text(report: dict) -> str:
+def summary_text(report: dict, *, every: bool = False) -> str:
     """A few readable lines: the total, each function's points, one line per failed test.
+
+    Lists FAILURES_SHOWN failed tests per function, or all of them with ``every`` (``grade -v``).
 
     Every piece of text that may come from the submission (its file name, the
     notebook warnings, messages, notes) goes through ``printable`` here too, so
@@ -84,13 +86,14 @@ def summary_text(report: dict) -> str:
                      f" {entry['passed']} of {entry['tests']} tests passed")
         failed = [t for t in report["tests"] if t["function"] == function and t["status"] != "passed"]
         lines += _diagnosis_lines(failed)  # the misconception first: it says why the lines below fail
-        for test in failed[:FAILURES_SHOWN]:
+        shown = failed if every else failed[:FAILURES_SHOWN]
+        for test in shown:
             if test["visibility"] != "visible":
                 lines.append(f"    ✗ a hidden test [{test['status']}]")
             else:
                 lines.append(f"    ✗ {_safe(test['name'])} [{test['status']}]: {_safe(test['message'])}")
-        if len(failed) > FAILURES_SHOWN:
-            lines.append(f"    … and {len(failed) - FAILURES_SHOWN} more failed test(s), listed in the report")
+        if len(failed) > len(shown):
+            lines.append(f"    … and {len(failed) - len(shown)} more failed test(s), listed in the report")
     for note in report.get("notes", []):
         lines.append(f"  note: {_safe(note['message'])}")
     return "\n".join(lines) + "\n"
