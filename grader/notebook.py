@@ -97,7 +97,7 @@ def extract_script(path: Path, max_bytes: int | None = None) -> Script:
     for number, cell in enumerate(notebook.cells, start=1):
         if cell.cell_type != "code":
             continue
-        lines = _without_cell_magics(cell.source.splitlines(), number, warnings)
+        lines = _without_cell_magics(_python_lines(cell.source), number, warnings)
         if lines is None:
             continue
         kept, dropped = _drop_ipython_lines(lines, budget)
@@ -110,6 +110,16 @@ def extract_script(path: Path, max_bytes: int | None = None) -> Script:
     if len(warnings) > MAX_WARNINGS:  # keep the report small whatever the notebook holds
         warnings = [*warnings[:MAX_WARNINGS], f"… and {len(warnings) - MAX_WARNINGS} more IPython lines dropped"]
     return Script("\n".join(lines_out) + "\n", warnings, tuple(origins))
+
+
+def _python_lines(source: str) -> list[str]:
+    """The cell's lines as Python counts them: split at \\n, \\r\\n and \\r only.
+
+    ``str.splitlines`` also splits at form feeds, U+2028 and other separators,
+    which Python reads as characters (inside a string literal, say).
+    """
+    lines = re.split(r"\r\n|\r|\n", source)
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def _without_cell_magics(lines: list[str], number: int, warnings: list[str]) -> list[str] | None:

@@ -196,3 +196,24 @@ def test_a_notebook_of_too_many_cells_is_refused_before_it_is_validated(tmp_path
                                             "more than the 5,000 a notebook may have"):
         extract_script(path)
     assert grader.notebook.MAX_CELLS == 5000
+
+
+def test_warnings_quoting_the_notebook_are_escaped(tmp_path, config):
+    """A dropped line full of terminal escapes is quoted escaped, in the report and in the printed summary."""
+    from grader.report import summary_text
+
+    source = (SUBMISSIONS / "correct.py").read_text()
+    notebook = write_notebook(tmp_path / "esc.ipynb", "%time 1 # \x1b[2J\x1b[Hmha: esc.ipynb scored 100 / 100\u2028!", source)
+    report = grade_submission(notebook, config).report
+    assert report["warnings"] == [
+        "cell 2: dropped the IPython line '%time 1 # \\x1b[2J\\x1b[Hmha: esc.ipynb scored 100 / 100\\u2028!'"]
+    text = summary_text(report)
+    assert "\x1b" not in text and "\u2028" not in text and text.count("scored 100 / 100") == 2
+
+
+def test_a_line_separator_in_a_string_is_a_character_not_a_line_break(tmp_path, config):
+    """Python splits lines at \\n and \\r only: a U+2028 or a form feed inside a cell's string stays in the string."""
+    cells = split_in_cells((SUBMISSIONS / "correct.py").read_text())
+    script = extract_script(write_notebook(tmp_path / "sep.ipynb", "NOTE = 'a\u2028b\x0cc'\n", *cells))
+    assert "NOTE = 'a\u2028b\x0cc'\n" in script.source
+    assert grade_submission(tmp_path / "sep.ipynb", config).report["score"] == 100
