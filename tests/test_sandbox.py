@@ -430,8 +430,18 @@ _HEADERS = st.builds(
     lambda descr, order, shape, extra: "{" + f"'descr': {descr}, 'fortran_order': {order}, 'shape': {shape}, {extra}" + "}",
     st.sampled_from(_DESCRS), st.sampled_from(["False", "True", "'yes'", "0", "None"]), _SHAPES,
     st.sampled_from(["", "'extra': 1, ", "'descr': '<f8', "]))
+def _valid_npy(array: np.ndarray, fortran: bool) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.asfortranarray(array) if fortran else array, allow_pickle=False)
+    return buffer.getvalue()
+
+
 _NPY_BLOBS = st.one_of(
     st.builds(_npy, _HEADERS, st.binary(max_size=96), st.sampled_from([1, 2, 3])),
+    st.builds(_valid_npy, hnp.arrays(st.sampled_from([">f8", "<f2", "|b1", "<u8", ">i2", "<f4"]),  # odd but numeric
+                                     hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)), st.booleans()),
     st.builds(lambda n: b"\x93NUMPY\x01\x00" + n.to_bytes(2, "little"), st.integers(0, 65535)),  # a header cut short
     st.binary(max_size=64))
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
@@ -457,6 +467,13 @@ def test_a_reply_the_parent_cannot_read_fails_that_call_and_never_raises(offline
             type(result.value) is np.ndarray and result.value.dtype.kind in "biuf")
     assert compare.check_array(result, np.zeros((2, 3)), 1e-3, 1e-5, "f()").status in (
         "passed", "failed", "error", "memory", "import-error", "crashed")
+    assert compare.check_count(result, 12, "g()").status in ("passed", "failed", "error", "memory", "import-error",
+                                                               "crashed")
+    if result.status == "ok":  # what a failed test's diagnosis does with the value
+        from grader.diagnose import matches
+
+        assert matches(result.value, np.zeros((2, 3)), 1e-3, 1e-5) in (True, False)
+        assert matches(result.value, 12, 1e-3, 1e-5) in (True, False)
 
 
 @pytest.mark.parametrize(("header", "message"), [
