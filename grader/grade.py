@@ -7,7 +7,7 @@ report, with status "error" and score 0 when the grader itself failed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -21,7 +21,7 @@ from grader.diagnose import GENERIC, Diagnosis, Finding, settle
 from grader.notebook import NotebookError, Script, sandbox_for, script_for, script_name
 from grader.report import build_report, printable, summary_text
 from grader.score import Score, as_number, score
-from grader.submission import load_submission
+from grader.submission import Submission, load_submission
 from grader.suite import SuiteError, TestOutcome, run_suite
 from grader.vectorization import analyse
 
@@ -36,9 +36,15 @@ class GradeResult:
         return summary_text(self.report)
 
 
-def grade_submission(path: Path, config: Config) -> GradeResult:
-    """Grade the submission at ``path``; raises SubmissionError only for an unusable path."""
+def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Path]] = ()) -> GradeResult:
+    """Grade the submission at ``path``; raises SubmissionError only for an unusable path.
+
+    The file is read once: those bytes are hashed, graded and analysed. ``helpers``: the
+    (name, path) of the submission's other .py files, which the graded file may import
+    (each read once too, and hashed into the report's ``submission.helpers``).
+    """
     submission = load_submission(path)
+    extra = [(name, load_submission(helper)) for name, helper in helpers]
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
     outcomes, result, error = [], None, None
@@ -46,10 +52,11 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
     warnings: list[str] = []
     analysis_warnings: list[str] = []
     try:
-        script = script_for(submission.path, config.limits)  # a notebook is read and validated once, here
+        script = script_for(submission.path, config.limits, submission.data)  # a notebook is parsed and validated once
         # The grading process multiplies small matrices only (expected values, misconception variants):
         # one BLAS thread is faster there than several contending for a shared machine's cores.
-        with sandbox_for(submission.path, config.limits, script) as (sandbox, warnings), \
+        with sandbox_for(submission.path, config.limits, submission.data,
+                         [(name, s.data) for name, s in extra], script) as (sandbox, warnings), \
                 threadpool_limits(limits=1, user_api="blas"):
             outcomes = settle_diagnoses(run_suite(sandbox, config))
         if isinstance(script, Script):  # "cell 3, line 12" rather than the joined script's line
@@ -57,15 +64,18 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
             outcomes = [replace(o, message=script.locate(o.message, name)) for o in outcomes]
         check_points(config, outcomes)
         result = score([(o.group, o.status == "passed") for o in outcomes], config.points)
-        result, notes, analysis_warnings = vectorization(_source(submission.path, script), outcomes, result, config,
+        result, notes, analysis_warnings = vectorization(_source(submission, script), outcomes, result, config,
                                                          script.where if isinstance(script, Script) else None)
     except SuiteError as exc:
         error = str(exc)
     except Exception as exc:  # noqa: BLE001  (a bug of ours: still write a report that says so)
         error = f"internal grader error: {type(exc).__name__}: {exc}"
+    described: dict = {"path": str(submission.path), "sha256": submission.sha256}
+    if extra:
+        described["helpers"] = [{"path": str(s.path), "sha256": s.sha256} for _, s in extra]
     report = build_report(
         assignment=config.assignment,
-        submission={"path": str(submission.path), "sha256": submission.sha256},
+        submission=described,
         seed=config.seed, grader_version=__version__, started_at=started_at,
         duration_s=time.monotonic() - clock, outcomes=outcomes, score=result,
         visibility=config.visibility, error=error, notes=notes,
@@ -104,14 +114,11 @@ def settle_diagnoses(outcomes: list[TestOutcome]) -> list[TestOutcome]:
     return [replace(o, diagnosis=None if d is None else d.as_dict()) for o, d in zip(outcomes, settle(found, catalogue))]
 
 
-def _source(path: Path, script: Script | NotebookError | None) -> str:
+def _source(submission: Submission, script: Script | NotebookError | None) -> str:
     """What the analysis reads: a notebook's graded script (nothing when unreadable), or the .py's text."""
     if script is not None:
         return script.source if isinstance(script, Script) else ""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+    return submission.data.decode("utf-8", errors="replace")
 
 
 def vectorization(source: str, outcomes: list[TestOutcome], result: Score, config: Config,

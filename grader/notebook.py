@@ -17,7 +17,7 @@ import re
 import tempfile
 import tokenize
 import warnings as warnings_module
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,7 +62,7 @@ class Script:
         return re.sub(rf"\({re.escape(filename)}, line (\d+)\)$", lambda m: f"({self.where(int(m.group(1)))})", message)
 
 
-def extract_script(path: Path, max_bytes: int | None = None) -> Script:
+def extract_script(path: Path, data: bytes | None = None, max_bytes: int | None = None) -> Script:
     """The code cells of the notebook at ``path`` as one script; raises NotebookError when unreadable.
 
     Cells are named in warnings by their position among all cells, from 1
@@ -72,23 +72,24 @@ def extract_script(path: Path, max_bytes: int | None = None) -> Script:
     """
     path = Path(path)
     try:
-        size = path.stat().st_size
+        size = len(data) if data is not None else path.stat().st_size
         if max_bytes is not None and size > max_bytes:
             raise NotebookError(f"{path.name} is {size / (1 << 20):.1f} MiB, more than the "
                                 f"{max_bytes / (1 << 20):g} MiB a submission may have (limits.file_size_mb)")
-        with path.open("rb") as handle:  # at most max_bytes + 1, should it grow meanwhile
-            raw = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
-        if max_bytes is not None and len(raw) > max_bytes:
-            raise NotebookError(f"{path.name} is more than the {max_bytes / (1 << 20):g} MiB a submission may have "
-                                "(limits.file_size_mb)")
-        text = raw.decode("utf-8")
+        if data is None:
+            with path.open("rb") as handle:  # at most max_bytes + 1, should it grow meanwhile
+                data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+            if max_bytes is not None and len(data) > max_bytes:
+                raise NotebookError(f"{path.name} is more than the {max_bytes / (1 << 20):g} MiB a submission may "
+                                    "have (limits.file_size_mb)")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise NotebookError(f"cannot read {path.name} as UTF-8 text: {exc}") from None
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise NotebookError(f"{path.name} is not a valid notebook: not valid JSON ({exc})") from None
-    del raw, text
+    del text  # the caller may keep the bytes; this copy of the text can go
     notebook = _validated(data, path.name)
     lines_out: list[str] = []
     origins: list[tuple[int, int] | None] = []
@@ -259,19 +260,22 @@ def script_name(path: Path) -> str:
     return f"{stem if stem.isidentifier() else 'submission'}.py"
 
 
-def script_for(path: Path, limits: Limits) -> Script | NotebookError | None:
-    """A notebook's script (or why it cannot be read), read once for both the sandbox and the analysis; None for a .py."""
+def script_for(path: Path, limits: Limits, data: bytes | None = None) -> Script | NotebookError | None:
+    """A notebook's script (or why it cannot be read), read once for both the sandbox and the analysis; None for a .py.
+
+    data: the notebook's bytes, when the caller has read them already.
+    """
     if Path(path).suffix != ".ipynb":
         return None
     try:
-        return extract_script(path, limits.file_size_mb << 20)
+        return extract_script(path, data, limits.file_size_mb << 20)
     except NotebookError as exc:
         return exc
 
 
 @contextlib.contextmanager
-def sandbox_for(path: Path, limits: Limits, script: Script | NotebookError | None = None
-                ) -> Iterator[tuple[Sandbox | UnreadableNotebook, list[str]]]:
+def sandbox_for(path: Path, limits: Limits, data: bytes | None = None, extra: Sequence[tuple[str, bytes]] = (),
+                script: Script | NotebookError | None = None) -> Iterator[tuple[Sandbox | UnreadableNotebook, list[str]]]:
     """The sandbox to grade ``path`` in, and the warnings of reading it.
 
     A .py file goes to ``Sandbox(path, limits)`` as it is. A .ipynb file's
@@ -283,16 +287,16 @@ def sandbox_for(path: Path, limits: Limits, script: Script | NotebookError | Non
     """
     path = Path(path)
     if path.suffix != ".ipynb":
-        with Sandbox(path, limits) as sandbox:
+        with Sandbox(path, limits, source=data, extra=extra) as sandbox:
             yield sandbox, []
         return
     if script is None:
-        script = script_for(path, limits)
+        script = script_for(path, limits, data)
     if not isinstance(script, Script):
         yield UnreadableNotebook(str(script)), []
         return
     with tempfile.TemporaryDirectory(prefix="notebook-") as folder:
         target = Path(folder) / script_name(path)
         target.write_text(script.source, encoding="utf-8")
-        with Sandbox(target, limits) as sandbox:
+        with Sandbox(target, limits, extra=extra) as sandbox:
             yield sandbox, script.warnings
