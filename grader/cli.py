@@ -6,15 +6,19 @@ The only module that imports click. Domain errors become one-line
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
 
 from grader.config import Config, ConfigError, find_config, load_config
+from grader.report import printable
 from grader.submission import SubmissionError
 
 CONFIG_HELP = "The course's grader.toml (default: the first found upward from here, then from the submission)."
@@ -156,9 +160,10 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
     config = _config(config_path, seed, path.parent)
     output = output or DEFAULT_OUTPUT[fmt]
     _check_output(output)
-    with _Interrupted() as interrupted:
+    # The progress line outside: after a Ctrl-C, _Interrupted gives the terminal back before the line is erased.
+    with _progress_on_terminal() as progress, _Interrupted() as interrupted:
         try:
-            result = grade_submission(path, config)
+            result = grade_submission(path, config, progress=progress)
         except SubmissionError as exc:
             raise click.ClickException(str(exc)) from None
     if interrupted.happened:
@@ -180,6 +185,53 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
         click.echo(f"Report written to {output}")
     if result.grader_error:
         raise click.ClickException(f"grading failed: {_safe(result.grader_error)}")
+
+
+PROGRESS_AFTER_S = 2.0  # a single grade shows progress once it has run this long
+
+
+@contextlib.contextmanager
+def _progress_on_terminal() -> Iterator[Callable[[str, int, int], None] | None]:
+    """On a terminal (stderr), a status line with the test being graded, from PROGRESS_AFTER_S on.
+
+    Yields the callback for grade_submission, or None when stderr is not a
+    terminal (nothing is shown then). The line disappears when grading ends.
+    """
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.live import Live
+    from rich.markup import escape
+    from rich.spinner import Spinner
+
+    spinner = Spinner("dots", "grading")
+    # Not rich's default stdout/stderr redirection: the graded suite swaps sys.stdout while it runs,
+    # and a Live started then would restore the swapped one when it stops.
+    status = Live(spinner, console=Console(stderr=True), transient=True, refresh_per_second=8,
+                  redirect_stdout=False, redirect_stderr=False)
+    lock, shown = threading.Lock(), [False, False]  # started, stopped
+
+    def show() -> None:
+        with lock:
+            if not shown[1]:
+                status.start()
+                shown[0] = True
+
+    def progress(name: str, number: int, total: int) -> None:
+        spinner.update(text=f"grading test {number} of {total}: {escape(printable(name, newlines=False))}")
+
+    timer = threading.Timer(PROGRESS_AFTER_S, show)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield progress
+    finally:
+        timer.cancel()
+        with lock:
+            shown[1] = True
+            if shown[0]:
+                status.stop()
 
 
 @main.command("selftest")

@@ -24,6 +24,7 @@ class Limits:
 
     call_timeout_s: float = 10.0
     submission_timeout_s: float = 120.0
+    timeouts_per_function: int = 2
     memory_mb: int = 2048
     file_size_mb: int = 16
     output_bytes: int = 64_000
@@ -68,6 +69,7 @@ KEYS: list[tuple[str, str, type, str]] = [
     ("grading", "vectorization_points", float, "Points for a multi_head_attention that passes all its tests with no Python loop over heads (0: a note only)."),
     ("limits", "call_timeout_s", float, "Wall-clock limit of one call of a student function, in seconds."),
     ("limits", "submission_timeout_s", float, "Wall-clock limit of one submission's whole run, in seconds."),
+    ("limits", "timeouts_per_function", int, "Timed-out calls of one function after which its remaining tests fail at once, not run (status timeout)."),
     ("limits", "memory_mb", int, "Address-space limit of the student's process (RLIMIT_AS), in MiB."),
     ("limits", "file_size_mb", int, "Largest file the student's process may write (RLIMIT_FSIZE), in MiB."),
     ("limits", "output_bytes", int, "Student output kept per call: head and tail, in bytes."),

@@ -18,11 +18,12 @@ from threadpoolctl import threadpool_limits
 from grader import __version__
 from grader.config import Config
 from grader.diagnose import GENERIC, Diagnosis, Finding, settle
+from grader.fairness import pay_for_work
 from grader.notebook import NotebookError, Script, sandbox_for, script_for, script_name
 from grader.report import build_report, printable, summary_text
 from grader.score import Score, as_number, score
 from grader.submission import Submission, load_submission
-from grader.suite import SuiteError, TestOutcome, run_suite
+from grader.suite import Progress, SuiteError, TestOutcome, run_suite
 from grader.vectorization import analyse
 
 
@@ -36,12 +37,14 @@ class GradeResult:
         return summary_text(self.report)
 
 
-def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Path]] = ()) -> GradeResult:
+def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Path]] = (),
+                     progress: Progress | None = None) -> GradeResult:
     """Grade the submission at ``path``; raises SubmissionError only for an unusable path.
 
     The file is read once: those bytes are hashed, graded and analysed. ``helpers``: the
     (name, path) of the submission's other .py files, which the graded file may import
     (each read once too, and hashed into the report's ``submission.helpers``).
+    progress: called as each graded test starts, with (test name, its number, number of tests).
     """
     submission = load_submission(path)
     extra = [(name, load_submission(helper)) for name, helper in helpers]
@@ -58,7 +61,7 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
         with sandbox_for(submission.path, config.limits, submission.data,
                          [(name, s.data) for name, s in extra], script) as (sandbox, warnings), \
                 threadpool_limits(limits=1, user_api="blas"):
-            outcomes = settle_diagnoses(run_suite(sandbox, config))
+            outcomes = pay_for_work(settle_diagnoses(run_suite(sandbox, config, progress)))
         if isinstance(script, Script):  # "cell 3, line 12" rather than the joined script's line
             name = script_name(submission.path)
             outcomes = [replace(o, message=script.locate(o.message, name)) for o in outcomes]

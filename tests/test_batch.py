@@ -179,7 +179,7 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     # A group submission gives one row per member, with the same scores.
     for sid in ("12", "13"):
         row = rows[("gradescope__submission_1002__mha.py", sid)]
-        assert (row["score"], row["diagnoses"]) == ("44.1667", "wrong-split-order")
+        assert (row["score"], row["diagnoses"]) == ("39.1667", "wrong-split-order")
     assert rows[("gradescope__submission_1002__mha.py", "13")]["name"] == "Grace Hopper"
     jane = rows[("canvas__doejane_LATE_501_9001_mha.py", "501")]
     assert (jane["name"], jane["score"], jane["head_entropy"], jane["status"], jane["diagnoses"]) == (
@@ -212,7 +212,7 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     summary = json.loads((baseline / "summary.json").read_text())
     assert (summary["files"], summary["graded"], summary["import_errors"], summary["errors"],
             summary["not_submissions"]) == (8, 3, 2, 0, 3)
-    assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 0, 1, 0, 0, 0, 0, 2]  # 0, 0, 44.1667, 92.5, 100
+    assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 1, 0, 0, 0, 0, 0, 2]  # 0, 0, 39.1667, 92.5, 100
     assert summary["diagnoses"] == {"entropy-log-zero": 1, "wrong-split-order": 1}  # submissions, not rows
     assert [f["file"] for f in summary["failed_to_grade"]] == [
         "canvas__hangs_503_9003_mha.py", "canvas__roekim_502_9002_mha.py", "canvas__empty_504_9004_mha.py",
@@ -222,7 +222,7 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     assert summary["misconceptions"]["entropy-log-zero"]["section"].startswith("§")
     alan = next(s for s in summary["students"] if s["file"] == "gradescope__submission_1002__mha.py")
     assert (alan["student_id"], alan["name"], alan["score"], alan["diagnoses"], alan["report"]) == (
-        "12, 13", "Alan Turing, Grace Hopper", 44.1667, ["wrong-split-order"],
+        "12, 13", "Alan Turing, Grace Hopper", 39.1667, ["wrong-split-order"],
         "reports/gradescope__submission_1002__mha.py.json")
     reshape = next(t for t in summary["tests"] if t["name"] == "mha_reshape[B2-T5-d8-h3-dk4-dv3-full]")
     assert (reshape["passed"], reshape["total"]) == (2, 5)  # correct and nan_entropy pass; the bug and two zeros fail
@@ -338,8 +338,8 @@ def test_lms_format_written_beside_the_native_report(tmp_path):
     run_cli(str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--format", "gradescope",
             "--config", str(ROOT / "grader.toml"))
     results = json.loads((tmp_path / "out" / "gradescope" / "wrong_reshape.py.json").read_text())
-    assert results["score"] == 44.1667
-    assert json.loads((tmp_path / "out" / "reports" / "wrong_reshape.py.json").read_text())["score"] == 44.1667
+    assert results["score"] == 39.1667
+    assert json.loads((tmp_path / "out" / "reports" / "wrong_reshape.py.json").read_text())["score"] == 39.1667
 
 
 @pytest.mark.parametrize("killer", ["a_killer.py", "z_killer.py"])  # graded first, or last
@@ -356,7 +356,7 @@ def test_a_submission_that_kills_its_worker_does_not_sink_the_batch(tmp_path, co
                                        "--config", str(course)])
     rows = {r["file"]: r for r in gradebook(tmp_path / "out")}
     assert (rows["b_correct.py"]["score"], rows["b_correct.py"]["status"]) == ("100", "graded")
-    assert (rows["c_wrong_reshape.py"]["score"], rows["c_wrong_reshape.py"]["status"]) == ("44.1667", "graded")
+    assert (rows["c_wrong_reshape.py"]["score"], rows["c_wrong_reshape.py"]["status"]) == ("39.1667", "graded")
     killer = rows[killer]
     if killer["status"] == "error":
         assert killer["message"] == "the grading worker process died while grading this submission"

@@ -150,3 +150,22 @@ def test_ctrl_c_prints_one_line_and_leaves_the_earlier_report(tmp_path):
     assert grading.returncode == 130
     assert (stdout, stderr) == ("", "interrupted: grading stopped, nothing written (report.json is left as it was)\n")
     assert (tmp_path / "report.json").read_text() == '{"earlier": true}\n'
+
+
+def test_a_slow_grade_shows_the_test_being_graded_on_a_terminal_only(monkeypatch, capsys):
+    import time
+
+    from grader import cli
+
+    monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 0.05)
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True)  # a terminal: a status line on stderr
+    with cli._progress_on_terminal() as progress:
+        assert progress is not None
+        progress("mha_random[00-B4-T3]", 1, 41)
+        time.sleep(0.5)
+    assert "grading test 1 of 41: mha_random[00-B4-T3]" in capsys.readouterr().err
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: False)  # not a terminal: nothing at all
+    with cli._progress_on_terminal() as progress:
+        assert progress is None
+        time.sleep(0.1)
+    assert capsys.readouterr() == ("", "")

@@ -69,7 +69,7 @@ def test_canvas_csv_round_trips_through_a_canvas_shaped_export(reports_dir):
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT]
     assert rows[1:] == [
         ["Lovelace, Ada", "1001", "S001", "ada@uni.edu", "Section A", "100"],
-        ["Turing, Alan", "1002", "S002", "alan@uni.edu", "Section A", "44.1667"],
+        ["Turing, Alan", "1002", "S002", "alan@uni.edu", "Section A", "39.1667"],
         ["Hopper, Grace", "1003", "S003", "grace@uni.edu", "Section B", "92.5"],
         ["Johnson, Katherine", "1004", "S004", "kj@uni.edu", "Section B", "100"],
         ["Student, Test", "1099", "", "", "Section A", ""],
@@ -134,7 +134,7 @@ def test_cli_export_canvas(reports_dir, tmp_path):
 def test_moodle_by_email_and_by_id_number(reports_dir):
     reports = load_reports(reports_dir).reports
     by_email = moodle.build(reports, "email")
-    assert by_email.rows == [("Alan@uni.edu", "", "", 44.1667), ("nobody@else.org", "", "Nobody Here", 100)]
+    assert by_email.rows == [("Alan@uni.edu", "", "", 39.1667), ("nobody@else.org", "", "Nobody Here", 100)]
     assert [label for label, _ in by_email.unmatched] == [  # in the folder's (sorted) order
         "S004.json", "a-old.json (1001)", "a.json (Ada Lovelace)", "broken.json (1002)", "hopperg_1003_5551_solution.json"]
     assert {why for _, why in by_email.unmatched} == {"no email address in the report's student or file name"}
@@ -148,7 +148,7 @@ def test_moodle_by_email_and_by_id_number(reports_dir):
 def test_cli_export_moodle(reports_dir, tmp_path):
     result = CliRunner().invoke(main, ["export", "moodle", str(reports_dir), "-o", "-", "--column", "MHA"])
     assert result.exit_code == 0, result.output
-    assert result.stdout == "Email address,ID number,Full name,MHA\nAlan@uni.edu,,,44.1667\nnobody@else.org,,Nobody Here,100\n"
+    assert result.stdout == "Email address,ID number,Full name,MHA\nAlan@uni.edu,,,39.1667\nnobody@else.org,,Nobody Here,100\n"
     assert "2 grade(s); 5 report(s) unmatched." in result.stderr
 
 

@@ -91,7 +91,7 @@ def test_setup_sh_dry_run(autograder_zip, tmp_path):
 
 @pytest.mark.parametrize(("files", "score"), [
     ({"solution.py": (SUBMISSIONS / "correct.py").read_bytes()}, 100),
-    ({"solution.py": (SUBMISSIONS / "wrong_reshape.py").read_bytes()}, 44.1667),
+    ({"solution.py": (SUBMISSIONS / "wrong_reshape.py").read_bytes()}, 39.1667),
     ({"solution.ipynb": nbformat.writes(nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("%load_ext autoreload"),
         nbformat.v4.new_code_cell((SUBMISSIONS / "nan_entropy.py").read_text())])).encode()}, 92.5),
