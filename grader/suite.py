@@ -33,6 +33,7 @@ class TestOutcome:
     message: str
     output: str  # what the student's code printed during the test
     diagnosis: dict | None = None  # {code, explanation, section, also} when a failure's misconception is known
+    evidence: dict | None = None  # a visible failed array result's inputs, expected and returned arrays (grader.evidence)
 
 
 class Student(Protocol):
@@ -107,7 +108,8 @@ def run_suite(sandbox: Student, config: Config) -> list[TestOutcome]:
             crash = (stage.get("crash") or {}).get("message", test.get("outcome"))
             raise SuiteError(f"graded test {test['nodeid']} broke before reaching a verdict: {crash}")
         outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
-                                    meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis")))
+                                    meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis"),
+                                    meta.get("evidence")))
     if not outcomes:
         raise SuiteError(f"the graded suite in {suite} collected no tests")
     return outcomes

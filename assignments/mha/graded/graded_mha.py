@@ -3,6 +3,7 @@
 import numpy as np
 
 from grader.compare import PASSED
+from grader.evidence import evidence
 from grader.judge import judge
 from reference import mha, variants
 
@@ -38,9 +39,12 @@ def _compute_expected(case):
 def test_case(case, student, grading, json_metadata):
     json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
     expected = None if case.raises else expected_value(case)
+    kept: dict = {}  # the returned value of a failed check, for the pictures of a visible test
     verdict, diagnosis, output = judge(
         case, student, grading, expected,
         lambda: _once_per_case("variants", case, lambda c: variants.variant_outputs(c.function, c.args, c.kwargs)),
-        variants.CATALOGUE)
-    json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis)
+        variants.CATALOGUE, keep=kept)
+    visible = grading.visibility.get(case.group, "visible") == "visible"
+    json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
+                         evidence=evidence(case.args, expected, kept["got"]) if visible and "got" in kept else None)
     assert verdict.status == PASSED, verdict.message
