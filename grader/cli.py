@@ -51,13 +51,14 @@ def main() -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", default=None,
               help="Where to write the report; - for stdout. Default: report.json (native), results.json "
-                   "(gradescope, prairielearn), stdout (text).")
+                   "(gradescope, prairielearn), stdout (text), feedback.html (html).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
               show_default=True, help="The course's grader.toml.")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
-@click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text"]),
+@click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text", "html"]),
               default="native", show_default=True,
-              help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only.")
+              help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only; "
+                   "html: the student's feedback page, with pictures.")
 def submission_command(path: Path, output: str | None, config_path: Path, seed: int | None, fmt: str) -> None:
     """Grade one .py or .ipynb submission and write its report.
 

@@ -28,6 +28,8 @@ def evidence(args: tuple, expected: object, got: object) -> dict | None:
     None unless ``got`` is a numeric array of ``expected``'s shape with at most
     MAX_ELEMENTS elements.
     """
+    if type(got) in (int, float) and np.ndim(expected) == 0:  # a scalar comes back as a plain number
+        got = np.asarray(got, dtype=np.float64)
     if not isinstance(got, np.ndarray) or got.dtype.kind not in "fiu":
         return None
     want = np.asarray(expected)
