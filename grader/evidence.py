@@ -28,11 +28,11 @@ def evidence(args: tuple, expected: object, got: object) -> dict | None:
     None unless ``got`` is a numeric array of ``expected``'s shape with at most
     MAX_ELEMENTS elements.
     """
-    if type(got) in (int, float) and np.ndim(expected) == 0:  # a scalar comes back as a plain number
+    want = np.asarray(expected)
+    if type(got) in (int, float) and want.ndim == 0:  # a scalar comes back as a plain number
         got = np.asarray(got, dtype=np.float64)
     if not isinstance(got, np.ndarray) or got.dtype.kind not in "fiu":
         return None
-    want = np.asarray(expected)
     if want.dtype.kind not in "fiu" or got.shape != want.shape or want.size > MAX_ELEMENTS:
         return None
     return {"inputs": [_describe(a) for a in args], "expected": encode(want), "got": encode(got)}

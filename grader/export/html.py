@@ -49,8 +49,8 @@ def feedback_html(report: dict, pictures: ReportPictures | None = None) -> str:
         return _page(title, f"<h1>{_e(title)}</h1>{body}")
     pictures = report_pictures(report) if pictures is None else pictures
     parts = [f"<h1>{_e(title)}</h1>",
-             f"<p class='meta'>seed {report['seed']} · grader {_e(report['grader_version'])} · "
-             f"{_e(report['started_at'])}</p>",
+             (f"<p class='meta'>seed {report['seed']} · grader {_e(report['grader_version'])} · "
+             f"{_e(report['started_at'])}</p>"),
              f"<p class='total'>{_num(report['score'])} / {_num(report['max_score'])} points</p>"]
     parts += [f"<p class='warning'>Warning: {_e(w)}</p>" for w in report.get("warnings", [])]
     for function, entry in report["functions"].items():
@@ -64,8 +64,8 @@ def _function_section(report: dict, function: str, entry: dict, pictures: Report
     failed = [(i, t) for i, t in tests if t["status"] != "passed"]
     state = "ok" if not failed else "bad"
     parts = [f"<section class='function' id='{_e(function)}'>",
-             f"<h2><span>{_e(function)}</span><span class='{state}'>{_num(entry['score'])} / "
-             f"{_num(entry['max_score'])} points · {entry['passed']} of {entry['tests']} tests passed</span></h2>"]
+             (f"<h2><span>{_e(function)}</span><span class='{state}'>{_num(entry['score'])} / "
+             f"{_num(entry['max_score'])} points · {entry['passed']} of {entry['tests']} tests passed</span></h2>")]
     if not failed:
         parts.append("<p class='ok'>Every test of this function passed.</p>")
     parts += _diagnoses([t for _, t in failed])
@@ -78,8 +78,8 @@ def _function_section(report: dict, function: str, entry: dict, pictures: Report
                          f"<span class='status'>{_e(test['status'])}</span></div>")
             continue
         found = test.get("diagnosis")
-        shown = [f"<div class='test'><span class='name'>{_e(test['name'])}</span> "
-                 f"<span class='status'>{_e(test['status'])}</span>",
+        shown = [(f"<div class='test'><span class='name'>{_e(test['name'])}</span> "
+                 f"<span class='status'>{_e(test['status'])}</span>"),
                  f"<div class='message'>{_e(test['message'])}</div>"]
         if found:
             shown.append(f"<div>diagnosis: <code>{_e(found['code'])}</code> ({_e(found['section'])})</div>")
