@@ -34,12 +34,22 @@ LABELLED_CELLS = 400  # up to this many cells, each cell says its token
 class Picture(NamedTuple):
     label: str  # one line that says what the picture shows
     url: str  # data:image/png;base64,...
+    test: int = -1  # index in report["tests"] of the test it was drawn from (-1: none)
 
 
 @dataclass
 class ReportPictures:
     tests: dict[int, list[Picture]] = field(default_factory=dict)  # index in report["tests"] → its pictures
     functions: dict[str, list[Picture]] = field(default_factory=dict)  # function → its misconception's picture
+
+    def by_test(self) -> dict[int, list[Picture]]:
+        """Every picture under the test it was drawn from: a misconception's picture first, then the test's own."""
+        found: dict[int, list[Picture]] = {}
+        for picture in (p for pictures in self.functions.values() for p in pictures):
+            found.setdefault(picture.test, []).append(picture)
+        for index, pictures in self.tests.items():
+            found.setdefault(index, []).extend(pictures)
+        return found
 
 
 def report_pictures(report: dict) -> ReportPictures:
@@ -59,12 +69,12 @@ def report_pictures(report: dict) -> ReportPictures:
             continue
         if test["function"] == "head_entropy":
             found.tests[index] = [Picture(f"{test['name']}: entropy of each head, expected and yours",
-                                          _png(_entropy_bars(expected, got)))]
+                                          _png(_entropy_bars(expected, got)), index)]
         else:
             found.tests[index] = [Picture(f"{test['name']}: expected output, yours, and where they differ",
-                                          _png(_heatmaps(expected, got)))]
+                                          _png(_heatmaps(expected, got)), index)]
     for function in dict.fromkeys(t["function"] for t in report["tests"]):
-        picture = _head_picture([t for t in report["tests"] if t["function"] == function])
+        picture = _head_picture([(i, t) for i, t in enumerate(report["tests"]) if t["function"] == function])
         if picture is not None:
             found.functions[function] = [picture]
     return found
@@ -99,10 +109,10 @@ def head_sources(T: int, h: int, width: int, straight: bool) -> tuple[np.ndarray
     return flat // (T * width), (flat // width) % T
 
 
-def _head_picture(tests: list[dict]) -> Picture | None:
+def _head_picture(tests: list[tuple[int, dict]]) -> Picture | None:
     """The split or merge map for the clearest visible case diagnosed with a head-order misconception."""
     candidates = []
-    for test in tests:
+    for index, test in tests:
         code = (test.get("diagnosis") or {}).get("code")
         if not is_visible(test) or code not in HEAD_CODES or not test.get("evidence"):
             continue
@@ -111,15 +121,15 @@ def _head_picture(tests: list[dict]) -> Picture | None:
             T, h, d_k, d_v = shape
             width = d_k if HEAD_CODES[code] == "split" else d_v
             if T * h * width <= MAX_CELLS:  # prefer several tokens, up to 4 heads, then the smallest picture
-                candidates.append(((T < 2 or h < 2, -min(h, 4), T * h * width), test, code, T, h, width))
+                candidates.append(((T < 2 or h < 2, -min(h, 4), T * h * width), index, test, code, T, h, width))
     if not candidates:
         return None
-    _, test, code, T, h, width = min(candidates, key=lambda c: c[0])
+    _, index, test, code, T, h, width = min(candidates, key=lambda c: c[0])
     kind = HEAD_CODES[code]
     name = "d_k" if kind == "split" else "d_v"
     label = (f"How your code {'split the projected tokens into' if kind == 'split' else 'merged'} heads, "
              f"for T={T}, h={h}, {name}={width} ({test['name']})")
-    return Picture(label, _png(_head_map(kind, T, h, width)))
+    return Picture(label, _png(_head_map(kind, T, h, width)), index)
 
 
 def _figure(width: float, height: float):
