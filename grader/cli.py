@@ -279,7 +279,7 @@ def student_kit_command(output: Path, config_path: Path, seed: int | None) -> No
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
 @click.option("--format", "formats", multiple=True, metavar="FORMAT",
               help="Also write each report in this LMS format (e.g. gradescope, prairielearn) into OUTDIR/FORMAT/; "
-                   "repeatable.")
+                   "html writes each student's feedback page into OUTDIR/html/, linked from summary.html; repeatable.")
 def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
                   config_path: Path, seed: int | None, formats: tuple[str, ...]) -> None:
     """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
@@ -292,7 +292,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     graded by the grader itself (its row says why).
     """
     _needs_the_course("batch")
-    from grader.batch import BatchError, is_terminal, log_line, run_batch
+    from grader.batch import BatchError, feedback_links, is_terminal, log_line, run_batch
     from grader.report import write_atomic
     from grader.summary_html import render_html, summary_table
 
@@ -331,7 +331,8 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
 
             result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
                                progress=progress, formats=formats)
-        write_atomic(outdir / "summary.html", render_html(result.summary))
+        feedback = feedback_links(result) if "html" in formats else None
+        write_atomic(outdir / "summary.html", render_html(result.summary, feedback))
     except BatchError as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:

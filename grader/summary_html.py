@@ -82,8 +82,20 @@ def _table(headers: list[str], rows: list[list[object]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(summary: dict) -> str:
-    """summary.json as one self-contained HTML page (images inline, no external resources)."""
+def _feedback_list(feedback: list[tuple[str, str]] | None) -> str:
+    """Links to each student's feedback page (grade batch --format html), or nothing."""
+    if not feedback:
+        return ""
+    items = "".join(f"<li><a href='{html.escape(href, quote=True)}'>{html.escape(label)}</a></li>"
+                    for label, href in feedback)
+    return f"<h2>Feedback pages</h2><ul class='feedback'>{items}</ul>"
+
+
+def render_html(summary: dict, feedback: list[tuple[str, str]] | None = None) -> str:
+    """summary.json as one self-contained HTML page (images inline, no external resources).
+
+    feedback: (student, relative link) of each student's feedback page, listed when given.
+    """
     images = _figures(summary)
     score = summary["score"]
     facts = [
@@ -128,6 +140,7 @@ configuration {summary['grader_config_sha256'][:12]}</p>
 <h2>Slowest submissions</h2>{slowest}
 <h2>Pass rate of each test</h2>{img.format(alt='pass rate of each test', src=images['pass_rate'])}
 {tests}
+{_feedback_list(feedback)}
 <script>
 // Lets a headless browser check that every chart decoded: counts images with pixels.
 window.addEventListener("load", () => {{
