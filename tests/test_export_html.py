@@ -247,3 +247,19 @@ def test_prairielearn_drops_pictures_before_shortening_messages_below_1000_chara
     assert "images" in fitted  # the last picture (of the last pictured test) went first; the head map stayed
     assert sum(len(t.get("images", [])) for t in fitted["tests"]) == 2
     assert [t["message"] for t in fitted["tests"]] == [t["message"] for t in results["tests"]]  # messages intact
+
+
+def test_batch_format_html_writes_a_page_per_student_linked_from_the_summary(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("correct", "wrong_merge"):
+        (folder / f"{name}.py").write_bytes((SUBMISSIONS / f"{name}.py").read_bytes())
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["batch", str(folder), "-o", str(out), "--jobs", "1", "--format", "html",
+                                       "--config", str(ROOT / "grader.toml")])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (out / "html").iterdir()) == ["correct.py.html", "wrong_merge.py.html"]
+    assert "<code>wrong-merge-order</code>" in (out / "html" / "wrong_merge.py.html").read_text(encoding="utf-8")
+    summary = (out / "summary.html").read_text(encoding="utf-8")
+    assert ("<h2>Feedback pages</h2><ul class='feedback'><li><a href='html/correct.py.html'>correct</a></li>"
+            "<li><a href='html/wrong_merge.py.html'>wrong_merge</a></li></ul>") in summary
