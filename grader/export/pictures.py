@@ -228,7 +228,7 @@ def _head_map(kind: str, T: int, h: int, width: int):
     colours = [palette[i % len(palette)] for i in range(h)]
     columns = h * width
     cell = min(0.4, 4.5 / columns, 5.0 / T)  # inches per value
-    figure = _figure(max(6.0, 2 * columns * cell + 1.5), 1.9 + T * cell)
+    figure = _figure(max(6.0, 2 * columns * cell + 1.5), 1.4 + T * cell)
     axes = figure.subplots(1, 2, squeeze=False)[0]
     what = "value goes to" if kind == "split" else "column comes from"
     titles = (("what each head should get", "what your reshape gave each head") if kind == "split" else
