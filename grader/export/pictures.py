@@ -202,7 +202,7 @@ def _entropy_bars(expected: np.ndarray, got: np.ndarray):
     have = got.reshape(want.shape)
     rows = min(len(want), BATCH_SHOWN)
     heads = want.shape[1]
-    figure = _figure(max(3.5, 1.5 + 0.7 * heads), 0.6 + 2.0 * rows, left=0.7, hspace=0.5)
+    figure = _figure(max(3.5, 1.5 + 0.7 * heads) + 1.0, 0.6 + 2.0 * rows, left=0.7, right=1.2, hspace=0.5)
     axes = figure.subplots(rows, 1, squeeze=False)
     x = np.arange(heads)
     finite = np.concatenate([want[np.isfinite(want)], have[np.isfinite(have)]])
@@ -223,7 +223,7 @@ def _entropy_bars(expected: np.ndarray, got: np.ndarray):
         if len(want) > 1:
             ax.set_title(f"batch {b}", fontsize=9)
         if b == 0:
-            ax.legend(fontsize=8, loc="upper right")
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the bars, never over them
     return figure
 
 
