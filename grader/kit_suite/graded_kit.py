@@ -11,10 +11,11 @@ CATALOGUE = {code: Finding(entry["explanation"], entry["section"]) for code, ent
 
 
 def test_case(case, student, grading, json_metadata):
-    json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
+    json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None,
+                         trivial=case.trivial)
     kept: dict = {}  # the returned value of a failed check, for the pictures (the kit's cases are all visible)
     verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda: case.candidates, CATALOGUE,
-                                       keep=kept)
+                                       expected_changed=case.expected_changed, keep=kept)
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
                          evidence=evidence(case.args, case.expected, kept["got"]) if "got" in kept else None)
     assert verdict.status == PASSED, verdict.message
