@@ -147,7 +147,8 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     ``scheduler``: address of a Dask distributed scheduler to grade on instead of local workers.
     ``progress(entry, graded_or_None, done, total)`` is called once with entry None before grading
     starts, then after each entry (graded None: its report was kept by ``resume``).
-    ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json.
+    ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json
+    (``.txt`` for text, ``.html`` for html: the student's feedback page).
     Raises BatchError when the inputs or the output folder are unusable.
     """
     outdir = Path(outdir)
@@ -242,7 +243,11 @@ def _write_formats(outdir: Path, key: str, report: dict, formats: tuple[str, ...
             continue
         folder = outdir / fmt
         folder.mkdir(exist_ok=True)
-        write_atomic(folder / f"{key}.{'txt' if fmt == 'text' else 'json'}", render(report, fmt))
+        write_atomic(folder / f"{key}.{FORMAT_SUFFIX.get(fmt, 'json')}", render(report, fmt))
+
+
+FORMAT_SUFFIX = {"text": "txt", "html": "html"}  # OUTDIR/<format>/<key>.<suffix>; json for the others
+
 
 
 def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:

@@ -19,7 +19,8 @@ from grader.suite import Student
 
 
 def judge(case, student: Student, grading, expected: object, candidates: Callable[[], Mapping[str, object]],
-          catalogue: Mapping[str, Explained], *, expected_changed: object = None) -> tuple[Verdict, dict | None, str]:
+          catalogue: Mapping[str, Explained], *, expected_changed: object = None,
+          keep: dict | None = None) -> tuple[Verdict, dict | None, str]:
     """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis dict or None, student output).
 
     case: has function, args, kwargs, raises, changed_args, changed_from.
@@ -27,6 +28,8 @@ def judge(case, student: Student, grading, expected: object, candidates: Callabl
     expected_changed: a causality case's right output on ``case.changed_args``.
     candidates: called only on a failure; {misconception code: its output on these inputs}.
     catalogue: {code: explanation and section} for those codes.
+    keep: when given, a failed check of a returned value (not a causality case) leaves that value in
+    ``keep["got"]``, for the feedback page's pictures (grader.evidence).
     """
     result = student.call(case.function, *case.args, **case.kwargs)
     what = f"{case.function}()"
@@ -46,6 +49,8 @@ def judge(case, student: Student, grading, expected: object, candidates: Callabl
         verdict = check_array(result, cast(np.ndarray, expected), grading.rtol, grading.atol, what)
     if verdict.status != FAILED or result.status != "ok":
         return verdict, None, output
+    if keep is not None and case.changed_args is None:
+        keep["got"] = result.value
     found = diagnose(result.value, expected, candidates(), grading.rtol, grading.atol, catalogue)
     if verdict.message.startswith("changing tokens") and " only changed " in verdict.message \
             and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
