@@ -113,6 +113,19 @@ class _Zygote:
     def namespaces(self) -> bool:
         return self.hello().get("namespaces") is True
 
+    @property
+    def user_namespaces(self) -> bool:
+        return self.hello().get("user_namespaces") is True
+
+    @property
+    def cgroups(self) -> dict[str, str]:
+        places = self.hello().get("cgroups")
+        return {k: v for k, v in places.items() if isinstance(v, str)} if isinstance(places, dict) else {}
+
+    @property
+    def seccomp(self) -> bool:
+        return self.hello().get("seccomp") is True
+
     def _reply(self, timeout: float) -> dict:
         self.sock.settimeout(timeout)
         try:
@@ -175,6 +188,49 @@ def shutdown() -> None:
 def isolation_available() -> bool:
     """True when student code can run as uid 65534 in its own namespaces: root, and namespaces allowed."""
     return os.geteuid() == 0 and _get_zygote().namespaces
+
+
+# ---------------------------------------------------------------- isolation modes and their warnings
+
+ROOT_MODE, USER_NAMESPACES, UNISOLATED = "root", "user-namespaces", "unisolated"
+
+
+def isolation_mode() -> str:
+    """How student code runs here: ``root`` (uid 65534 in new namespaces), ``user-namespaces`` (the
+    user's uid, without capabilities, in namespaces of a user namespace of its own) or ``unisolated``
+    (rlimits, a session and a subreaper only: the kernel refused both). README: "Sandbox and isolation".
+    """
+    zygote = _get_zygote()
+    if os.geteuid() == 0 and zygote.namespaces:
+        return ROOT_MODE
+    return USER_NAMESPACES if zygote.user_namespaces else UNISOLATED
+
+
+UNISOLATED_WARNING = ("sandbox: student code ran unisolated (the kernel refused namespaces, user namespaces "
+                      "included): it could read and change whatever this user can, other students' files included")
+NO_CGROUP_WARNING = ("sandbox: no cgroup could be made here, so memory the submission held in shared memory "
+                     "or files in memory was not counted against limits.memory_mb (memfd_create was refused "
+                     "and /tmp and /dev/shm are size-capped)")
+NO_SECCOMP_WARNING = "sandbox: libseccomp.so.2 was not found, so no system call was filtered"
+
+
+def sandbox_warnings(mode: str) -> list[str]:
+    """What the report's ``warnings`` say about the sandbox in ``mode`` on this machine (each once)."""
+    zygote = _get_zygote()
+    said = [UNISOLATED_WARNING] if mode == UNISOLATED else []
+    said += [] if zygote.cgroups else [NO_CGROUP_WARNING]
+    said += [] if zygote.seccomp else [NO_SECCOMP_WARNING]
+    return said
+
+
+_warned_unisolated = False
+
+
+def _warn_unisolated_once() -> None:
+    global _warned_unisolated
+    if not _warned_unisolated:
+        _warned_unisolated = True
+        print(f"grade: warning: {UNISOLATED_WARNING.removeprefix('sandbox: ')}", file=sys.stderr)
 
 
 def _visible_paths(interpreter_path: list[str]) -> list[str]:
@@ -313,6 +369,7 @@ class Sandbox:
         self.filename = Path(submission).name
         self.limits = limits
         self._isolated = isolated
+        self._mode: str | None = None
         _get_zygote()  # starts it now, if needed, without waiting: it imports numpy while pytest collects
         self.deadline = time.monotonic() + limits.submission_timeout_s
         self._workdir = tempfile.TemporaryDirectory(prefix="grade-")
@@ -329,6 +386,27 @@ class Sandbox:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    @property
+    def mode(self) -> str:
+        """``root``, ``user-namespaces`` or ``unisolated`` (see ``isolation_mode``)."""
+        if self._mode is None:
+            if self._isolated is False:
+                self._mode = UNISOLATED
+            elif self._isolated and os.geteuid() == 0:
+                self._mode = ROOT_MODE
+            elif self._isolated:
+                self._mode = USER_NAMESPACES
+            else:
+                self._mode = isolation_mode()
+                if self._mode == UNISOLATED:
+                    _warn_unisolated_once()
+        return self._mode
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the report should say about this sandbox (unisolated, no cgroup, no seccomp); often none."""
+        return sandbox_warnings(self.mode)
 
     def close(self) -> None:
         """End the child and everything it started; remove its working directory."""
@@ -477,6 +555,11 @@ class Sandbox:
             pass
         output = child.output.take()
         self._stop_child()
+        if ended.get("oom"):
+            return CallResult(MEMORY, message=(
+                f"ran out of memory: the submission's processes together used more than its {self.limits.memory_mb} MB "
+                "(limits.memory_mb, counting shared memory and files held in memory), and the kernel killed it"),
+                output=output)
         if "signal" in ended:
             number = ended["signal"]
             name = signal.Signals(number).name if number in signal.valid_signals() else f"signal {number}"
@@ -520,9 +603,8 @@ class Sandbox:
     def _start_child(self) -> CallResult | None:
         """Start a child and import the submission there; returns the failure when it did not start."""
         limits = self.limits
-        if self._isolated is None:
-            self._isolated = isolation_available()
-        isolated = self._isolated
+        mode = self.mode
+        isolated = mode != UNISOLATED
         module = Path(self.filename).stem if Path(self.filename).stem.isidentifier() else "submission"
         proto, proto_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         for sock in (proto, proto_child):
@@ -534,7 +616,8 @@ class Sandbox:
         for attempt in range(2):
             zygote = _get_zygote(restart=attempt > 0)
             request = {
-                "isolated": isolated, "workdir": self._workdir.name, "env": _ENV, "argv0": module + ".py",
+                "isolated": isolated, "userns": mode == USER_NAMESPACES, "cgroups": zygote.cgroups,
+                "workdir": self._workdir.name, "env": _ENV, "argv0": module + ".py",
                 "limits": asdict(limits), "nproc": NPROC,
                 "visible": _visible_paths(zygote.path),
                 "hidden": _hidden_paths(zygote.path),

@@ -5,9 +5,11 @@ score, the status count of each function's tests and a fragment of the message
 of its failed tests, graded with tests/hostile/grader.toml (call limit 2 s,
 submission limit 20 s, 1 GiB of address space). Around the grading: no process
 of a submission outlives it, planted files change nothing, and every report is
-valid UTF-8 JSON under 1 MB. Kinds whose outcome depends on root-mode isolation
-(reading secrets, network, writing outside the sandbox, signalling everything)
-only run as root, as in CI.
+valid UTF-8 JSON under 1 MB. Kinds whose outcome depends on isolation (reading
+secrets, network, writing outside the sandbox, signalling everything) run in root
+mode and in user mode with user namespaces, not unisolated; those that need a
+cgroup run where one can be made. ``test_corpus_in_user_mode`` runs this whole file
+again as uid 65534 (CI runs as root), so both modes are tested.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -24,11 +26,13 @@ import pytest
 from grader.config import load_config
 from grader.grade import grade_submission
 from grader.report import to_json
-from grader.sandbox import _get_zygote, isolation_available
+from grader.sandbox import UNISOLATED, _get_zygote, isolation_mode
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ROOT = HOSTILE.parent.parent
-ROOT_MODE = isolation_available()  # root, and namespaces allowed (as in CI)
+ROOT = os.geteuid() == 0
+ISOLATED = isolation_mode() != UNISOLATED  # root mode (as in CI), or user namespaces (user mode, see below)
+CGROUPS = bool(_get_zygote().cgroups)
 MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"
 ALL_PASS = {MHA: {"passed": 27}, COUNT: {"passed": 8}, ENTROPY: {"passed": 6}}
 
@@ -40,7 +44,9 @@ class Expect:
     message: str = ""  # fragment of the message of every failed test (of `function`, when set)
     function: str | None = None
     failing: tuple = ()  # names of the failed tests, when only some fail
-    root_only: bool = False
+    root_only: bool = False  # needs isolation: root mode, or user mode with user namespaces
+    cgroup: bool = False  # needs a cgroup per submission
+    memory_mb: int | None = None  # limits.memory_mb for this kind (less memory to fill: faster, steadier)
 
 
 def entropy(statuses: dict, message: str, failing: tuple = ()) -> Expect:
@@ -132,7 +138,34 @@ EXPECTED: dict[str, Expect] = {
     "planted_report": Expect(100, ALL_PASS, root_only=True),
     "read_secrets": Expect(100, ALL_PASS, root_only=True),
     "network": Expect(100, ALL_PASS, root_only=True),
+    # The process and kernel boundary. Memory outside RLIMIT_AS: System V shared memory counts in the
+    # submission's cgroup, which the kernel kills as a whole; memfd_create is refused; /tmp and /dev/shm
+    # are small tmpfs.
+    "shm_memory_hog": Expect(85, {**ALL_PASS, ENTROPY: {"memory": 6}},
+                             "ran out of memory: the submission's processes together used more than its 384 MB",
+                             ENTROPY, cgroup=True, memory_mb=384),
+    "memfd_memory_hog": entropy({"error": 6}, "raised PermissionError at line 52: [Errno 1] Operation not permitted"),
+    "tmpfs_memory_hog": Expect(100, ALL_PASS, root_only=True),
+    # Any ABI but the native one kills the process (the 32-bit int 0x80 one, x32).
+    "int80_keyctl": entropy({"crashed": 6}, "the submission's process was killed by SIGSYS"),
+    "x32_syscall": entropy({"crashed": 6}, "the submission's process was killed by SIGSYS"),
+    # Refused system calls: the attempts fail, and the honest answers stay.
+    "keyring_persistence": Expect(100, ALL_PASS),
+    "unshare_user_namespace": Expect(100, ALL_PASS),
+    "ptrace_parent": Expect(100, ALL_PASS),
+    "io_uring": Expect(100, ALL_PASS),
+    # The PID namespace and the private root: no ancestor to kill or to read paths from.
+    "pdeathsig_daemon": Expect(100, ALL_PASS, root_only=True),
+    "proc_cmdline_snoop": Expect(100, ALL_PASS, root_only=True),
 }
+
+
+def _skip_reason(expect: Expect) -> str | None:
+    if expect.root_only and not ISOLATED:
+        return "needs isolation (root mode, or user namespaces), which this kernel refuses"
+    if expect.cgroup and not CGROUPS:
+        return "needs a cgroup per submission, which cannot be made here"
+    return None
 
 PLANTED = "planted-by-submission.txt"
 
@@ -186,14 +219,18 @@ def graded():
     reports, leftovers, started = {}, {}, time.monotonic()
     try:
         for name, expect in EXPECTED.items():
-            if expect.root_only and not ROOT_MODE:
+            if _skip_reason(expect):
                 continue
             before = _descendants(os.getpid())  # e.g. a forkserver that earlier tests' batch pools left
-            reports[name] = grade_submission(HOSTILE / f"{name}.py", config).report
+            mine = {p for p, (_, uid) in _processes().items() if uid == os.getuid()}
+            limits = replace(config.limits, memory_mb=expect.memory_mb or config.limits.memory_mb)
+            reports[name] = grade_submission(HOSTILE / f"{name}.py", replace(config, limits=limits)).report
             zygote = _get_zygote().process.pid
             left = _descendants(os.getpid()) - before - {zygote}
-            if ROOT_MODE:
+            if ROOT:
                 left |= {p for p, (_, uid) in _processes().items() if uid == 65534}
+            else:  # a daemon that left the tree still runs as this user
+                left |= {p for p, (_, uid) in _processes().items() if uid == os.getuid()} - mine - {zygote}
             leftovers[name] = {(p, _describe(p)) for p in left}
     finally:
         listener.close()
@@ -205,8 +242,8 @@ def graded():
 @pytest.mark.parametrize("name", EXPECTED)
 def test_hostile_submission(name, graded, validate_report):
     expect = EXPECTED[name]
-    if expect.root_only and not ROOT_MODE:
-        pytest.skip("needs root-mode isolation (uid 65534, namespaces): CI runs as root")
+    if reason := _skip_reason(expect):
+        pytest.skip(reason)
     reports, leftovers = graded
     report = validate_report(reports[name])
     assert report["status"] == "graded", report["error"]
@@ -255,7 +292,7 @@ def test_bad_utf8_output_is_replaced(graded):
     (output + message).encode("utf-8", "strict")
 
 
-@pytest.mark.skipif(not ROOT_MODE, reason="needs root-mode isolation: CI runs as root")
+@pytest.mark.skipif(not ISOLATED, reason="needs isolation (root mode, or user namespaces)")
 def test_planted_files_change_nothing(graded, tmp_path):
     """planted_report wrote report.json wherever it could: none of it reached the real file system."""
     import site
