@@ -87,7 +87,7 @@ class _Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", WORKER_SOURCE, str(theirs.fileno())],
+            [sys.executable, "-I", "-c", WORKER_SOURCE, str(theirs.fileno()), json.dumps(_numpy_path())],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errors,
             pass_fds=(theirs.fileno(),), env=_ENV, cwd="/", start_new_session=True)
         theirs.close()
@@ -158,6 +158,15 @@ class _Zygote:
             self.process.kill()
             self.process.wait()
         self.errors.close()
+
+
+def _numpy_path() -> list[str]:
+    """The folder the grader's numpy comes from: the zygote imports the same one.
+
+    ``python -I`` ignores PYTHONPATH, and an interpreter bind-mounted elsewhere (user mode on a
+    machine whose Python is under a private home) may not find its own site-packages.
+    """
+    return [str(Path(np.__file__).resolve().parent.parent)]
 
 
 _zygote: _Zygote | None = None

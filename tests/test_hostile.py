@@ -30,7 +30,7 @@ from grader.sandbox import UNISOLATED, _get_zygote, isolation_mode
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ROOT = HOSTILE.parent.parent
-ROOT = os.geteuid() == 0
+AS_ROOT = os.geteuid() == 0
 ISOLATED = isolation_mode() != UNISOLATED  # root mode (as in CI), or user namespaces (user mode, see below)
 CGROUPS = bool(_get_zygote().cgroups)
 MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"
@@ -227,7 +227,7 @@ def graded():
             reports[name] = grade_submission(HOSTILE / f"{name}.py", replace(config, limits=limits)).report
             zygote = _get_zygote().process.pid
             left = _descendants(os.getpid()) - before - {zygote}
-            if ROOT:
+            if AS_ROOT:
                 left |= {p for p, (_, uid) in _processes().items() if uid == 65534}
             else:  # a daemon that left the tree still runs as this user
                 left |= {p for p, (_, uid) in _processes().items() if uid == os.getuid()} - mine - {zygote}
@@ -316,3 +316,98 @@ def test_a_report_planted_at_the_output_path_is_overwritten(tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     assert "planted" not in report and report["score"] == 85
+
+
+# ---------------------------------------------------------------- the corpus again, as an ordinary user
+
+NOBODY = 65534
+
+
+def _as_nobody(script: str, folder: Path, cgroups: list[Path], env: dict) -> list[str]:
+    """A command that runs ``script`` (sh) as uid 65534, with this interpreter's prefix reachable.
+
+    Python lives under /root (mode 700) here, so in a private mount namespace the prefix is
+    bind-mounted onto a world-traversable folder first; the process joins ``cgroups`` (delegated
+    to uid 65534, as systemd delegates a user's own cgroup) before it drops root.
+    """
+    import shlex
+    import sys
+
+    joins = "".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))} && " for g in cgroups)
+    python = folder / "python" / Path(sys.executable).resolve().relative_to(Path(sys.base_prefix).resolve())
+    assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    inner = (f"{joins}mount --bind {shlex.quote(sys.base_prefix)} {shlex.quote(str(folder / 'python'))} && "
+             f"exec setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups "
+             f"env -i {assignments} {shlex.quote(str(python))} {script}")
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", inner]
+
+
+def _delegated_cgroups(name: str) -> list[Path]:
+    """Memory and pids cgroups (v1) of this process's own, handed to uid 65534; [] when not possible."""
+    import shutil
+
+    from grader.worker import _cgroup_places
+
+    places = _cgroup_places()
+    if set(places) != {"memory", "pids"}:
+        return []
+    made = []
+    for parent in (places["memory"], places["pids"]):
+        folder = Path(parent) / name
+        folder.mkdir()
+        made.append(folder)
+        for path in [folder, *folder.iterdir()]:
+            shutil.chown(path, NOBODY, NOBODY)
+    return made
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="runs the corpus as uid 65534 from root (as CI runs); as an ordinary user, "
+                                     "the corpus above already runs in user mode")
+def test_corpus_in_user_mode(tmp_path_factory):
+    """The whole corpus, graded by an ordinary user (uid 65534): the same exact scores, through user namespaces.
+
+    The grader runs unprivileged, so its sandbox is user mode: a user namespace of its own with
+    the PID, mount, network, IPC and UTS namespaces and the private root of root mode, and (here)
+    a cgroup below one delegated to it. Skipped only when the kernel refuses user namespaces.
+    """
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    if shutil.which("unshare") is None or shutil.which("setpriv") is None:
+        pytest.skip("needs util-linux's unshare and setpriv")
+    folder = Path(tempfile.mkdtemp(prefix="grader-user-mode-"))
+    folder.chmod(0o755)
+    (folder / "python").mkdir()
+    (folder / "home").mkdir()
+    shutil.chown(folder / "home", NOBODY, NOBODY)
+    cgroups = _delegated_cgroups(folder.name)
+    paths = [str(ROOT), *(p for p in sys.path if p.endswith("site-packages"))]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder / "home"), "PYTHONPATH": ":".join(paths),
+           "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(folder / "home")}
+    try:
+        probe = subprocess.run(_as_nobody("-c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).unshare(0x10000000))'",
+                                          folder, [], env), capture_output=True, text=True, timeout=60)
+        if probe.returncode != 0:
+            pytest.skip(f"the kernel refuses unprivileged user namespaces here ({probe.stderr.strip()[-200:]})")
+        run = subprocess.run(_as_nobody(f"-m pytest -q -rs -p no:cacheprovider {shlex_path(HOSTILE.parent / 'test_hostile.py')}"
+                                        " -k 'not user_mode'", folder, cgroups, env),
+                             capture_output=True, text=True, timeout=900, cwd=ROOT)
+    finally:
+        for group in cgroups:
+            group.rmdir()
+        shutil.rmtree(folder, ignore_errors=True)
+    tail = run.stdout[-3000:] + run.stderr[-2000:]
+    assert run.returncode == 0, tail
+    import re
+
+    passed = re.search(r"(\d+) passed", run.stdout)
+    assert passed and int(passed.group(1)) > len(EXPECTED), tail  # every kind, and the tests around them
+    assert "skipped" not in run.stdout and "failed" not in run.stdout, tail
+
+
+def shlex_path(path: Path) -> str:
+    import shlex
+
+    return shlex.quote(str(path))
