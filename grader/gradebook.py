@@ -116,6 +116,8 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
         "slowest": [{"file": e.key, "student_id": e.student.get("id", ""), "duration_s": r["duration_s"]}
                     for e, r in slowest],
         "failed_to_grade": failed,
+        # What the sandbox could not do on the machines that graded (no cgroup, unisolated): once each.
+        "warnings": sorted({w for _, r in graded for w in r.get("warnings", []) if w.startswith("sandbox: ")}),
     }
 
 

@@ -152,7 +152,9 @@ def sandbox_for(path: Path, limits: Limits) -> Iterator[tuple[Sandbox | Unreadab
     path = Path(path)
     if path.suffix != ".ipynb":
         with Sandbox(path, limits) as sandbox:
-            yield sandbox, []
+            said: list[str] = []
+            yield sandbox, said
+            said += sandbox.warnings  # what the sandbox could not do here (no cgroup, unisolated), once
         return
     try:
         script = extract_script(path)
@@ -164,4 +166,6 @@ def sandbox_for(path: Path, limits: Limits) -> Iterator[tuple[Sandbox | Unreadab
         target = Path(folder) / f"{stem}.py"
         target.write_text(script.source, encoding="utf-8")
         with Sandbox(target, limits) as sandbox:
-            yield sandbox, script.warnings
+            said = list(script.warnings)
+            yield sandbox, said
+            said += sandbox.warnings
