@@ -367,18 +367,21 @@ class Sandbox:
 
     submission: path of the student's .py file (read once here; the child gets
     its bytes, never the path). limits: time, memory, file-size and output
-    limits. isolated: run as uid 65534 in new namespaces (root mode); default:
-    when the grader runs as root and namespaces can be created. Raises
-    SandboxError from ``call`` only when the sandbox itself cannot run (a
-    grader error, never the student's).
+    limits. isolated: None (default) picks the strongest mode this machine
+    allows (``isolation_mode``); True: root mode as root, user namespaces
+    otherwise; False: unisolated. cgroup, seccomp: False only to measure what
+    they cost. Raises SandboxError from ``call`` only when the sandbox itself
+    cannot run (a grader error, never the student's).
     """
 
-    def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None) -> None:
+    def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None,
+                 cgroup: bool = True, seccomp: bool = True) -> None:
         self.source = _read_regular_file(Path(submission))
         self.filename = Path(submission).name
         self.limits = limits
         self._isolated = isolated
         self._mode: str | None = None
+        self._cgroup, self._seccomp = cgroup, seccomp  # off only to measure what they cost (benchmarks)
         _get_zygote()  # starts it now, if needed, without waiting: it imports numpy while pytest collects
         self.deadline = time.monotonic() + limits.submission_timeout_s
         self._workdir = tempfile.TemporaryDirectory(prefix="grade-")
@@ -625,7 +628,8 @@ class Sandbox:
         for attempt in range(2):
             zygote = _get_zygote(restart=attempt > 0)
             request = {
-                "isolated": isolated, "userns": mode == USER_NAMESPACES, "cgroups": zygote.cgroups,
+                "isolated": isolated, "userns": mode == USER_NAMESPACES,
+                "cgroups": zygote.cgroups if self._cgroup else {}, "seccomp": self._seccomp,
                 "workdir": self._workdir.name, "env": _ENV, "argv0": module + ".py",
                 "limits": asdict(limits), "nproc": NPROC,
                 "visible": _visible_paths(zygote.path),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import time
 from dataclasses import dataclass, replace
@@ -330,7 +331,6 @@ def _as_nobody(script: str, folder: Path, cgroups: list[Path], env: dict) -> lis
     bind-mounted onto a world-traversable folder first; the process joins ``cgroups`` (delegated
     to uid 65534, as systemd delegates a user's own cgroup) before it drops root.
     """
-    import shlex
     import sys
 
     joins = "".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))} && " for g in cgroups)
@@ -391,8 +391,8 @@ def test_corpus_in_user_mode(tmp_path_factory):
                                           folder, [], env), check=False, capture_output=True, text=True, timeout=60)
         if probe.returncode != 0:
             pytest.skip(f"the kernel refuses unprivileged user namespaces here ({probe.stderr.strip()[-200:]})")
-        run = subprocess.run(_as_nobody(f"-m pytest -q -rs -p no:cacheprovider {shlex_path(HOSTILE.parent / 'test_hostile.py')}"
-                                        " -k 'not user_mode'", folder, cgroups, env),
+        pytest_args = f"-m pytest -q -rs -p no:cacheprovider {shlex.quote(__file__)} -k 'not user_mode'"
+        run = subprocess.run(_as_nobody(pytest_args, folder, cgroups, env),
                              check=False, capture_output=True, text=True, timeout=900, cwd=ROOT)
     finally:
         for group in cgroups:
@@ -405,9 +405,3 @@ def test_corpus_in_user_mode(tmp_path_factory):
     passed = re.search(r"(\d+) passed", run.stdout)
     assert passed and int(passed.group(1)) > len(EXPECTED), tail  # every kind, and the tests around them
     assert "skipped" not in run.stdout and "failed" not in run.stdout, tail
-
-
-def shlex_path(path: Path) -> str:
-    import shlex
-
-    return shlex.quote(str(path))
