@@ -9,11 +9,13 @@ starts a fresh child.
 
 Children are forked from a "zygote": one interpreter per grading process,
 started on first use, that has imported numpy and nothing of the grader (see
-``grader.worker``), so a child starts in milliseconds. When the grader runs as
-root, each child runs as uid/gid 65534 in new PID, mount, network, IPC and UTS
-namespaces with a minimal root file system; as an ordinary user it runs with
-rlimits, its own session and a subreaper that kills whatever it leaves behind
-(README: "Sandbox and isolation").
+``grader.worker``), so a child starts in milliseconds. Each child tree has a
+cgroup of its own (memory and processes, where one can be made) and a seccomp
+filter. When the grader runs as root, each child runs as uid/gid 65534 in new
+PID, mount, network, IPC and UTS namespaces with a minimal root file system; as
+an ordinary user it gets the same namespaces inside a user namespace of its own,
+without capabilities; where the kernel refuses both, it runs with rlimits, its
+own session and a subreaper only, and says so (README: "Sandbox and isolation").
 """
 
 from __future__ import annotations

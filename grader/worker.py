@@ -9,14 +9,17 @@ message framing that both sides share.
 
 Processes, for one submission (``zygote`` forks one tree per child start):
 
-    zygote (imported numpy; forks on request, never runs student code)
-     └─ keeper: own session; watches the tree, kills it on request or when the
-        parent's control socket closes, reports how the worker ended
-         ├─ isolated (root): pid 1 of new PID, mount, network, IPC and UTS
-         │  namespaces; builds a minimal root file system, then forks
-         │   └─ worker: uid/gid 65534, no groups, no capabilities, no_new_privs
-         └─ not isolated (ordinary user): the keeper is a child subreaper
-             └─ worker: the user's own uid, with rlimits only
+    zygote (imported numpy and libseccomp; forks on request, never runs student code)
+     └─ keeper: own session; makes the tree's cgroup, watches the tree, kills it on
+        request or when the parent's control socket closes, reports how the worker
+        ended (and whether the OOM killer struck), removes the cgroup
+         ├─ isolated: pid 1 of new PID, mount, network, IPC and UTS namespaces
+         │  (as an ordinary user, inside a user namespace of the keeper's own);
+         │  joins the cgroup, builds a minimal root file system, then forks
+         │   └─ worker: root mode: uid/gid 65534, no groups; user mode: the user's uid
+         │      without capabilities; both: no_new_privs, the seccomp filter
+         └─ unisolated (the kernel refuses namespaces): the keeper is a child subreaper
+             └─ worker: joins the cgroup; the user's own uid, rlimits, the seccomp filter
 
 Protocol, on a dedicated socket (never stdout or stderr): every message is an
 8-byte big-endian length, a UTF-8 JSON header of that length, then the raw
