@@ -613,10 +613,27 @@ def _remove_cgroups(groups: list[_Cgroup]) -> None:
         group.remove()
 
 
+def _remove_stale_cgroups(places: dict[str, str]) -> None:
+    """Remove empty ``grader-<pid>`` cgroups whose keeper is gone (it was killed before it could)."""
+    for parent in places.values():
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            pid = name.removeprefix("grader-")
+            if name.startswith("grader-") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                try:
+                    os.rmdir(os.path.join(parent, name))
+                except OSError:
+                    pass  # not empty, or not ours to remove
+
+
 def _cgroups_work(places: dict[str, str]) -> bool:
     """Can this process make (and remove) a cgroup with limits here? Tried once, by the zygote."""
     if not places:
         return False
+    _remove_stale_cgroups(places)
     try:
         _remove_cgroups(_make_cgroup(places, f"grader-probe-{os.getpid()}", 64 << 20, 16))
     except OSError:

@@ -405,3 +405,12 @@ def test_corpus_in_user_mode(tmp_path_factory):
     passed = re.search(r"(\d+) passed", run.stdout)
     assert passed and int(passed.group(1)) > len(EXPECTED), tail  # every kind, and the tests around them
     assert "skipped" not in run.stdout and "failed" not in run.stdout, tail
+
+
+def test_nothing_of_a_submission_stays_in_a_keyring(validate_report):
+    """keyring_persistence graded twice: the second run finds no key of the first (it scores 100, not 85)."""
+    config = load_config(HOSTILE / "grader.toml")
+    for _ in range(2):
+        report = validate_report(grade_submission(HOSTILE / "keyring_persistence.py", config).report)
+        assert report["score"] == 100
+    assert "mha-hostile-channel" not in Path("/proc/keys").read_text()
