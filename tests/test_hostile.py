@@ -158,6 +158,7 @@ EXPECTED: dict[str, Expect] = {
     # The PID namespace and the private root: no ancestor to kill or to read paths from.
     "pdeathsig_daemon": Expect(100, ALL_PASS, root_only=True),
     "proc_cmdline_snoop": Expect(100, ALL_PASS, root_only=True),
+    "unmount_what_hides": Expect(100, ALL_PASS, root_only=True),
 }
 
 
