@@ -19,7 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 from grader import __version__
@@ -57,16 +57,15 @@ class BatchResult:
 
 
 def config_hash(config: Config) -> str:
-    """sha256 of everything that can change a score: grader.toml's values (seed, points, limits,
-    tolerances), the grader's version and source, the reference and the graded suite's files."""
+    """sha256 of everything that can change a score: the whole configuration object (every key of
+    grader.toml, so none can be forgotten), the grader's version and source, the reference and the
+    graded suite's files. Only ``root`` (where grader.toml lies) is left out: its suite is hashed by content."""
     import reference
 
     digest = hashlib.sha256()
-    values = {"grader_version": __version__, "assignment": config.assignment, "seed": config.seed,
-              "random_cases": config.random_cases, "rtol": config.rtol, "atol": config.atol,
-              "points": {k: str(v) for k, v in sorted(config.points.items())},
-              "visibility": dict(sorted(config.visibility.items())), "limits": asdict(config.limits)}
-    digest.update(json.dumps(values, sort_keys=True).encode())
+    values = {field.name: getattr(config, field.name) for field in fields(config) if field.name != "root"}
+    digest.update(json.dumps({"grader_version": __version__, "config": values}, sort_keys=True,
+                             default=_plain).encode())
     for name, folder in (("grader", Path(__file__).parent), ("reference", Path(reference.__file__).parent),
                          ("suite", config.suite_dir)):
         for path in sorted(folder.rglob("*")):
@@ -74,6 +73,13 @@ def config_hash(config: Config) -> str:
                 digest.update(f"{name}/{path.relative_to(folder).as_posix()}\0".encode())
                 digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+def _plain(value: object) -> object:
+    """A configuration value as JSON: dataclasses as dicts, Fractions and Paths as text."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    return str(value)
 
 
 def file_sha256(path: Path) -> str:
@@ -85,7 +91,8 @@ def file_sha256(path: Path) -> str:
 _GRADE_LOCK = threading.Lock()  # pytest.main is not thread-safe: one grading at a time per process
 
 
-def grade_entry(path: str, student: dict, config: Config, fingerprint: str) -> Graded:
+def grade_entry(path: str, student: dict, config: Config, fingerprint: str,
+                helpers: tuple[tuple[str, str], ...] = ()) -> Graded:
     """Grade one submission in this (trusted) worker process and return its report.
 
     Runs in a long-lived worker: the first call imports pytest and the grader, later calls
@@ -100,7 +107,7 @@ def grade_entry(path: str, student: dict, config: Config, fingerprint: str) -> G
     with _GRADE_LOCK:
         started = time.monotonic()
         try:
-            report = grade_submission(Path(path), config).report
+            report = grade_submission(Path(path), config, [(n, Path(p)) for n, p in helpers]).report
         except SubmissionError as exc:
             report = _error_report(path, config, str(exc), time.monotonic() - started)
         except Exception as exc:  # noqa: BLE001 - a bug of ours: the batch goes on, the report says so
@@ -150,7 +157,7 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     outdir = Path(outdir)
     clock = time.monotonic()
     render = _renderer(formats)
-    entries = discover(paths, exclude=outdir)
+    entries = discover(paths, exclude=outdir, main_file=config.main_file)
     if not entries:
         raise BatchError("no files found under " + ", ".join(str(p) for p in paths))
     reports_dir = outdir / "reports"
@@ -258,7 +265,9 @@ def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:
     """The report at ``path`` when it was made from this very file with this very grader configuration."""
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
+        helpers = [{"path": str(p), "sha256": file_sha256(p)} for _, p in entry.helpers]
         matches = (report["submission"]["sha256"] == file_sha256(entry.path)
+                   and [h["sha256"] for h in report["submission"].get("helpers", [])] == [h["sha256"] for h in helpers]
                    and report.get("grader_config_sha256") == fingerprint and report.get("student") == entry.student)
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -319,15 +328,19 @@ class _Worker:
 
     def __init__(self, context, config: Config, fingerprint: str) -> None:
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, config, fingerprint), name="grade-worker")
+        # Never written to: the worker reads EOF on its end the moment this process is gone.
+        alive_child, self._alive = context.Pipe(duplex=False)
+        self.process = context.Process(target=_serve, args=(child, config, fingerprint, alive_child),
+                                       name="grade-worker")
         self.process.start()
         child.close()
+        alive_child.close()
         self.entry: Entry | None = None
 
     def take(self, queue) -> None:
         if queue and self.process.is_alive():
             self.entry = queue.popleft()
-            self.conn.send((str(self.entry.path), self.entry.student))
+            self.conn.send((str(self.entry.path), self.entry.student, _helpers(self.entry)))
 
     def result(self) -> Graded | None:
         """The finished submission's result, or None while it runs or when the worker died."""
@@ -349,13 +362,15 @@ class _Worker:
             self.process.kill()
             self.process.join()
         self.conn.close()
+        self._alive.close()
 
 
-def _serve(conn, config: Config, fingerprint: str) -> None:
+def _serve(conn, config: Config, fingerprint: str, alive) -> None:
     """A worker's loop: grade each (path, student) received until told to stop (None) or orphaned."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the terminal is the main process's to handle
+    _die_with_parent(alive)
     while True:
         try:
             task = conn.recv()
@@ -363,7 +378,30 @@ def _serve(conn, config: Config, fingerprint: str) -> None:
             return
         if task is None:
             return
-        conn.send(grade_entry(task[0], task[1], config, fingerprint))
+        conn.send(grade_entry(task[0], task[1], config, fingerprint, task[2]))
+
+
+def _helpers(entry: Entry) -> tuple[tuple[str, str], ...]:
+    return tuple((name, str(path)) for name, path in entry.helpers)
+
+
+def _die_with_parent(alive) -> None:
+    """End this worker at once when the batch's main process dies, even by SIGKILL, mid-grading.
+
+    A thread waits on ``alive``, a pipe whose other end only the main process holds
+    and never writes (it reads EOF when that process is gone), then kills this one; its sandboxes' keepers see
+    their control sockets close and kill their submissions' process trees, and the
+    zygote's control socket closes too. Without it a worker would notice only after
+    finishing its submission (25-70 s).
+    """
+    import signal
+    from multiprocessing.connection import wait
+
+    def watch() -> None:
+        wait([alive])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
 def _lost(entry: Entry, config: Config, fingerprint: str) -> dict:
@@ -387,7 +425,7 @@ def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
     except (OSError, TimeoutError, ValueError) as exc:  # ValueError: an address without a port, say
         raise BatchError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     with client:
-        futures = {client.submit(grade_entry, str(e.path), e.student, config, fingerprint, pure=False): e
+        futures = {client.submit(grade_entry, str(e.path), e.student, config, fingerprint, _helpers(e), pure=False): e
                    for e in todo}
         for future in as_completed(futures):
             entry = futures[future]

@@ -3,31 +3,36 @@
 With causal=True, the output at position i may depend on tokens 0…i only, so
 replacing the tokens from position t on must leave every output before t as
 it was. A submission whose earlier outputs move leaks future tokens into the
-past, whatever else it computes.
+past, whatever else it computes. Both outputs must also be the expected ones:
+the pair then proves right causal attention on two inputs that share a prefix,
+and nothing passed between the two calls (a channel between two children) can
+earn the test more than computing both outputs honestly does.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from grader.compare import CALL_STATUSES, ERROR, FAILED, PASSED, Verdict
+from grader.compare import CALL_STATUSES, ERROR, FAILED, PASSED, Verdict, check_array
 from grader.sandbox import CallResult
 
 LEAK_HINT = "the causal mask lets queries see later keys"
 
 
-def check_causality(first: CallResult, second: CallResult, changed_from: int, expected_shape: tuple[int, ...],
-                    rtol: float, atol: float, what: str) -> Verdict:
+def check_causality(first: CallResult, second: CallResult, changed_from: int,
+                    expected: tuple[np.ndarray, np.ndarray], rtol: float, atol: float, what: str) -> Verdict:
     """Compare outputs before ``changed_from`` of two calls whose inputs differ only from that token on.
 
     first, second: the calls on the original and the changed tokens, made in
-    separate child processes (no state carries over); the outputs must have
-    ``expected_shape``, (B, T, d_out) or (T, d_out), time on axis −2. Passes when
-    |second − first| ≤ atol + rtol·|first| at every position before
-    ``changed_from`` and the outputs from ``changed_from`` on did change (a
-    function that ignores its input is not causal attention). The message of a
-    leak starts with "changing tokens".
+    separate child processes (no state carries over); expected: the right
+    outputs of both calls, (B, T, d_out) or (T, d_out), time on axis −2. Passes
+    when |second − first| ≤ atol + rtol·|first| at every position before
+    ``changed_from``, the outputs from ``changed_from`` on did change (a
+    function that ignores its input is not causal attention), and each output
+    matches its expected value as grader.compare.check_array compares. The
+    message of a leak starts with "changing tokens".
     """
+    expected_shape = np.shape(expected[0])
     for result in (first, second):
         if result.status != "ok":
             status = CALL_STATUSES.get(result.status, ERROR)
@@ -52,4 +57,9 @@ def check_causality(first: CallResult, second: CallResult, changed_from: int, ex
     if np.allclose(after[suffix], before[suffix], rtol=rtol, atol=atol):
         return Verdict(FAILED, f"changing tokens {changed_from}… changed none of {what}'s outputs from position "
                                f"{changed_from} on: the output does not depend on those tokens")
+    for result, right, when in ((first, expected[0], "on the given tokens"),
+                                (second, expected[1], f"with tokens {changed_from}… changed")):
+        verdict = check_array(result, right, rtol, atol, what)
+        if verdict.status != PASSED:
+            return Verdict(verdict.status, f"{when}, {verdict.message}")
     return Verdict(PASSED)

@@ -6,14 +6,98 @@ The only module that imports click. Domain errors become one-line
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
 
-from grader.config import ConfigError, load_config
+from grader.config import Config, ConfigError, find_config, load_config
+from grader.report import printable
 from grader.submission import SubmissionError
+
+CONFIG_HELP = "The course's grader.toml (default: the first found upward from here, then from the submission)."
+
+
+def _config_path(config_path: Path | None, *near: Path) -> Path:
+    """grader.toml given, else searched (grader.config.find_config); a note when it is the installed one."""
+    if config_path is not None:
+        return config_path
+    try:
+        found, note = find_config([Path.cwd(), *near])
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    if note:
+        click.echo(note, err=True)
+    return found
+
+
+def _config(config_path: Path | None, seed: int | None, *near: Path) -> Config:
+    """The configuration to grade with: grader.toml (given or searched) with the flags on top."""
+    path = _config_path(config_path, *near)
+    try:
+        return load_config(path).with_overrides(seed=seed)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _check_output(output: str) -> None:
+    """Refuse, before grading, a report path that could not be written: no grading is lost to a typo."""
+    if output == "-":
+        return
+    target = Path(output)
+    folder = target.parent
+    if target.is_dir():
+        raise click.ClickException(f"cannot write the report to {output}: it is a folder")
+    if not folder.is_dir():
+        raise click.ClickException(f"cannot write the report to {output}: no such folder {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise click.ClickException(f"cannot write the report to {output}: the folder {folder} is not writable")
+
+
+class _Interrupted:
+    """Ctrl-C during grading: one line, and nothing written (an earlier report stays as it was).
+
+    pytest catches KeyboardInterrupt inside the graded session and prints its own
+    banners; on the first SIGINT this silences the terminal (fds 1 and 2) until
+    grading has unwound, so the user sees only the line printed afterwards.
+    """
+
+    def __init__(self) -> None:
+        self.happened = False
+        self._saved: list[int] = []
+
+    def __enter__(self) -> _Interrupted:  # noqa: PYI034
+        self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if not self.happened:
+            self.happened = True
+            sys.stdout.flush()
+            sys.stderr.flush()
+            self._saved = [os.dup(1), os.dup(2)]
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+        raise KeyboardInterrupt
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        signal.signal(signal.SIGINT, self._previous)
+        if self._saved:
+            for fd, saved in zip((1, 2), self._saved):
+                os.dup2(saved, fd)
+                os.close(saved)
+        if self.happened or kind is KeyboardInterrupt:
+            self.happened = True
+            return True  # swallowed: the caller says so in one line
+        return False
 
 
 class _GradeGroup(click.Group):
@@ -52,13 +136,12 @@ def main() -> None:
 @click.option("-o", "--output", default=None,
               help="Where to write the report; - for stdout. Default: report.json (native), results.json "
                    "(gradescope, prairielearn), stdout (text).")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
-              show_default=True, help="The course's grader.toml.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
 @click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text"]),
               default="native", show_default=True,
               help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only.")
-def submission_command(path: Path, output: str | None, config_path: Path, seed: int | None, fmt: str) -> None:
+def submission_command(path: Path, output: str | None, config_path: Path | None, seed: int | None, fmt: str) -> None:
     """Grade one .py or .ipynb submission and write its report.
 
     Prints a summary (points per function, one line per failed test) and
@@ -71,12 +154,18 @@ def submission_command(path: Path, output: str | None, config_path: Path, seed: 
     from grader.grade import grade_submission
     from grader.report import write_atomic
 
-    try:
-        config = load_config(config_path).with_overrides(seed=seed)
-        result = grade_submission(path, config)
-    except (ConfigError, SubmissionError) as exc:
-        raise click.ClickException(str(exc)) from None
+    config = _config(config_path, seed, path.parent)
     output = output or DEFAULT_OUTPUT[fmt]
+    _check_output(output)
+    # The progress line outside: after a Ctrl-C, _Interrupted gives the terminal back before the line is erased.
+    with _progress_on_terminal() as progress, _Interrupted() as interrupted:
+        try:
+            result = grade_submission(path, config, progress=progress)
+        except SubmissionError as exc:
+            raise click.ClickException(str(exc)) from None
+    if interrupted.happened:
+        click.echo(f"interrupted: grading stopped, nothing written ({output} is left as it was)", err=True)
+        sys.exit(130)
     text = render(result.report, fmt)
     if fmt == "text" and output == "-":
         sys.stdout.write(text)
@@ -94,11 +183,57 @@ def submission_command(path: Path, output: str | None, config_path: Path, seed: 
         raise click.ClickException(f"grading failed: {result.grader_error}")
 
 
+PROGRESS_AFTER_S = 2.0  # a single grade shows progress once it has run this long
+
+
+@contextlib.contextmanager
+def _progress_on_terminal() -> Iterator[Callable[[str, int, int], None] | None]:
+    """On a terminal (stderr), a status line with the test being graded, from PROGRESS_AFTER_S on.
+
+    Yields the callback for grade_submission, or None when stderr is not a
+    terminal (nothing is shown then). The line disappears when grading ends.
+    """
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.live import Live
+    from rich.markup import escape
+    from rich.spinner import Spinner
+
+    spinner = Spinner("dots", "grading")
+    # Not rich's default stdout/stderr redirection: the graded suite swaps sys.stdout while it runs,
+    # and a Live started then would restore the swapped one when it stops.
+    status = Live(spinner, console=Console(stderr=True), transient=True, refresh_per_second=8,
+                  redirect_stdout=False, redirect_stderr=False)
+    lock, shown = threading.Lock(), [False, False]  # started, stopped
+
+    def show() -> None:
+        with lock:
+            if not shown[1]:
+                status.start()
+                shown[0] = True
+
+    def progress(name: str, number: int, total: int) -> None:
+        spinner.update(text=f"grading test {number} of {total}: {escape(printable(name, newlines=False))}")
+
+    timer = threading.Timer(PROGRESS_AFTER_S, show)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield progress
+    finally:
+        timer.cancel()
+        with lock:
+            shown[1] = True
+            if shown[0]:
+                status.stop()
+
+
 @main.command("selftest")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
-              show_default=True, help="The course's grader.toml.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
-def selftest_command(config_path: Path, seed: int | None) -> None:
+def selftest_command(config_path: Path | None, seed: int | None) -> None:
     """Check the grader on all known misconceptions.
 
     Grades the reference (full marks, no diagnosis), the starter (its
@@ -109,10 +244,7 @@ def selftest_command(config_path: Path, seed: int | None) -> None:
     _needs_the_course("selftest")
     from grader.selftest import run_selftest, table_text
 
-    try:
-        config = load_config(config_path).with_overrides(seed=seed)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+    config = _config(config_path, seed)
     result = run_selftest(config)
     click.echo(table_text(result), nl=False)
     if not result.ok:
@@ -122,9 +254,9 @@ def selftest_command(config_path: Path, seed: int | None) -> None:
 @main.command("gradescope-zip")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("autograder.zip"), show_default=True,
               help="Where to write the zip.")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
-              show_default=True, help="The course's grader.toml, copied into the zip.")
-def gradescope_zip_command(output: Path, config_path: Path) -> None:
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
+              help="The course's grader.toml, copied into the zip (default: the first found upward from here).")
+def gradescope_zip_command(output: Path, config_path: Path | None) -> None:
     """Build the autograder zip to upload to Gradescope.
 
     It holds setup.sh (installs the grader's pinned dependencies, makes sure the
@@ -137,7 +269,7 @@ def gradescope_zip_command(output: Path, config_path: Path) -> None:
     from grader.export.gradescope_zip import build_zip
 
     try:
-        names = build_zip(config_path, output)
+        names = build_zip(_config_path(config_path), output)
     except (ConfigError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -178,15 +310,20 @@ def _load_reports(folder: Path):
 @click.argument("reports_dir", type=click.Path(path_type=Path))
 @click.option("--gradebook", type=click.Path(path_type=Path), required=True,
               help="The gradebook CSV exported from Canvas (Grades → Export), to match students.")
-@click.option("--assignment", required=True, help='The assignment column, "Title (assignment id)".')
+@click.option("--assignment", required=True,
+              help='The assignment column, "Title (assignment id)", as it is in the export.')
+@click.option("--new-column", is_flag=True, help="Allow an --assignment that is not a column of the export "
+                                                 "(Canvas then creates a new assignment on import).")
 @click.option("-o", "--output", default="canvas.csv", show_default=True, help="Where to write the CSV; - for stdout.")
-def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, output: str) -> None:
+def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, new_column: bool, output: str) -> None:
     """Write a CSV that Canvas's gradebook import accepts.
 
     Columns Student, ID, SIS User ID, SIS Login ID, Section and one named
     "Title (assignment id)", one row per student of the gradebook export (blank
     score: no report). Students are matched by the reports' student object or
     file names; every report that matches nobody is listed, never dropped.
+    The column must already be in the export unless --new-column; a student whose
+    reports no submission time orders gets no score and an error line (exit 1).
     """
     from grader.export import canvas
 
@@ -194,6 +331,7 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, o
         assignment = canvas.check_assignment(assignment)
         text = gradebook.read_text(encoding="utf-8-sig")
         students = canvas.read_gradebook(text)
+        canvas.check_column(text, assignment, new_column)
     except canvas.GradebookError as exc:
         raise click.ClickException(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -213,6 +351,11 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, o
                    + ", ".join(f"{s.name} ({s.id})" for s in export.without_report), err=True)
     click.echo(f"{len(export.scores)} score(s) for {assignment}" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
+    for student, why in export.conflicts:
+        click.echo(f"error: {student.name} ({student.id}): {why}; their score is left blank", err=True)
+    if export.conflicts:
+        raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
+                                   "time orders; see the error lines above")
 
 
 @export_group.command("moodle")
@@ -235,14 +378,18 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
         click.echo(f"unmatched report {label}: {why}", err=True)
     click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
+    for value, why in export.conflicts:
+        click.echo(f"error: {value}: {why}; no row written for them", err=True)
+    if export.conflicts:
+        raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
+                                   "time orders; see the error lines above")
 
 
 @main.command("student-kit")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="A new or empty folder.")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
-              show_default=True, help="The course's grader.toml.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the public cases (default: grading.seed + 1).")
-def student_kit_command(output: Path, config_path: Path, seed: int | None) -> None:
+def student_kit_command(output: Path, config_path: Path | None, seed: int | None) -> None:
     """Write the kit students receive to check their work before submitting.
 
     The starter, the exercise README, and the public (visible) cases with their
@@ -254,7 +401,7 @@ def student_kit_command(output: Path, config_path: Path, seed: int | None) -> No
     from grader.student_kit import KitError, build_kit
 
     try:
-        kit = build_kit(config_path, output, seed=seed)
+        kit = build_kit(_config_path(config_path), output, seed=seed)
     except (ConfigError, KitError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -273,8 +420,7 @@ def student_kit_command(output: Path, config_path: Path, seed: int | None) -> No
               help="Keep the reports whose file hash and grader configuration hash still match.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Grade on this Dask distributed scheduler (needs mha-grader[dask]).")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=Path("grader.toml"),
-              show_default=True, help="The course's grader.toml.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
 @click.option("--format", "formats", multiple=True, metavar="FORMAT",
               help="Also write each report in this LMS format (e.g. gradescope, prairielearn) into OUTDIR/FORMAT/; "
@@ -282,7 +428,7 @@ def student_kit_command(output: Path, config_path: Path, seed: int | None) -> No
 @click.option("--allow-unisolated", is_flag=True,
               help="Grade even where the kernel allows no namespaces (submissions could then reach each other).")
 def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
-                  config_path: Path, seed: int | None, formats: tuple[str, ...], allow_unisolated: bool) -> None:
+                  config_path: Path | None, seed: int | None, formats: tuple[str, ...], allow_unisolated: bool) -> None:
     """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
 
     Understands Gradescope's export layout (submission_metadata.yml beside one
@@ -297,10 +443,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     from grader.report import write_atomic
     from grader.summary_html import render_html, summary_table
 
-    try:
-        config = load_config(config_path).with_overrides(seed=seed)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+    config = _config(config_path, seed)
     try:
         if is_terminal():
             from rich.progress import (

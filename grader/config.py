@@ -24,6 +24,7 @@ class Limits:
 
     call_timeout_s: float = 10.0
     submission_timeout_s: float = 120.0
+    timeouts_per_function: int = 2
     memory_mb: int = 2048
     file_size_mb: int = 16
     output_bytes: int = 64_000
@@ -37,6 +38,7 @@ class Config:
     root: Path = Path(".")  # the directory that holds grader.toml; relative paths start here
     assignment: str = "mha"
     suite: Path = Path("assignments/mha/graded")
+    main_file: str = ""  # in a folder submission, the file to grade ("": the one defining the exercise's functions)
     seed: int = 2026
     random_cases: int = 12
     rtol: float = 1e-3
@@ -59,6 +61,7 @@ class Config:
 KEYS: list[tuple[str, str, type, str]] = [
     ("assignment", "name", str, "Name of the assignment, copied into every report."),
     ("assignment", "suite", str, "Folder of the graded pytest suite, relative to grader.toml."),
+    ("assignment", "main_file", str, "In a submission made of several files, the name of the one to grade (default: the one that defines the exercise's functions)."),
     ("grading", "seed", int, "Seed of the private random generator that makes the inputs."),
     ("grading", "random_cases", int, "Number of random-shape cases for multi_head_attention."),
     ("grading", "rtol", float, "Relative tolerance of array comparisons: passes when abs(got − expected) ≤ atol + rtol·abs(expected)."),
@@ -66,6 +69,7 @@ KEYS: list[tuple[str, str, type, str]] = [
     ("grading", "vectorization_points", float, "Points for a multi_head_attention that passes all its tests with no Python loop over heads (0: a note only)."),
     ("limits", "call_timeout_s", float, "Wall-clock limit of one call of a student function, in seconds."),
     ("limits", "submission_timeout_s", float, "Wall-clock limit of one submission's whole run, in seconds."),
+    ("limits", "timeouts_per_function", int, "Timed-out calls of one function after which its remaining tests fail at once, not run (status timeout)."),
     ("limits", "memory_mb", int, ("Memory limit in MiB: of each student process's address space (RLIMIT_AS), and of all "
                                        "its processes together, shared memory and in-memory files included (its cgroup, "
                                        "where one can be made).")),
@@ -130,10 +134,14 @@ def load_config(path: Path) -> Config:
     for key in ("seed", "rtol", "atol"):
         if values.get(("grading", key), 0) < 0:
             raise ConfigError(f"{path}: grading.{key} must be ≥ 0, got {values[('grading', key)]!r}")
+    main_file = values.get(("assignment", "main_file"), "")
+    if main_file and (Path(main_file).name != main_file or not main_file.endswith((".py", ".ipynb"))):
+        raise ConfigError(f"{path}: assignment.main_file must be a file name ending in .py or .ipynb, got {main_file!r}")
     config = Config(
         root=path.resolve().parent,
         assignment=values.get(("assignment", "name"), Config.assignment),
         suite=Path(values.get(("assignment", "suite"), str(Config.suite))),
+        main_file=values.get(("assignment", "main_file"), Config.main_file),
         seed=values.get(("grading", "seed"), Config.seed),
         random_cases=values.get(("grading", "random_cases"), Config.random_cases),
         rtol=values.get(("grading", "rtol"), Config.rtol),
@@ -146,3 +154,25 @@ def load_config(path: Path) -> Config:
     if not config.suite_dir.is_dir():
         raise ConfigError(f"{path}: assignment.suite {config.suite_dir} is not a folder")
     return config
+
+
+CONFIG_NAME = "grader.toml"
+
+
+def find_config(start_points: list[Path]) -> tuple[Path, str | None]:
+    """The grader.toml to use: (its path, a note or None).
+
+    Searched upward from each of ``start_points`` in turn (the current folder,
+    then the submission's); with none found, the course configuration installed
+    beside the grader package, with a note that says so. Raises ConfigError when
+    there is none at all.
+    """
+    for start in start_points:
+        folder = Path(start).resolve()
+        for candidate in (folder, *folder.parents):
+            if (candidate / CONFIG_NAME).is_file():
+                return candidate / CONFIG_NAME, None
+    installed = Path(__file__).resolve().parent.parent / CONFIG_NAME
+    if installed.is_file():
+        return installed, f"note: no {CONFIG_NAME} here or above; using the installed course configuration {installed}"
+    raise ConfigError(f"no {CONFIG_NAME} in this folder or above it (pass --config PATH)")

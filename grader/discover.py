@@ -10,16 +10,22 @@ Nothing is executed or imported here: files are only listed and read.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.report import printable
+from grader.submission import SUBMISSION_SUFFIXES, choose_main
 
-SUBMISSION_SUFFIXES = (".py", ".ipynb")
 GRADESCOPE_METADATA = "submission_metadata.yml"
+METADATA_LIMIT = 8 << 20  # bytes of submission_metadata.yml read at most
+MAX_DEPTH = 32  # folders below a path given that are searched for submissions
+_GRADESCOPE_TIME = re.compile(r"^(?P<date>\d{4}-\d\d-\d\d)[ T](?P<time>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?"
+                              r"\s*(?P<zone>Z|[+-]\d\d:?\d\d)?$")
 # Canvas names each downloaded file "<name>[_LATE]_<user id>_<submission id>_<original file name>",
 # where <name> is the student's sortable name squashed to lowercase letters (e.g. "doejane").
 CANVAS_NAME = re.compile(r"^(?P<name>[a-z0-9]+?)(?P<late>_LATE)?_(?P<user_id>\d+)_(?P<submission_id>\d+)_(?P<file>.+)$")
@@ -31,57 +37,167 @@ class BatchError(Exception):
 
 @dataclass(frozen=True)
 class Entry:
-    """One file found under the inputs: a submission to grade, or a file that is not one (``skip`` says why)."""
+    """One submission found under the inputs, to grade, or something that is not one (``skip`` says why).
+
+    ``path`` is the file graded; ``helpers`` are the (name, path) of the other
+    ``.py`` files of the same submission, which the graded file may import.
+    """
 
     path: Path
     key: str  # unique within the batch; the report is OUTDIR/reports/<key>.json
     student: dict  # {id, name, email, source, ...}: the report's "student" object
     skip: str | None = None
+    helpers: tuple[tuple[str, Path], ...] = ()
+    skip_status: str = "not-a-submission"  # "error" when it is a submission that cannot be graded as it is
 
 
-def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Entry]:
-    """Every file under ``paths`` as an Entry, in a fixed order (sorted paths); raises BatchError.
+def discover(paths: Iterable[Path], exclude: Path | None = None, main_file: str = "") -> list[Entry]:
+    """Every submission under ``paths`` as an Entry, in a fixed order (sorted paths); raises BatchError.
 
-    A folder holding ``submission_metadata.yml`` is read as a Gradescope export; files named
-    the Canvas way get the Canvas identity; any other file is graded under its file name.
-    Hidden files and folders, ``__pycache__`` and ``exclude`` (the output folder) are ignored.
+    A folder holding ``submission_metadata.yml``, given on the command line or
+    directly inside one given, is read as a Gradescope export: each of its
+    submission folders is one submission. Files named the Canvas way get the
+    Canvas identity, and the files of one Canvas submission are one submission.
+    Any other file is graded under its file name. Links are never followed (each
+    gets a not-a-submission row). Hidden files and folders, ``__pycache__`` and
+    ``exclude`` (the output folder) are ignored. ``main_file``: grader.toml's
+    assignment.main_file.
     """
     entries: list[Entry] = []
     exclude = exclude.resolve() if exclude is not None else None
+    walk = _Walk(exclude, main_file)
     for path in paths:
         path = Path(path)
         if not path.exists():
             raise BatchError(f"no such file or folder: {path}")
         if path.is_file():
-            entries.append(_file_entry(path, path.name, None))
+            entries.extend(walk.files(path.parent, [path]))
         else:
-            entries.extend(_walk(path, path, exclude))
+            entries.extend(walk.folder(path, path, depth=0))
     return _unique_keys(entries)
 
 
-def _walk(root: Path, folder: Path, exclude: Path | None) -> Iterator[Entry]:
-    metadata_path = folder / GRADESCOPE_METADATA
-    metadata = _gradescope_metadata(metadata_path) if metadata_path.is_file() else None
-    for child in sorted(folder.iterdir()):
-        if child.name.startswith(".") or child.name == "__pycache__" or child.resolve() == exclude:
-            continue
-        if metadata is not None and child == metadata_path:
-            continue
-        if child.is_dir():
+@dataclass
+class _Walk:
+    exclude: Path | None
+    main_file: str
+
+    def _children(self, root: Path, folder: Path) -> tuple[list[Path], list[Path], list[Entry]]:
+        """(files, folders, rows for links and unreadable folders) directly in ``folder``, never following links."""
+        files, folders, odd = [], [], []
+        try:
+            with os.scandir(folder) as scan:
+                children = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            why = f"not a submission: cannot list the folder ({exc.strerror or exc})"
+            return [], [], [Entry(folder, _safe_key(_relative(root, folder)), _file_student(folder), why)]
+        for child in children:
+            path = Path(child.path)
+            if child.name.startswith(".") or child.name == "__pycache__":
+                continue
+            if child.is_symlink():
+                odd.append(Entry(path, _safe_key(_relative(root, path)), _file_student(path),
+                                 "not a submission: a symbolic link (links are never followed)"))
+            elif child.is_dir(follow_symlinks=False):
+                if path.resolve() != self.exclude:
+                    folders.append(path)
+            elif child.is_file(follow_symlinks=False):
+                files.append(path)
+        return files, folders, odd
+
+    def folder(self, root: Path, folder: Path, depth: int) -> Iterator[Entry]:
+        if depth > MAX_DEPTH:
+            yield Entry(folder, _safe_key(_relative(root, folder)), _file_student(folder),
+                        f"not a submission: a folder nested more than {MAX_DEPTH} levels deep (not searched)")
+            return
+        files, folders, odd = self._children(root, folder)
+        yield from odd
+        metadata = None
+        metadata_path = folder / GRADESCOPE_METADATA
+        if metadata_path in files and depth <= 1:  # an export's root: never a file inside a student's folder
+            files.remove(metadata_path)
+            try:
+                metadata = gradescope_metadata(metadata_path)
+            except BatchError as exc:
+                if depth == 0:
+                    raise
+                yield Entry(metadata_path, _safe_key(_relative(root, metadata_path)), _file_student(metadata_path),
+                            f"not a submission: {exc}")
+        yield from self.files(root, files)
+        for child in folders:
             if metadata is not None and child.name in metadata:
-                yield from _gradescope_submission(root, child, metadata[child.name], exclude)
+                yield from self.submission_folder(root, child, _gradescope_student(child, metadata[child.name]))
             else:
-                yield from _walk(root, child, exclude)
-        elif child.is_file():
-            yield _file_entry(child, _relative(root, child), None)
+                yield from self.folder(root, child, depth + 1)
+
+    def submission_folder(self, root: Path, folder: Path, student: dict) -> Iterator[Entry]:
+        """A Gradescope submission's folder: one submission, graded through its main file."""
+        files: list[Path] = []
+        pending = [folder]
+        for _ in range(10_000):  # folders searched in one submission, at most
+            if not pending:
+                break
+            found, folders, odd = self._children(root, pending.pop())
+            for entry in odd:
+                yield Entry(entry.path, entry.key, student, entry.skip)
+            files += found
+            pending += folders
+        yield from self._one_submission(root, [(p.name, p) for p in sorted(files)], student, folder)
+
+    def files(self, root: Path, files: list[Path]) -> Iterator[Entry]:
+        """The files of one folder: one entry per file, but one per Canvas submission (its files together)."""
+        canvas: dict[tuple[str, str], list[tuple[str, Path]]] = {}
+        for path in files:
+            match = CANVAS_NAME.match(path.name)
+            if match:
+                canvas.setdefault((match["user_id"], match["submission_id"]), []).append((match["file"], path))
+            else:
+                yield Entry(path, _safe_key(_relative(root, path)), _file_student(path), _not_a_submission(path))
+        for group in canvas.values():
+            match = CANVAS_NAME.match(group[0][1].name)
+            assert match is not None
+            student = {"id": match["user_id"], "name": match["name"], "source": "canvas",
+                       "submission_id": match["submission_id"], "late": bool(match["late"])}
+            yield from self._one_submission(root, group, student, group[0][1])
+
+    def _one_submission(self, root: Path, named: list[tuple[str, Path]], student: dict, fallback: Path) -> Iterator[Entry]:
+        """One submission made of ``named`` (name, path) files: its main file, with the .py files beside it."""
+        candidates = [(n, p) for n, p in named if p.suffix in SUBMISSION_SUFFIXES and _not_a_submission(p) is None]
+        if len(named) == 1 or not named:  # a single file says itself why it is not a submission
+            path = named[0][1] if named else fallback
+            yield Entry(path, _safe_key(_relative(root, path)), student,
+                        _not_a_submission(path) if named else "not a submission: the folder holds no file")
+            return
+        index, why = choose_main(candidates, self.main_file)
+        if index is None:
+            first = (candidates or named)[0][1]
+            names = ", ".join(n for n, _ in candidates)
+            yield Entry(first, _safe_key(_relative(root, first)), student,
+                        f"not graded: cannot tell which file to grade among {names}: {why} "
+                        "(grader.toml's assignment.main_file can name it)" if candidates else f"not a submission: {why}",
+                        skip_status="error" if candidates else "not-a-submission")
+            return
+        main = candidates[index][1]
+        helpers = tuple((n, p) for n, p in named if p is not main and p.suffix == ".py" and p.parent == main.parent
+                        and _not_a_submission(p) is None)
+        yield Entry(main, _safe_key(_relative(root, main)), student, None, helpers)
 
 
-def _gradescope_metadata(path: Path) -> dict:
-    """Gradescope's submission_metadata.yml: {"submission_<id>": {":submitters": [{":name", ":sid", ":email"}], ...}}."""
+def gradescope_metadata(path: Path) -> dict:
+    """Gradescope's submission_metadata.yml: {"submission_<id>": {":submitters": [{":name", ":sid", ":email"}], ...}}.
+
+    Read with a loader that refuses YAML aliases (a few lines of them can expand
+    to billions of items) and files over METADATA_LIMIT bytes; raises BatchError.
+    """
     import yaml
 
     class _Loader(yaml.SafeLoader):
-        pass
+        def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise yaml.YAMLError(f"it uses a YAML alias (line {mark.line + 1}, column {mark.column + 1}), "
+                                     "which Gradescope's exports never do")
+            return super().compose_node(parent, index)
 
     # Exports may carry Ruby object tags; read their content as plain mappings and values.
     def _plain(loader, suffix, node):
@@ -92,36 +208,56 @@ def _gradescope_metadata(path: Path) -> dict:
         return loader.construct_scalar(node)
 
     _Loader.add_multi_constructor("!", _plain)
+    # Times stay text (they are compared as UTC ISO 8601, see _utc).
+    _Loader.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+                                       for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            too_big = size > METADATA_LIMIT
+            raw = b"" if too_big else handle.read(size + 1)
+        if too_big or len(raw) > METADATA_LIMIT:
+            raise BatchError(f"cannot read the Gradescope metadata {path}: over {METADATA_LIMIT >> 20} MiB")
+        data = yaml.load(raw.decode("utf-8"), Loader=_Loader)  # a SafeLoader without aliases
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
         raise BatchError(f"cannot read the Gradescope metadata {path}: {exc}") from None
     if not isinstance(data, dict):
         raise BatchError(f"{path} is not a Gradescope submission_metadata.yml (expected a mapping of submission folders)")
     return {str(k): v for k, v in data.items() if isinstance(v, dict)}
 
 
-def _gradescope_submission(root: Path, folder: Path, record: dict, exclude: Path | None) -> Iterator[Entry]:
+def _gradescope_student(folder: Path, record: dict) -> dict:
     submitters = [s for s in (record.get(":submitters") or []) if isinstance(s, dict)]
     people = [_drop_none({"id": _text(s.get(":sid")) or _text(s.get(":email")) or folder.name,
                           "name": _text(s.get(":name")), "email": _text(s.get(":email"))}) for s in submitters]
     if not people:
         people = [{"id": folder.name}]
     student = dict(people[0], source="gradescope", submission_id=folder.name.removeprefix("submission_"))
+    submitted = _utc(record.get(":created_at"))
+    if submitted:
+        student["submitted_at"] = submitted
     if len(people) > 1:
         student["group"] = people
-    for entry in _walk(root, folder, exclude):
-        yield Entry(entry.path, entry.key, student, entry.skip)
+    return student
 
 
-def _file_entry(path: Path, relative: str, student: dict | None) -> Entry:
-    match = CANVAS_NAME.match(path.name)
-    if student is None and match:
-        student = {"id": match["user_id"], "name": match["name"], "source": "canvas",
-                   "submission_id": match["submission_id"], "late": bool(match["late"])}
-    elif student is None:
-        student = {"id": path.stem, "source": "file"}
-    return Entry(path, _safe_key(relative), student, _not_a_submission(path))
+def _utc(value: object) -> str | None:
+    """Gradescope's ``:created_at:`` ("2026-11-20 10:00:00.123456789 -08:00") as UTC ISO 8601, or None."""
+    match = _GRADESCOPE_TIME.match(str(value or "").strip())
+    if not match:
+        return None
+    fraction = (match["fraction"] or "0")[:6].ljust(6, "0")
+    try:
+        when = datetime.fromisoformat(f"{match['date']}T{match['time']}.{fraction}{match['zone'] or '+00:00'}")
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _file_student(path: Path) -> dict:
+    return {"id": path.stem, "source": "file"}
 
 
 def _not_a_submission(path: Path) -> str | None:
@@ -129,7 +265,8 @@ def _not_a_submission(path: Path) -> str | None:
     if path.suffix not in SUBMISSION_SUFFIXES:
         return f"not a submission: {path.suffix or 'no'} extension, expected .py or .ipynb"
     try:
-        head = path.read_bytes()[:65536]
+        with open(path, "rb") as handle:  # only the head: a student's folder may hold a huge file
+            head = handle.read(65536)
     except OSError as exc:
         return f"not a submission: cannot read the file ({exc.strerror})"
     if not head.strip():
@@ -162,7 +299,7 @@ def _unique_keys(entries: list[Entry]) -> list[Entry]:
     for entry in entries:
         seen[entry.key] += 1
         if seen[entry.key] > 1:
-            entry = Entry(entry.path, f"{entry.key}-{seen[entry.key]}", entry.student, entry.skip)
+            entry = replace(entry, key=f"{entry.key}-{seen[entry.key]}")
         unique.append(entry)
     return unique
 

@@ -7,6 +7,7 @@ report, with status "error" and score 0 when the grader itself failed.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -17,11 +18,12 @@ from threadpoolctl import threadpool_limits
 from grader import __version__
 from grader.config import Config
 from grader.diagnose import GENERIC, Diagnosis, Finding, settle
+from grader.fairness import pay_for_work
 from grader.notebook import NotebookError, extract_script, sandbox_for
 from grader.report import build_report, summary_text
 from grader.score import Score, as_number, score
 from grader.submission import load_submission
-from grader.suite import SuiteError, TestOutcome, run_suite
+from grader.suite import Progress, SuiteError, TestOutcome, run_suite
 from grader.vectorization import find_head_loops
 
 
@@ -35,9 +37,17 @@ class GradeResult:
         return summary_text(self.report)
 
 
-def grade_submission(path: Path, config: Config) -> GradeResult:
-    """Grade the submission at ``path``; raises SubmissionError only for an unusable path."""
+def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Path]] = (),
+                     progress: Progress | None = None) -> GradeResult:
+    """Grade the submission at ``path``; raises SubmissionError only for an unusable path.
+
+    The file is read once: those bytes are hashed, graded and analysed. ``helpers``: the
+    (name, path) of the submission's other .py files, which the graded file may import
+    (each read once too, and hashed into the report's ``submission.helpers``).
+    progress: called as each graded test starts, with (test name, its number, number of tests).
+    """
     submission = load_submission(path)
+    extra = [(name, load_submission(helper)) for name, helper in helpers]
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
     outcomes, result, error = [], None, None
@@ -46,19 +56,23 @@ def grade_submission(path: Path, config: Config) -> GradeResult:
     try:
         # The grading process multiplies small matrices only (expected values, misconception variants):
         # one BLAS thread is faster there than several contending for a shared machine's cores.
-        with sandbox_for(submission.path, config.limits) as (sandbox, warnings), \
+        with sandbox_for(submission.path, config.limits, submission.data,
+                         [(name, s.data) for name, s in extra]) as (sandbox, warnings), \
                 threadpool_limits(limits=1, user_api="blas"):
-            outcomes = settle_diagnoses(run_suite(sandbox, config))
+            outcomes = pay_for_work(settle_diagnoses(run_suite(sandbox, config, progress)))
         check_points(config, outcomes)
         result = score([(o.group, o.status == "passed") for o in outcomes], config.points)
-        result, notes = vectorization(submission.path, outcomes, result, config)
+        result, notes = vectorization(submission.path, outcomes, result, config, submission.data)
     except SuiteError as exc:
         error = str(exc)
     except Exception as exc:  # noqa: BLE001  (a bug of ours: still write a report that says so)
         error = f"internal grader error: {type(exc).__name__}: {exc}"
+    described: dict = {"path": str(submission.path), "sha256": submission.sha256}
+    if extra:
+        described["helpers"] = [{"path": str(s.path), "sha256": s.sha256} for _, s in extra]
     report = build_report(
         assignment=config.assignment,
-        submission={"path": str(submission.path), "sha256": submission.sha256},
+        submission=described,
         seed=config.seed, grader_version=__version__, started_at=started_at,
         duration_s=time.monotonic() - clock, outcomes=outcomes, score=result,
         visibility=config.visibility, error=error, notes=notes,
@@ -96,7 +110,8 @@ def settle_diagnoses(outcomes: list[TestOutcome]) -> list[TestOutcome]:
     return [replace(o, diagnosis=None if d is None else d.as_dict()) for o, d in zip(outcomes, settle(found, catalogue))]
 
 
-def vectorization(path: Path, outcomes: list[TestOutcome], result: Score, config: Config) -> tuple[Score, list[dict]]:
+def vectorization(path: Path, outcomes: list[TestOutcome], result: Score, config: Config,
+                  data: bytes | None = None) -> tuple[Score, list[dict]]:
     """The loop-over-heads note and its points: (the score with them, the report's notes).
 
     The source is parsed, never run (grader.vectorization). One note lists every
@@ -105,9 +120,11 @@ def vectorization(path: Path, outcomes: list[TestOutcome], result: Score, config
     test and has no loop over heads.
     """
     try:  # a notebook is analysed as the script that was graded
-        source = (extract_script(path).source if path.suffix == ".ipynb"
-                  else path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, NotebookError):
+        if data is None:
+            data = path.read_bytes()
+        source = (extract_script(path, data).source if path.suffix == ".ipynb"
+                  else data.decode("utf-8", errors="replace"))
+    except (OSError, NotebookError, UnicodeDecodeError):
         source = ""
     loops = find_head_loops(source)
     worth = Fraction(str(config.vectorization_points))

@@ -9,17 +9,16 @@ tests, when the graded suite names a misconception.
 
 from __future__ import annotations
 
-import csv
-import io
 import statistics
 from collections import Counter
 
 from grader import __version__
 from grader.config import Config
+from grader.csvcells import csv_text
 from grader.discover import Entry
 from grader.report import FUNCTIONS, printable
 
-GRADEBOOK_COLUMNS = ("student_id", "name", "email", "file", "score", "max_score", *FUNCTIONS,
+GRADEBOOK_COLUMNS = ("student_id", "name", "email", "file", "submission_id", "late", "score", "max_score", *FUNCTIONS,
                      "status", "diagnoses", "message")
 SLOWEST_SHOWN = 10
 HISTOGRAM_BINS = 10
@@ -58,11 +57,14 @@ def gradebook_rows(entries: list[Entry], reports: dict[str, dict]) -> list[dict]
         people = entry.student.get("group") or [entry.student]
         report = reports.get(entry.key)
         for person in people:
+            late = entry.student.get("late")
             row = {"student_id": person.get("id", ""), "name": person.get("name", ""),
-                   "email": person.get("email", ""), "file": printable(entry.key, newlines=False)}
+                   "email": person.get("email", ""), "file": printable(entry.key, newlines=False),
+                   "submission_id": entry.student.get("submission_id", ""),
+                   "late": "" if late is None else str(bool(late)).lower()}
             if report is None:
                 row.update({"score": "", "max_score": "", **{f: "" for f in FUNCTIONS},
-                            "status": "not-a-submission" if entry.skip else "not-graded",
+                            "status": entry.skip_status if entry.skip else "not-graded",
                             "diagnoses": "", "message": entry.skip or ""})
             else:
                 functions = report["functions"]
@@ -75,11 +77,8 @@ def gradebook_rows(entries: list[Entry], reports: dict[str, dict]) -> list[dict]
 
 
 def gradebook_csv(rows: list[dict]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=GRADEBOOK_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
+    """gradebook.csv: GRADEBOOK_COLUMNS, cells a spreadsheet would run as formulas neutralized (grader.csvcells)."""
+    return csv_text(GRADEBOOK_COLUMNS, [[row[c] for c in GRADEBOOK_COLUMNS] for row in rows])
 
 
 def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config, fingerprint: str) -> dict:
@@ -98,14 +97,16 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
     diagnoses = Counter(code for _, r in graded for code in _diagnoses(r))
     failed = [{"file": e.key, "student_id": e.student.get("id", ""), "status": _status(r), "message": _message(r)}
               for e, r in graded if _status(r) != "graded"]
-    failed += [{"file": e.key, "student_id": e.student.get("id", ""), "status": "not-a-submission", "message": e.skip}
+    failed += [{"file": e.key, "student_id": e.student.get("id", ""), "status": e.skip_status, "message": e.skip}
                for e in entries if e.skip]
     slowest = sorted(graded, key=lambda er: (-er[1]["duration_s"], er[0].key))[:SLOWEST_SHOWN]
     return {
         "assignment": config.assignment, "seed": config.seed, "grader_version": __version__,
         "grader_config_sha256": fingerprint,
         "files": len(entries), "graded": statuses["graded"], "import_errors": statuses["import-error"],
-        "errors": statuses["error"], "not_submissions": sum(1 for e in entries if e.skip),
+        "errors": statuses["error"] + sum(1 for e in entries if e.skip and e.skip_status == "error"),
+        "not_submissions": sum(1 for e in entries if e.skip and e.skip_status != "error"),
+        "scored": len(scores),
         "score": {"max_score": max_score, "count": len(scores),
                   "mean": round(statistics.fmean(scores), 4) if scores else None,
                   "median": statistics.median(scores) if scores else None,
@@ -116,9 +117,51 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
         "slowest": [{"file": e.key, "student_id": e.student.get("id", ""), "duration_s": r["duration_s"]}
                     for e, r in slowest],
         "failed_to_grade": failed,
+        "functions": _function_stats(graded),
+        "students": [_student_row(e, reports.get(e.key)) for e in entries],
+        "misconceptions": _misconceptions([r for _, r in graded]),
         # What the sandbox could not do on the machines that graded (no cgroup, unisolated): once each.
         "warnings": sorted({w for _, r in graded for w in r.get("warnings", []) if w.startswith("sandbox: ")}),
     }
+
+
+def _function_stats(graded: list[tuple[Entry, dict]]) -> dict:
+    """Per function of the exercise: mean and median of its points over the submissions with a score."""
+    stats = {}
+    for function in FUNCTIONS:
+        points = [r["functions"][function]["score"] for _, r in graded
+                  if r["status"] == "graded" and function in r["functions"]]
+        maxima = [r["functions"][function]["max_score"] for _, r in graded
+                  if r["status"] == "graded" and function in r["functions"]]
+        stats[function] = {"max_score": max(maxima, default=0), "count": len(points),
+                           "mean": round(statistics.fmean(points), 4) if points else None,
+                           "median": statistics.median(points) if points else None}
+    return stats
+
+
+def _student_row(entry: Entry, report: dict | None) -> dict:
+    """One line of summary.html's table of students: who, score, points per function, status, diagnoses."""
+    people = entry.student.get("group") or [entry.student]
+    row: dict = {"file": entry.key, "student_id": ", ".join(str(p.get("id", "")) for p in people),
+           "name": ", ".join(str(p.get("name", "")) for p in people if p.get("name")),
+           "report": None, "score": None, "max_score": None, "functions": {}, "diagnoses": []}
+    if report is None:
+        return dict(row, status=entry.skip_status if entry.skip else "not-graded", message=entry.skip or "")
+    return dict(row, report=f"reports/{entry.key}.json", score=report["score"], max_score=report["max_score"],
+                functions={f: report["functions"][f]["score"] for f in FUNCTIONS if f in report["functions"]},
+                status=_status(report), diagnoses=_diagnoses(report), message=_message(report))
+
+
+def _misconceptions(reports: list[dict]) -> dict:
+    """Each diagnosed code with its one-sentence explanation and section, as the reports give them."""
+    found: dict[str, dict] = {}
+    for report in reports:
+        for test in report.get("tests", []):
+            diagnosis = test.get("diagnosis")
+            if isinstance(diagnosis, dict) and diagnosis.get("code") and diagnosis["code"] not in found:
+                found[diagnosis["code"]] = {"explanation": str(diagnosis.get("explanation") or ""),
+                                            "section": str(diagnosis.get("section") or "")}
+    return dict(sorted(found.items()))
 
 
 def _histogram(scores: list[float], max_score: float) -> dict:

@@ -17,7 +17,7 @@ import re
 import tempfile
 import tokenize
 import warnings as warnings_module
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +40,7 @@ class Script:
     warnings: list[str] = field(default_factory=list)  # one per dropped line or cell, naming the cell
 
 
-def extract_script(path: Path) -> Script:
+def extract_script(path: Path, data: bytes | None = None) -> Script:
     """The code cells of the notebook at ``path`` as one script; raises NotebookError when unreadable.
 
     Cells are named in warnings by their position among all cells, from 1
@@ -50,7 +50,7 @@ def extract_script(path: Path) -> Script:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if data is None else data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise NotebookError(f"cannot read {path.name} as UTF-8 text: {exc}") from None
     try:
@@ -141,7 +141,8 @@ class UnreadableNotebook:
 
 
 @contextlib.contextmanager
-def sandbox_for(path: Path, limits: Limits) -> Iterator[tuple[Sandbox | UnreadableNotebook, list[str]]]:
+def sandbox_for(path: Path, limits: Limits, data: bytes | None = None,
+                extra: Sequence[tuple[str, bytes]] = ()) -> Iterator[tuple[Sandbox | UnreadableNotebook, list[str]]]:
     """The sandbox to grade ``path`` in, and the warnings of reading it.
 
     A .py file goes to ``Sandbox(path, limits)`` as it is. A .ipynb file's
@@ -151,13 +152,13 @@ def sandbox_for(path: Path, limits: Limits) -> Iterator[tuple[Sandbox | Unreadab
     """
     path = Path(path)
     if path.suffix != ".ipynb":
-        with Sandbox(path, limits) as sandbox:
+        with Sandbox(path, limits, source=data, extra=extra) as sandbox:
             said: list[str] = []
             yield sandbox, said
             said += sandbox.warnings  # what the sandbox could not do here (no cgroup, unisolated), once
         return
     try:
-        script = extract_script(path)
+        script = extract_script(path, data)
     except NotebookError as exc:
         yield UnreadableNotebook(str(exc)), []
         return
@@ -165,7 +166,7 @@ def sandbox_for(path: Path, limits: Limits) -> Iterator[tuple[Sandbox | Unreadab
     with tempfile.TemporaryDirectory(prefix="notebook-") as folder:
         target = Path(folder) / f"{stem}.py"
         target.write_text(script.source, encoding="utf-8")
-        with Sandbox(target, limits) as sandbox:
+        with Sandbox(target, limits, extra=extra) as sandbox:
             said = list(script.warnings)
             yield sandbox, said
             said += sandbox.warnings

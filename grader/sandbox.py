@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -379,8 +380,12 @@ class Sandbox:
     """
 
     def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None,
+                 source: bytes | None = None, extra: Sequence[tuple[str, bytes]] = (),
                  cgroup: bool = True, seccomp: bool = True) -> None:
-        self.source = _read_regular_file(Path(submission))
+        # source: the submission's bytes when the caller already read (and hashed) them; extra: the
+        # (file name, bytes) of the submission's other modules, written beside it in the child's folder.
+        self.source = _read_regular_file(Path(submission)) if source is None else source
+        self.extra = [(Path(name).name, data) for name, data in extra]
         self.filename = Path(submission).name
         self.limits = limits
         self._isolated = isolated
@@ -657,7 +662,9 @@ class Sandbox:
         self._child = child
         try:
             proto.settimeout(max(0.001, min(limits.call_timeout_s, self._remaining())))
-            worker.send_message(proto, {"op": "load", "filename": self.filename, "module": module}, [self.source])
+            worker.send_message(proto, {"op": "load", "filename": self.filename, "module": module,
+                                        "extra": [name for name, _ in self.extra]},
+                                [self.source, *(data for _, data in self.extra)])
         except OSError:
             pass  # the reply (or its absence) says what happened
         result = self._receive(child, min(limits.call_timeout_s, self._remaining()))
@@ -667,7 +674,9 @@ class Sandbox:
         if result.status == TIMEOUT and self._remaining() <= 0:
             return result  # the submission's time ran out while it was being imported again
         # An import that fails fails every call the same way: remember it, start no more children.
-        if result.status not in (TIMEOUT, MEMORY):
+        if result.status == TIMEOUT:  # a hang at import: no call can run, so it is the import that failed
+            result.message = f"the import did not finish within {limits.call_timeout_s:g} s"
+        if result.status != MEMORY:
             result.status = IMPORT_ERROR
         result.message = f"importing {self.filename} failed: {result.message}"
         self._import_failure = result

@@ -7,7 +7,11 @@ Each is written out as a student file and graded exactly as a submission is
 - the starter scores ``STARTER_SCORE`` (0: every stub raises NotImplementedError);
 - each variant of ``reference.variants`` loses points in its own function and
   only there, and every test it fails is diagnosed with its own code (none
-  with another code, none without a diagnosis).
+  with another code, none without a diagnosis);
+- each trivial submission of ``reference.trivial`` (zeros, ones, always
+  raising, zeros after checking shapes, per-token projection with 4·d² and a
+  constant ln T_k, the inputs returned) scores ``TRIVIAL_SCORE``, 0 (see
+  ``trivial_rows``).
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.config import Config
+from grader.fairness import is_unpaid
 from grader.grade import grade_submission
 from grader.report import _num  # the summary's number format
+from reference import trivial as trivial_submissions
 from reference import variants
 
 STARTER_SCORE = 0  # the starter's documented score: every stub raises
@@ -80,7 +86,7 @@ def check_variant(variant: variants.Variant, report: dict) -> list[str]:
         problems.append(f"lost no points in {variant.function}")
     if set(lost) - {variant.function}:
         problems.append(f"lost points in {', '.join(sorted(set(lost) - {variant.function}))} too")
-    failed = [t for t in report["tests"] if t["status"] != "passed"]
+    failed = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]  # unpaid: no verdict
     codes = [t["diagnosis"]["code"] for t in failed if t["diagnosis"]]
     if variant.code not in codes:
         problems.append(f"never diagnosed as {variant.code}")
@@ -93,12 +99,13 @@ def check_variant(variant: variants.Variant, report: dict) -> list[str]:
 
 
 def run_selftest(config: Config, reference: Path | None = None, starter: Path | None = None,
-                 codes: Sequence[str] | None = None) -> SelftestResult:
+                 codes: Sequence[str] | None = None, trivial: Sequence[str] | None = None) -> SelftestResult:
     """Grade the reference, the starter and every variant with ``config``; one Row each, in that order.
 
     reference, starter: the files to grade (default: reference/mha.py, and
     starter.py beside the graded suite's folder); codes: the variants to grade
-    (default: all of ``reference.variants.VARIANTS``).
+    (default: all of ``reference.variants.VARIANTS``); trivial: the trivial
+    submissions to grade (default: all of ``reference.trivial.SUBMISSIONS``).
     """
     reference = reference or Path(variants.__file__).with_name("mha.py")
     starter = starter or config.suite_dir.parent / "starter.py"
@@ -114,7 +121,40 @@ def run_selftest(config: Config, reference: Path | None = None, starter: Path | 
             path.write_text(variants.student_source(variant.code), encoding="utf-8")
             report = grade_submission(path, config).report
             rows.append(_row(variant.code, report, check_variant(variant, report)))
+    rows += trivial_rows(config, trivial)
     return SelftestResult(rows)
+
+
+# ---------------------------------------------------------------- trivial implementations
+
+TRIVIAL_SCORE = 0  # what code that does none of the work earns, its checks of the shapes included
+
+
+def check_trivial(report: dict) -> list[str]:
+    """A trivial submission earns nothing: every test it passes is one a trivial implementation passes too.
+
+    Validation alone (the ValueError the contract asks for) is not the work: the
+    error-contract tests pay only to a function that also passes a test no
+    trivial implementation passes, and a trivial submission passes none.
+    """
+    if report["score"] == TRIVIAL_SCORE:
+        return []
+    paid = [t["name"] for t in report["tests"] if t["score"]]
+    return [f"scored {report['score']}, expected {TRIVIAL_SCORE}; points for {', '.join(paid[:3])}"]
+
+
+def trivial_rows(config: Config, names: Sequence[str] | None = None) -> list[Row]:
+    """Grade each trivial submission of ``reference.trivial.SUBMISSIONS`` (or ``names``): one Row each."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="grade-selftest-trivial-") as folder:
+        for name in trivial_submissions.SUBMISSIONS:
+            if names is not None and name not in names:
+                continue
+            path = Path(folder) / f"trivial_{name.replace('-', '_')}.py"
+            path.write_text(trivial_submissions.student_source(name), encoding="utf-8")
+            report = grade_submission(path, config).report
+            rows.append(_row(f"trivial: {name}", report, check_trivial(report)))
+    return rows
 
 
 def table_text(result: SelftestResult) -> str:

@@ -10,10 +10,13 @@ grading.seed + 1), so the public outputs are not the graded ones.
 
 Case store: ``public_cases/cases.json`` lists the cases (group, id, function,
 plain arguments, where each array is) and ``public_cases/cases/NNN.npz`` holds
-one case's named arrays: "arg.<i>", "kwarg.<name>", "expected" and, when the
+one case's named arrays: "arg.<i>", "kwarg.<name>", "expected" (and, for a causality
+case, "changed.<i>" and "expected.changed") and, when the
 grader can compute them, "candidate.<code>", the output of each known mistake
 on the same inputs, so a kit can name the misconception offline; cases.json's
-"catalogue" holds each such code's explanation and section.
+"catalogue" holds each such code's explanation and section. Each case's
+"trivial" names the trivial implementation that passes it too, if any
+(grader.fairness): its points go only to a function that passes another case.
 """
 
 from __future__ import annotations
@@ -76,6 +79,22 @@ def expected_value(case) -> object:
     return expected
 
 
+def _changed_expected(case) -> object:
+    """A causality case's expected output on its changed tokens, as the graded suite computes it."""
+    from reference import mha
+
+    args = [np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in case.changed_args]
+    return getattr(mha, case.function)(*args, **case.kwargs)
+
+
+def _trivial(case, config: Config, expected: object, changed: object) -> str | None:
+    """Which trivial implementation (reference.trivial) passes ``case``, as the graded suite decides it."""
+    from grader.fairness import trivially_passed
+    from reference import trivial
+
+    return trivially_passed(case, config, expected, trivial.implementations(case.function), changed)
+
+
 def _candidates(case) -> tuple[dict, dict]:
     """Outputs of the known misconceptions on ``case``'s inputs, and their explanations.
 
@@ -132,16 +151,20 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Ki
         arrays: dict[str, np.ndarray] = {}
         candidates, explained = ({}, {}) if case.raises else _candidates(case)
         catalogue.update(explained)
+        expected = None if case.raises else expected_value(case)
+        changed = None if case.changed_args is None else _changed_expected(case)
         entry = {
             "group": case.group, "id": case.id, "function": case.function, "file": f"cases/{index:03d}.npz",
             "args": [_store(a, f"arg.{i}", arrays) for i, a in enumerate(case.args)],
             "kwargs": {k: _store(v, f"kwarg.{k}", arrays) for k, v in case.kwargs.items()},
             "raises": case.raises,
-            "expected": None if case.raises else _store(expected_value(case), "expected", arrays),
+            "expected": None if case.raises else _store(expected, "expected", arrays),
             "candidates": {code: _store(out, f"candidate.{code}", arrays) for code, out in candidates.items()},
             "changed_args": None if case.changed_args is None else
             [_store(a, f"changed.{i}", arrays) for i, a in enumerate(case.changed_args)],
             "changed_from": case.changed_from,
+            "expected_changed": None if changed is None else _store(changed, "expected.changed", arrays),
+            "trivial": _trivial(case, config, expected, changed),
         }
         np.savez(suite / entry["file"], allow_pickle=False, **arrays)
         manifest.append(entry)
@@ -167,7 +190,8 @@ def _kit_toml(config: Config, seed: int, points: dict) -> str:
         f"random_cases = {config.random_cases}", f"rtol = {config.rtol!r}", f"atol = {config.atol!r}", "",
         "[limits]",
         *(f"{key} = {getattr(config.limits, key)!r}" for key in
-          ("call_timeout_s", "submission_timeout_s", "memory_mb", "file_size_mb", "output_bytes")), "",
+          ("call_timeout_s", "submission_timeout_s", "timeouts_per_function", "memory_mb", "file_size_mb",
+           "output_bytes")), "",
         "[points]", *(f"{group} = {float(value)!r}" for group, value in points.items()), "",
     ]
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -33,6 +34,7 @@ class TestOutcome:
     message: str
     output: str  # what the student's code printed during the test
     diagnosis: dict | None = None  # {code, explanation, section, also} when a failure's misconception is known
+    trivial: str | None = None  # a trivial implementation that passes this test too (grader.fairness), if any
 
 
 class Student(Protocol):
@@ -43,16 +45,44 @@ class Student(Protocol):
     def restart(self) -> None: ...
 
 
+class TimeBudget:
+    """A ``Student`` whose functions each get ``timeouts`` timed-out calls; later calls fail at once, not run.
+
+    A function that hangs then costs its own tests ``timeouts`` call limits, not
+    the whole submission's time: the other functions' tests still run.
+    """
+
+    def __init__(self, student: Student, timeouts: int) -> None:
+        self.student, self.timeouts = student, timeouts
+        self.timed_out: dict[str, int] = {}
+
+    def call(self, function: str, *args, **kwargs) -> CallResult:
+        spent = self.timed_out.get(function, 0)
+        if spent >= self.timeouts:
+            return CallResult("timeout", message=f"not run: {function}() already timed out in {spent} earlier "
+                                                 f"calls (limits.timeouts_per_function = {self.timeouts})")
+        result = self.student.call(function, *args, **kwargs)
+        if result.status == "timeout" and result.message.startswith(CALL_TIMEOUT):  # not the submission's limit
+            self.timed_out[function] = spent + 1
+        return result
+
+    def restart(self) -> None:
+        self.student.restart()
+
+
+CALL_TIMEOUT = "the call did not finish within"  # how grader.sandbox words a call's own timeout
+
 GRADING_KEY = pytest.StashKey[Config]()  # the suite's conftest reads the config from here
 
 
 class _GraderSession:
     """The pytest plugin that hands the suite its sandbox and config, and keeps the JSON report."""
 
-    def __init__(self, sandbox: Student, config: Config) -> None:
-        self.sandbox, self.config = sandbox, config
+    def __init__(self, sandbox: Student, config: Config, progress: Progress | None = None) -> None:
+        self.sandbox, self.config, self.progress = sandbox, config, progress
         self.json_report: dict | None = None
         self.collect_errors: list[str] = []
+        self.total, self.started = 0, 0
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[GRADING_KEY] = self.config
@@ -69,13 +99,27 @@ class _GraderSession:
         if report.failed:  # the suite's own error (a grader error): its last line says why
             self.collect_errors.append(str(report.longrepr).strip().splitlines()[-1])
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.total = len(session.items)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.started += 1
+        if self.progress is not None:  # "graded_mha.py::test_case[mha_random[00-...]]" -> "mha_random[00-...]"
+            self.progress(nodeid.partition("[")[2][:-1] or nodeid, self.started, self.total)
+
     def pytest_json_modifyreport(self, json_report: dict) -> None:
         self.json_report = json_report
 
 
-def run_suite(sandbox: Student, config: Config) -> list[TestOutcome]:
-    """Run every graded test once; raises SuiteError when the suite could not run or a test broke."""
-    session = _GraderSession(sandbox, config)
+Progress = Callable[[str, int, int], None]  # (test name, its number from 1, number of tests), as each test starts
+
+
+def run_suite(sandbox: Student, config: Config, progress: Progress | None = None) -> list[TestOutcome]:
+    """Run every graded test once; raises SuiteError when the suite could not run or a test broke.
+
+    progress: called as each test starts, e.g. to show it on a terminal.
+    """
+    session = _GraderSession(TimeBudget(sandbox, config.limits.timeouts_per_function), config, progress)
     suite = config.suite_dir
     args = [str(suite), "-c", str(suite / "pytest.ini"), "--rootdir", str(suite),
             "-p", "pytest_jsonreport.plugin", "--json-report", "--json-report-file=none",
@@ -107,7 +151,8 @@ def run_suite(sandbox: Student, config: Config) -> list[TestOutcome]:
             crash = (stage.get("crash") or {}).get("message", test.get("outcome"))
             raise SuiteError(f"graded test {test['nodeid']} broke before reaching a verdict: {crash}")
         outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
-                                    meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis")))
+                                    meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis"),
+                                    meta.get("trivial")))
     if not outcomes:
         raise SuiteError(f"the graded suite in {suite} collected no tests")
     return outcomes

@@ -1,9 +1,12 @@
 """The instructor's view of a batch: a self-contained HTML page and a text table, from summary.json.
 
-``render_html(summary)`` draws the score histogram, the pass rate of each test and
-the count of each diagnosed misconception with matplotlib (PNG images embedded
-as data: URLs, so the page is one file that works offline), and lists the
-slowest and the failed-to-grade submissions. ``summary_table(summary)`` is the
+``render_html(summary)`` shows a sortable table of the students (score, points
+per function, status, diagnoses, link to the report), the mean and median of
+each function's points, and draws the score histogram, the pass rate of each
+test and the count of each diagnosed misconception with matplotlib (PNG images
+embedded as data: URLs, so the page is one file that works offline), with a
+legend of what each misconception code means (the reports' own explanations),
+and lists the slowest and the failed-to-grade submissions. ``summary_table(summary)`` is the
 same content as plain text for the terminal.
 """
 
@@ -82,12 +85,74 @@ def _table(headers: list[str], rows: list[list[object]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _number(value: object) -> str:
+    return "–" if value is None else f"{value:g}"
+
+
+def _students(summary: dict) -> str:
+    """The sortable table of students: score, points per function, status, diagnoses, link to the report."""
+    students = summary.get("students", [])
+    if not students:
+        return "<p class='none'>None.</p>"
+    functions = list(summary.get("functions", {}))
+    headers = ["file", "student id", "name", "score", *functions, "status", "diagnoses", "report"]
+    numeric = {"score", *functions}
+    head = "".join(f"<th data-kind='{'number' if h in numeric else 'text'}' title='sort by {html.escape(h)}'>"
+                   f"{html.escape(h).replace('_', '_<wbr>')}</th>" for h in headers)  # long names may wrap
+    rows = []
+    for s in students:
+        cells = [s["file"], s["student_id"], s["name"]]
+        values: list[object] = [s["score"], *(s["functions"].get(f) for f in functions)]
+        link = (f"<a href='{html.escape(s['report'], quote=True)}'>json</a>" if s.get("report") else "")
+        body = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+        body += "".join(f"<td class='num' data-sort='{'' if v is None else v}'>{_number(v)}</td>" for v in values)
+        body += (f"<td title='{html.escape(s.get('message') or '', quote=True)}'>{html.escape(s['status'])}</td>"
+                 f"<td>{html.escape(', '.join(s['diagnoses']))}</td><td class='links'>{link}</td>")
+        rows.append(f"<tr>{body}</tr>")
+    return (f"<div class='wide'><table class='sortable' id='students'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _legend(summary: dict) -> str:
+    """What each diagnosed misconception code means, in the reports' own words."""
+    legend = summary.get("misconceptions", {})
+    if not legend:
+        return "<p class='none'>No misconception diagnosed.</p>"
+    items = "".join(f"<dt><code>{html.escape(code)}</code> <span class='section'>{html.escape(m['section'])}</span>"
+                    f"</dt><dd>{html.escape(m['explanation'])}</dd>" for code, m in legend.items())
+    return f"<dl class='legend'>{items}</dl>"
+
+
+SORT_SCRIPT = """
+// Click a column's header to sort the students by it (again: the other way).
+document.querySelectorAll("table.sortable th").forEach((th, column) => th.addEventListener("click", () => {
+  const body = th.closest("table").tBodies[0];
+  const number = th.dataset.kind === "number";
+  const up = th.dataset.order !== "up";
+  th.closest("tr").querySelectorAll("th").forEach(other => delete other.dataset.order);
+  th.dataset.order = up ? "up" : "down";
+  const key = row => {
+    const cell = row.cells[column];
+    if (!number) return cell.textContent;
+    return cell.dataset.sort === "" ? -Infinity : parseFloat(cell.dataset.sort);
+  };
+  const rows = [...body.rows].sort((a, b) => {
+    const x = key(a), y = key(b);
+    const order = number ? x - y : String(x).localeCompare(String(y));
+    return up ? order : -order;
+  });
+  rows.forEach(row => body.appendChild(row));
+}));
+"""
+
+
 def render_html(summary: dict) -> str:
     """summary.json as one self-contained HTML page (images inline, no external resources)."""
     images = _figures(summary)
     score = summary["score"]
     facts = [
-        ("files", summary["files"]), ("graded", summary["graded"]), ("import errors", summary["import_errors"]),
+        ("files", summary["files"]), ("with a score", summary.get("scored", score["count"])),
+        ("graded", summary["graded"]), ("import errors", summary["import_errors"]),
         ("failed to grade", summary["errors"]), ("not submissions", summary["not_submissions"]),
         ("mean score", "–" if score["mean"] is None else f"{score['mean']:g} / {score['max_score']:g}"),
         ("median score", "–" if score["median"] is None else f"{score['median']:g}"),
@@ -102,32 +167,50 @@ def render_html(summary: dict) -> str:
                      [[s["file"], s["student_id"], f"{s['duration_s']:.2f}"] for s in summary["slowest"]])
     failed = _table(["file", "student id", "status", "why"],
                     [[f["file"], f["student_id"], f["status"], f["message"]] for f in summary["failed_to_grade"]])
+    functions = _table(["function", "mean", "median", "out of", "submissions"],
+                       [[f, _number(v["mean"]), _number(v["median"]), _number(v["max_score"]), v["count"]]
+                        for f, v in summary.get("functions", {}).items()])
     title = f"{summary['assignment']}: batch summary"
     img = "<img alt='{alt}' src='{src}'>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }}
+body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 80em; padding: 0 1em; color: #222; }}
+.wide {{ overflow-x: auto; }}
+#students {{ font-size: .8em; }}
+#students td {{ white-space: nowrap; padding: .2em .5em; }}
+#students th {{ padding: .2em .5em; vertical-align: bottom; }}
 .facts {{ display: flex; flex-wrap: wrap; gap: 1em; }}
 .fact {{ border: 1px solid #ddd; border-radius: 6px; padding: .5em 1em; text-align: center; }}
 .fact b {{ display: block; font-size: 1.4em; }}
 table {{ border-collapse: collapse; margin: .5em 0 1.5em; font-size: .9em; }}
 td, th {{ border-bottom: 1px solid #ddd; padding: .2em .8em; text-align: left; }}
 img {{ max-width: 100%; }}
-.none {{ color: #777; }}
+.none, .hint, .section {{ color: #777; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
+table.sortable th {{ cursor: pointer; user-select: none; }}
+table.sortable th[data-order=up]::after {{ content: " ▲"; }}
+table.sortable th[data-order=down]::after {{ content: " ▼"; }}
+#students tbody tr:nth-child(odd) {{ background: #f6f6f6; }}
+dl.legend dt {{ margin-top: .4em; }}
+dl.legend dd {{ margin-left: 1.5em; }}
 </style></head>
 <body data-images-loaded="pending">
 <h1>{html.escape(title)}</h1>
 <p>Seed {summary['seed']} · grader {html.escape(summary['grader_version'])} ·
 configuration {summary['grader_config_sha256'][:12]}</p>
 <div class="facts">{facts_html}</div>
+<h2>Students</h2><p class="hint">Click a column's header to sort by it.</p>{_students(summary)}
 <h2>Score distribution</h2>{img.format(alt='histogram of scores', src=images['histogram'])}
+<h2>Points per function</h2>{functions}
 <h2>Diagnosed misconceptions</h2>{img.format(alt='count of each diagnosed misconception', src=images['diagnoses'])}
 {diagnoses}
+<h3>What the codes mean</h3>{_legend(summary)}
 <h2>Failed to grade, or not submissions</h2>{failed}
 <h2>Slowest submissions</h2>{slowest}
 <h2>Pass rate of each test</h2>{img.format(alt='pass rate of each test', src=images['pass_rate'])}
 {tests}
+<script>{SORT_SCRIPT}</script>
 <script>
 // Lets a headless browser check that every chart decoded: counts images with pixels.
 window.addEventListener("load", () => {{
@@ -142,9 +225,9 @@ window.addEventListener("load", () => {{
 def summary_table(summary: dict) -> str:
     """The summary as plain text, for the terminal or a log."""
     score = summary["score"]
-    lines = [(f"{summary['assignment']}: {summary['files']} file(s): {summary['graded']} graded, "
-              f"{summary['import_errors']} import error(s), {summary['errors']} failed to grade, "
-              f"{summary['not_submissions']} not submissions")]
+    lines = [(f"{summary['assignment']}: {summary['files']} file(s): {summary.get('scored', score['count'])} with a "
+              f"score ({summary['graded']} graded, {summary['import_errors']} import error(s)), "
+              f"{summary['errors']} failed to grade, {summary['not_submissions']} not submissions")]
     if score["count"]:
         lines.append(f"score: mean {score['mean']:g}, median {score['median']:g}, min {score['min']:g}, "
                      f"max {score['max']:g} (out of {score['max_score']:g})")
@@ -152,6 +235,10 @@ def summary_table(summary: dict) -> str:
         edges = score["histogram"]["edges"]
         for low, high, count in zip(edges, edges[1:], score["histogram"]["counts"]):
             lines.append(f"  {low:>7g} – {high:<7g} {'█' * round(20 * count / peak):<20} {count}")
+    per_function = [(f, v) for f, v in summary.get("functions", {}).items() if v["count"]]
+    if per_function:
+        lines.append("per function (mean, median, out of):")
+        lines += [f"  {f:<24} {v['mean']:>8g} {v['median']:>8g} {v['max_score']:>6g}" for f, v in per_function]
     hardest = sorted(summary["tests"], key=lambda t: (t["pass_rate"], t["name"]))[:10]
     if hardest:
         lines.append("lowest pass rates:")

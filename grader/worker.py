@@ -275,6 +275,12 @@ def serve(sock: socket.socket, max_blob: int) -> None:
     path = os.path.abspath(load["filename"])
     with open(path, "wb") as handle:
         handle.write(blobs[0])
+    for name, data in zip(load.get("extra", []), blobs[1:]):  # the submission's other modules, beside it
+        if name == os.path.basename(name) and name not in (".", "..", load["filename"]):
+            with open(name, "wb") as handle:
+                handle.write(data)
+    if load.get("extra"):
+        sys.path.insert(0, os.path.dirname(path))
     del blobs, load["blobs"]
     _SUBMISSION_FILE = path
     try:

@@ -107,7 +107,8 @@ def test_log_lines_and_summary_when_not_a_terminal(baseline_run):
     assert re.search(r"^\[\d/5\] gradescope__submission_1001__mha\.py \(Ada Lovelace\): 100 / 100 in \d+\.\d\d s$",
                      output, re.MULTILINE)
     assert re.search(r"^\[\d/5\] canvas__roekim_502_9002_mha\.py \(roekim\): 0 / 100 in ", output, re.MULTILINE)
-    assert "mha: 8 file(s): 4 graded, 1 import error(s), 0 failed to grade, 3 not submissions\n" in output
+    assert ("mha: 8 file(s): 5 with a score (3 graded, 2 import error(s)), 0 failed to grade, "
+            "3 not submissions\n") in output
     assert f"5 graded now, 0 kept from earlier runs; wrote {out}/gradebook.csv, summary.json, summary.html" in output
 
 
@@ -138,7 +139,8 @@ def test_discover_reads_gradescope_and_canvas_identities(klass):
         "canvas__hangs_503_9003_mha.py", "canvas__picture_505_9005_mha.py", "canvas__roekim_502_9002_mha.py",
         "gradescope__submission_1001__mha.py", "gradescope__submission_1002__mha.py"]
     assert entries["gradescope__submission_1001__mha.py"].student == {
-        "id": "11", "name": "Ada Lovelace", "email": "ada@example.edu", "source": "gradescope", "submission_id": "1001"}
+        "id": "11", "name": "Ada Lovelace", "email": "ada@example.edu", "source": "gradescope", "submission_id": "1001",
+        "submitted_at": "2026-11-20T18:00:00.000000+00:00"}  # :created_at: in UTC
     group = entries["gradescope__submission_1002__mha.py"].student
     assert (group["id"], group["name"]) == ("12", "Alan Turing")
     assert [m["id"] for m in group["group"]] == ["12", "13"]
@@ -167,7 +169,7 @@ def test_discover_plain_files_and_notebooks(tmp_path):
 
 def test_gradebook_reports_and_summary(baseline, validate_report):
     rows = {(r["file"], r["student_id"]): r for r in gradebook(baseline)}
-    columns = ["student_id", "name", "email", "file", "score", "max_score", "multi_head_attention",
+    columns = ["student_id", "name", "email", "file", "submission_id", "late", "score", "max_score", "multi_head_attention",
                "attention_param_count", "head_entropy", "status", "diagnoses", "message"]
     assert list(next(iter(rows.values()))) == columns
     ada = rows[("gradescope__submission_1001__mha.py", "11")]
@@ -177,7 +179,7 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     # A group submission gives one row per member, with the same scores.
     for sid in ("12", "13"):
         row = rows[("gradescope__submission_1002__mha.py", sid)]
-        assert (row["score"], row["diagnoses"]) == ("44.1667", "wrong-split-order")
+        assert (row["score"], row["diagnoses"]) == ("39.1667", "wrong-split-order")
     assert rows[("gradescope__submission_1002__mha.py", "13")]["name"] == "Grace Hopper"
     jane = rows[("canvas__doejane_LATE_501_9001_mha.py", "501")]
     assert (jane["name"], jane["score"], jane["head_entropy"], jane["status"], jane["diagnoses"]) == (
@@ -187,10 +189,13 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     # (the sandbox may add how such a kill usually happens after this)
     assert killed["message"].startswith(
         "importing roekim_502_9002_mha.py failed: the submission's process was killed by SIGKILL")
+    assert (jane["submission_id"], jane["late"], ada["submission_id"], ada["late"]) == ("9001", "true", "1001", "")
     hangs = rows[("canvas__hangs_503_9003_mha.py", "503")]
-    assert (hangs["score"], hangs["status"]) == ("0", "graded")  # every test timed out (3 s), none could pass
+    # A hang at import is an import error that says so, not a plain grade of 0.
+    assert (hangs["score"], hangs["status"], hangs["message"]) == (
+        "0", "import-error", "importing hangs_503_9003_mha.py failed: the import did not finish within 3 s")
     hang_report = json.loads((baseline / "reports" / "canvas__hangs_503_9003_mha.py.json").read_text())
-    assert {t["status"] for t in hang_report["tests"]} == {"timeout"}
+    assert {t["status"] for t in hang_report["tests"]} == {"import-error"}
     assert hang_report["duration_s"] < 8  # the 3 s import limit, once, not once per test
     for key, why in [("canvas__empty_504_9004_mha.py", "the file is empty"),
                      ("canvas__picture_505_9005_mha.py", "binary content, not text"),
@@ -206,12 +211,19 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
         assert len(report["grader_config_sha256"]) == 64
     summary = json.loads((baseline / "summary.json").read_text())
     assert (summary["files"], summary["graded"], summary["import_errors"], summary["errors"],
-            summary["not_submissions"]) == (8, 4, 1, 0, 3)
-    assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 0, 1, 0, 0, 0, 0, 2]  # 0, 0, 44.1667, 92.5, 100
+            summary["not_submissions"]) == (8, 3, 2, 0, 3)
+    assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 1, 0, 0, 0, 0, 0, 2]  # 0, 0, 39.1667, 92.5, 100
     assert summary["diagnoses"] == {"entropy-log-zero": 1, "wrong-split-order": 1}  # submissions, not rows
     assert [f["file"] for f in summary["failed_to_grade"]] == [
-        "canvas__roekim_502_9002_mha.py", "canvas__empty_504_9004_mha.py", "canvas__essay_506_9006_notes.txt",
-        "canvas__picture_505_9005_mha.py"]
+        "canvas__hangs_503_9003_mha.py", "canvas__roekim_502_9002_mha.py", "canvas__empty_504_9004_mha.py",
+        "canvas__essay_506_9006_notes.txt", "canvas__picture_505_9005_mha.py"]
+    assert summary["scored"] == 5
+    assert summary["functions"]["head_entropy"] == {"max_score": 15, "count": 5, "mean": 7.5, "median": 7.5}
+    assert summary["misconceptions"]["entropy-log-zero"]["section"].startswith("§")
+    alan = next(s for s in summary["students"] if s["file"] == "gradescope__submission_1002__mha.py")
+    assert (alan["student_id"], alan["name"], alan["score"], alan["diagnoses"], alan["report"]) == (
+        "12, 13", "Alan Turing, Grace Hopper", 39.1667, ["wrong-split-order"],
+        "reports/gradescope__submission_1002__mha.py.json")
     reshape = next(t for t in summary["tests"] if t["name"] == "mha_reshape[B2-T5-d8-h3-dk4-dv3-full]")
     assert (reshape["passed"], reshape["total"]) == (2, 5)  # correct and nan_entropy pass; the bug and two zeros fail
 
@@ -326,8 +338,8 @@ def test_lms_format_written_beside_the_native_report(tmp_path):
     run_cli(str(tmp_path / "in"), "-o", str(tmp_path / "out"), "--format", "gradescope",
             "--config", str(ROOT / "grader.toml"))
     results = json.loads((tmp_path / "out" / "gradescope" / "wrong_reshape.py.json").read_text())
-    assert results["score"] == 44.1667
-    assert json.loads((tmp_path / "out" / "reports" / "wrong_reshape.py.json").read_text())["score"] == 44.1667
+    assert results["score"] == 39.1667
+    assert json.loads((tmp_path / "out" / "reports" / "wrong_reshape.py.json").read_text())["score"] == 39.1667
 
 
 @pytest.mark.parametrize("killer", ["a_killer.py", "z_killer.py"])  # graded first, or last
@@ -344,7 +356,7 @@ def test_a_submission_that_kills_its_worker_does_not_sink_the_batch(tmp_path, co
                                        "--config", str(course)])
     rows = {r["file"]: r for r in gradebook(tmp_path / "out")}
     assert (rows["b_correct.py"]["score"], rows["b_correct.py"]["status"]) == ("100", "graded")
-    assert (rows["c_wrong_reshape.py"]["score"], rows["c_wrong_reshape.py"]["status"]) == ("44.1667", "graded")
+    assert (rows["c_wrong_reshape.py"]["score"], rows["c_wrong_reshape.py"]["status"]) == ("39.1667", "graded")
     killer = rows[killer]
     if killer["status"] == "error":
         assert killer["message"] == "the grading worker process died while grading this submission"
@@ -352,6 +364,221 @@ def test_a_submission_that_kills_its_worker_does_not_sink_the_batch(tmp_path, co
     else:
         assert result.exit_code == 0, result.output
         assert killer["status"] in ("graded", "import-error")
+
+
+def _process_tree(root: int) -> dict[int, tuple[int, int, str]]:
+    """pid -> (parent pid, session id, state) of ``root`` and all its descendants, from /proc."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = (Path("/proc") / entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            table[int(entry)] = (int(fields[1]), int(fields[3]), fields[0])
+    tree, frontier = {}, {root}
+    while frontier:
+        tree.update({pid: table[pid] for pid in frontier if pid in table})
+        frontier = {pid for pid, (parent, _, _) in table.items() if parent in frontier and pid not in tree}
+    return tree
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_kill_9_of_a_batch_leaves_no_process_after_2_s(tmp_path):
+    # Two submissions that hang at import under a 60 s limit keep both workers and their sandboxes busy;
+    # SIGKILL of the batch's main process alone (not its group) must take every worker, zygote, keeper
+    # and student process with it within 2 s.
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("a", "b"):
+        (folder / f"{name}.py").write_text("while True:\n    pass\n")
+    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha/graded"',
+                                                      f'suite = "{ROOT / "assignments/mha/graded"}"')
+    (tmp_path / "grader.toml").write_text(text.replace("call_timeout_s = 10", "call_timeout_s = 60"))
+    batch = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(folder), "-o", str(tmp_path / "out"),
+                              "--jobs", "2", "--config", str(tmp_path / "grader.toml")],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 90
+    tree: dict[int, tuple[int, int, str]] = {}
+    while time.monotonic() < deadline:  # until both sandboxes run: two keepers, each in its own session
+        tree = _process_tree(batch.pid)
+        if len({session for _, session, _ in tree.values()} - {batch.pid}) >= 2:
+            break
+        time.sleep(0.1)
+    time.sleep(1)
+    tree = _process_tree(batch.pid)
+    assert len({session for _, session, _ in tree.values()} - {batch.pid}) >= 2, tree
+    assert len(tree) >= 7  # main, fork server, 2 workers, zygote(s), 2 keepers and what they started
+    os.kill(batch.pid, signal.SIGKILL)
+    batch.wait()
+    killed = time.monotonic()
+    while time.monotonic() - killed < 2 and any(_alive(pid) for pid in tree):
+        time.sleep(0.05)
+    assert [pid for pid in tree if _alive(pid)] == []
+
+
+def test_a_folder_submission_is_graded_through_its_main_file(tmp_path, course):
+    # Gradescope's export: one folder per submission. A main file and a helper module it imports are one
+    # submission (one row, 100 points), not two rows (100 and 0); a README beside them is no row either.
+    export = tmp_path / "export"
+    folder = export / "submission_2001"
+    folder.mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text(
+        "submission_2001:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '11'\n"
+        "  :created_at: 2026-11-20 10:00:00.000000000 -08:00\n")
+    for path in (SUBMISSIONS / "with_helper").glob("*.py"):
+        shutil.copy(path, folder / path.name)
+    (folder / "README.txt").write_text("my notes\n")
+    entries = discover([export])
+    assert [(e.key, e.path.name, [n for n, _ in e.helpers], e.skip) for e in entries] == [
+        ("submission_2001__mha.py", "mha.py", ["attention_utils.py"], None)]
+    out = tmp_path / "out"
+    run_cli(str(export), "-o", str(out), "--config", str(course))
+    rows = gradebook(out)
+    assert [(r["student_id"], r["file"], r["score"], r["status"], r["submission_id"]) for r in rows] == [
+        ("11", "submission_2001__mha.py", "100", "graded", "2001")]
+    report = json.loads((out / "reports" / "submission_2001__mha.py.json").read_text())
+    assert [Path(h["path"]).name for h in report["submission"]["helpers"]] == ["attention_utils.py"]
+    assert report["student"]["submitted_at"] == "2026-11-20T18:00:00.000000+00:00"
+    # Changing only the helper makes --resume grade the submission again.
+    (folder / "attention_utils.py").write_text("def stable_softmax(x):\n    return x\n")
+    output = run_cli(str(export), "-o", str(out), "--resume", "--config", str(course))
+    assert "1 graded now, 0 kept from earlier runs" in output
+    assert gradebook(out)[0]["score"] != "100"
+
+
+def test_two_candidate_files_that_no_rule_separates_give_an_error_row(tmp_path):
+    export = tmp_path / "export"
+    (export / "submission_1").mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text("submission_1:\n  :submitters:\n  - :sid: '7'\n")
+    shutil.copy(SUBMISSIONS / "correct.py", export / "submission_1" / "a.py")
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", export / "submission_1" / "b.py")
+    [entry] = discover([export])
+    assert entry.skip_status == "error"
+    assert entry.skip == ("not graded: cannot tell which file to grade among a.py, b.py: 2 of them define 3 of the "
+                          "exercise's functions (grader.toml's assignment.main_file can name it)")
+    [chosen] = discover([export], main_file="b.py")
+    assert (chosen.path.name, chosen.skip, [n for n, _ in chosen.helpers]) == ("b.py", None, ["a.py"])
+
+
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8))
+
+
+def test_alias_bomb_metadata_is_refused_in_bounded_time_and_memory(tmp_path):
+    # Nine lines that expand to 10^9 items: refused before any expansion.
+    import resource
+    import tracemalloc
+
+    export = tmp_path / "export"
+    (export / "submission_1").mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text(ALIAS_BOMB)
+    shutil.copy(SUBMISSIONS / "correct.py", export / "submission_1" / "mha.py")
+    started, before = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    with pytest.raises(Exception, match=r"submission_metadata.yml: it uses a YAML alias \(line 2, column 8\), "
+                                         "which Gradescope's exports never do$") as raised:
+        discover([export])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert type(raised.value).__name__ == "BatchError"
+    assert time.monotonic() - started < 2 and peak < 5 << 20
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 << 10  # kB
+    # Inside a student's own folder, the same file is only a file of that student's submission:
+    # never read as metadata, no effect on the others.
+    klass = tmp_path / "class"
+    (klass / "alice").mkdir(parents=True)
+    (klass / "alice" / "sub").mkdir()
+    (klass / "alice" / "sub" / "submission_metadata.yml").write_text(ALIAS_BOMB)
+    shutil.copy(SUBMISSIONS / "correct.py", klass / "alice" / "sub" / "mha.py")
+    shutil.copy(SUBMISSIONS / "correct.py", klass / "bob.py")
+    entries = discover([klass])
+    assert [(e.key, e.skip) for e in entries] == [
+        ("bob.py", None), ("alice__sub__mha.py", None),
+        ("alice__sub__submission_metadata.yml", "not a submission: .yml extension, expected .py or .ipynb")]
+    # At depth 1 (an export inside the folder given), a bad metadata file is that folder's row, not the batch's end.
+    (klass / "export").mkdir()
+    (klass / "export" / "submission_metadata.yml").write_text(ALIAS_BOMB)
+    bad = [e for e in discover([klass]) if e.key == "export__submission_metadata.yml"]
+    assert len(bad) == 1 and bad[0].skip.startswith("not a submission: cannot read the Gradescope metadata")
+
+
+def test_links_are_never_followed(tmp_path):
+    # A link loop inside a student's folder gives one not-a-submission row, not 41 rows and exit 1.
+    klass = tmp_path / "class"
+    (klass / "alice").mkdir(parents=True)
+    shutil.copy(SUBMISSIONS / "correct.py", klass / "alice" / "mha.py")
+    (klass / "alice" / "loop").symlink_to(klass / "alice")
+    (klass / "alice" / "secret.py").symlink_to(ROOT / "reference" / "mha.py")
+    entries = discover([klass])
+    assert [(e.key, e.skip) for e in entries] == [
+        ("alice__loop", "not a submission: a symbolic link (links are never followed)"),
+        ("alice__secret.py", "not a submission: a symbolic link (links are never followed)"),
+        ("alice__mha.py", None)]
+
+
+def test_formula_name_import_hang_and_late_columns_in_the_gradebook(tmp_path):
+    # A Gradescope name starting with "=" is text in gradebook.csv, not a formula (OWASP's CSV injection advice);
+    # a file that hangs at import is an import-error with a message, and listed among the failures.
+    export = tmp_path / "export"
+    (export / "submission_5").mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text(
+        "submission_5:\n  :submitters:\n  - :name: '=HYPERLINK(\"http://evil.example\",\"x\")'\n    :sid: '-5'\n"
+        "    :email: '@me'\n")
+    shutil.copy(SUBMISSIONS / "correct.py", export / "submission_5" / "mha.py")
+    canvas = tmp_path / "canvas"
+    canvas.mkdir()
+    (canvas / "hangs_LATE_503_9003_mha.py").write_text("while True:\n    pass\n")
+    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha/graded"',
+                                                      f'suite = "{ROOT / "assignments/mha/graded"}"')
+    (tmp_path / "grader.toml").write_text(text.replace("call_timeout_s = 10", "call_timeout_s = 2"))
+    out = tmp_path / "out"
+    output = run_cli(str(export), str(canvas), "-o", str(out), "--config", str(tmp_path / "grader.toml"))
+    raw = (out / "gradebook.csv").read_text().splitlines()
+    assert raw[0] == ("student_id,name,email,file,submission_id,late,score,max_score,multi_head_attention,"
+                      "attention_param_count,head_entropy,status,diagnoses,message")
+    assert raw[1] == ("'-5,\"'=HYPERLINK(\"\"http://evil.example\"\",\"\"x\"\")\",'@me,submission_5__mha.py,5,,"
+                      "100,100,70,15,15,graded,,")
+    assert raw[2] == ("503,hangs,,hangs_LATE_503_9003_mha.py,9003,true,0,100,0,0,0,import-error,,"
+                      "importing hangs_LATE_503_9003_mha.py failed: the import did not finish within 2 s")
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(f["file"], f["status"]) for f in summary["failed_to_grade"]] == [
+        ("hangs_LATE_503_9003_mha.py", "import-error")]
+    assert "  hangs_LATE_503_9003_mha.py [import-error]: importing hangs_LATE_503_9003_mha.py failed: the import " \
+           "did not finish within 2 s" in output
+
+
+def test_a_folder_nested_too_deep_is_one_row(tmp_path):
+    deep = tmp_path / "class" / "alice"
+    for _ in range(40):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    shutil.copy(SUBMISSIONS / "correct.py", deep / "mha.py")
+    shutil.copy(SUBMISSIONS / "correct.py", tmp_path / "class" / "bob.py")
+    entries = discover([tmp_path / "class"])
+    assert [(e.key, e.skip) for e in entries] == [
+        ("bob.py", None),
+        ("alice__" + "d__" * 31 + "d", "not a submission: a folder nested more than 32 levels deep (not searched)")]
+
+
+def test_the_files_of_one_canvas_submission_are_one_submission(tmp_path):
+    # Canvas downloads each attachment as <name>_<user id>_<submission id>_<file>: same ids, one submission,
+    # whose helper keeps its uploaded name so that the main file's `import attention_utils` finds it.
+    for path in (SUBMISSIONS / "with_helper").glob("*.py"):
+        shutil.copy(path, tmp_path / f"doejane_501_9001_{path.name}")
+    shutil.copy(SUBMISSIONS / "correct.py", tmp_path / "roekim_502_9002_mha.py")
+    entries = discover([tmp_path])
+    assert [(e.key, [(n, p.name) for n, p in e.helpers], e.student["id"]) for e in entries] == [
+        ("doejane_501_9001_mha.py", [("attention_utils.py", "doejane_501_9001_attention_utils.py")], "501"),
+        ("roekim_502_9002_mha.py", [], "502")]
 
 
 def _memory_cgroup_for_batch(name: str, limit: int) -> Path | None:

@@ -21,7 +21,7 @@ def make_summary() -> dict:
     """A class of five: 100, 92.5, 40, 40, 0; one grader error, one file that is not a submission."""
     return {
         "assignment": "mha", "seed": 2026, "grader_version": "0.1.0", "grader_config_sha256": "ab" * 32,
-        "files": 7, "graded": 4, "import_errors": 1, "errors": 1, "not_submissions": 1,
+        "files": 7, "scored": 5, "graded": 4, "import_errors": 1, "errors": 1, "not_submissions": 1,
         "score": {"max_score": 100, "count": 5, "mean": 54.5, "median": 40, "min": 0, "max": 100,
                   "histogram": {"edges": [10 * i for i in range(11)], "counts": [1, 0, 0, 0, 2, 0, 0, 0, 0, 2]}},
         "tests": [
@@ -38,7 +38,29 @@ def make_summary() -> dict:
             {"file": "essay.txt", "student_id": "essay", "status": "not-a-submission",
              "message": "not a submission: .txt extension, expected .py or .ipynb"},
         ],
+        "functions": {"multi_head_attention": {"max_score": 70, "count": 5, "mean": 38.5, "median": 40},
+                      "attention_param_count": {"max_score": 15, "count": 5, "mean": 9, "median": 15},
+                      "head_entropy": {"max_score": 15, "count": 5, "mean": 7, "median": 7.5}},
+        "students": [
+            _student("canvas__ada_1_1_mha.py", "1", "ada", 100, (70, 15, 15)),
+            _student("canvas__alan_2_2_mha.py", "2", "alan", 40, (10, 15, 15), ["wrong-split-order"]),
+            _student("canvas__grace_5_5_mha.py", "5", "grace", 92.5, (70, 15, 7.5), ["unstable-entropy"]),
+            _student("canvas__zero_6_6_mha.py", "6", "zero", 0, (0, 0, 0), status="import-error"),
+            dict(_student("canvas__broken_3_4_mha.py", "3", "broken", None, (None, None, None), status="error"),
+                 report=None, functions={}),
+        ],
+        "misconceptions": {
+            "unstable-entropy": {"explanation": "The entropy took log(0) = -inf where a weight is 0.",
+                                 "section": "§4.5"},
+            "wrong-split-order": {"explanation": "Heads were split by reshaping <straight> to (B, h, T, d_k).",
+                                  "section": "§4.5"}},
     }
+
+
+def _student(file, sid, name, score, points, diagnoses=(), status="graded") -> dict:
+    functions = dict(zip(("multi_head_attention", "attention_param_count", "head_entropy"), points))
+    return {"file": file, "student_id": sid, "name": name, "report": f"reports/{file}.json", "score": score,
+            "max_score": 100, "functions": functions, "status": status, "diagnoses": list(diagnoses), "message": ""}
 
 
 def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -65,6 +87,20 @@ def test_summary_page_renders_in_headless_chromium(tmp_path):
     assert "canvas__broken_3_4_mha.py" in text and "&lt;b&gt;boom&lt;/b&gt;" in text  # student text is escaped
     assert re.search(r"<td>wrong-split-order</td><td>2</td>", text)
     assert "http://" not in text and "https://" not in text  # self-contained: no external resource
+    # The table of students, per-function statistics and the legend of codes.
+    assert '<td>alan</td><td class="num" data-sort="40">40</td>' in text
+    assert "<a href=\"reports/canvas__ada_1_1_mha.py.json\">json</a>" in text
+    assert "<td>multi_head_attention</td><td>38.5</td><td>40</td><td>70</td><td>5</td>" in text
+    assert ("<dt><code>wrong-split-order</code> <span class=\"section\">§4.5</span></dt>"
+            "<dd>Heads were split by reshaping &lt;straight&gt; to (B, h, T, d_k).</dd>") in text
+    # Clicking the score's header sorts the students by score, lowest first; again, highest first.
+    click = "<script>document.querySelectorAll('#students th')[3].click()</script></body>"
+    for clicks, order in [(1, ["broken", "zero", "alan", "grace", "ada"]), (2, ["ada", "grace", "alan", "zero", "broken"])]:
+        sorted_page = tmp_path / f"sorted{clicks}.html"
+        sorted_page.write_text(page.read_text().replace("</body>", click * (clicks - 1) + click), encoding="utf-8")
+        dom = chromium(tmp_path, "--virtual-time-budget=5000", "--dump-dom", sorted_page.as_uri()).stdout.decode()
+        body = dom.split("<table class=\"sortable\" id=\"students\">")[1].split("</table>")[0]
+        assert re.findall(r"<td>\d+</td><td>(\w+)</td>", body) == order
     shot = tmp_path / "summary.png"  # kept in the test's temporary folder, never in the repository
     result = chromium(tmp_path, "--window-size=1200,2000", f"--screenshot={shot}", url)
     assert result.returncode == 0, result.stderr.decode(errors="replace")[-2000:]
@@ -83,7 +119,7 @@ def test_summary_page_with_nothing_graded_still_renders():
 
 def test_summary_table_text():
     assert summary_table(make_summary()) == (
-        "mha: 7 file(s): 4 graded, 1 import error(s), 1 failed to grade, 1 not submissions\n"
+        "mha: 7 file(s): 5 with a score (4 graded, 1 import error(s)), 1 failed to grade, 1 not submissions\n"
         "score: mean 54.5, median 40, min 0, max 100 (out of 100)\n"
         "        0 – 10      ██████████           1\n"
         "       10 – 20                           0\n"
@@ -95,6 +131,10 @@ def test_summary_table_text():
         "       70 – 80                           0\n"
         "       80 – 90                           0\n"
         "       90 – 100     ████████████████████ 2\n"
+        "per function (mean, median, out of):\n"
+        "  multi_head_attention         38.5       40     70\n"
+        "  attention_param_count           9       15     15\n"
+        "  head_entropy                    7      7.5     15\n"
         "lowest pass rates:\n"
         "   40.0%  mha_reshape[B2-T5-d8-h3-dk4-dv3-full]\n"
         "   80.0%  entropy[uniform-rows]\n"

@@ -12,8 +12,12 @@ def ok(value):
     return CallResult("ok", value, "numpy.ndarray")
 
 
-def check(first, second, shape=(2, 4, 3)):
-    return check_causality(first, second, 2, shape, 1e-3, 1e-5, "f()")
+def check(first, second, shape=(2, 4, 3), expected=None):
+    """Judge the pair; by default each output is its own expected value, so only the causality checks decide."""
+    if expected is None:
+        expected = tuple(r.value if r.status == "ok" and np.shape(r.value) == shape else np.zeros(shape)
+                         for r in (first, second))
+    return check_causality(first, second, 2, expected, 1e-3, 1e-5, "f()")
 
 
 def test_unchanged_earlier_outputs_pass_and_a_moved_one_is_a_leak():
@@ -47,3 +51,17 @@ def test_failures_before_the_comparison_say_what_they_are():
     assert "non-finite" in check(ok(nan), ok(nan), (4, 3)).message
     assert check(CallResult("ok", 3, "int"), ok(value), (4, 3)).message == (
         "f() returned int, expected an array of shape (4, 3)")
+
+
+def test_both_outputs_must_also_be_the_expected_ones():
+    # A per-token projection never leaks and depends on its own token: causal, but not attention.
+    before = np.arange(24, dtype=float).reshape(2, 4, 3)  # (B, T, d_out)
+    after = before.copy()
+    after[:, 2:] += 5.0
+    right_after = after.copy()
+    right_after[0, 3, 1] += 1.0
+    verdict = check(ok(before), ok(after), expected=(before, right_after))
+    assert verdict.status == "failed"
+    assert verdict.message == ("with tokens 2… changed, f(): 1 of 24 values differ beyond rtol=0.001, atol=1e-05; "
+                               "largest difference 1 at index (0, 3, 1): got 15, expected 16")
+    assert check(ok(before), ok(after), expected=(before + 1, after)).message.startswith("on the given tokens, f(): ")

@@ -82,3 +82,69 @@ def test_help_documents_the_command():
     assert "Grade multi-head attention submissions" in result.output
     sub = CliRunner().invoke(main, ["submission", "--help"])
     assert "Where to write the report; - for stdout." in sub.output
+
+
+def test_grade_starter_inside_the_assignment_folder_finds_grader_toml_upward(tmp_path, monkeypatch):
+    # The exercise statement says: run `grade starter.py` in assignments/mha/.
+    monkeypatch.chdir(ROOT / "assignments" / "mha")
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(main, ["starter.py", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == "mha: starter.py scored 0 / 100"
+    assert "note:" not in result.stderr
+    assert json.loads(out.read_text())["max_score"] == 100
+
+
+def test_no_grader_toml_anywhere_uses_the_installed_course_configuration_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_bytes((SUBMISSIONS / "correct.py").read_bytes())
+    result = CliRunner().invoke(main, ["mine.py"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[0] == (f"note: no grader.toml here or above; using the installed course "
+                                             f"configuration {ROOT / 'grader.toml'}")
+    assert json.loads((tmp_path / "report.json").read_text())["score"] == 100
+
+
+def test_output_folder_is_checked_before_grading(tmp_path):
+    for output, why in [(tmp_path / "nowhere" / "r.json", f"no such folder {tmp_path / 'nowhere'}"),
+                        (tmp_path, "it is a folder")]:
+        result = CliRunner().invoke(main, [str(SUBMISSIONS / "correct.py"), "-o", str(output), "--config", CONFIG])
+        assert result.exit_code == 1
+        assert result.output == f"Error: cannot write the report to {output}: {why}\n"  # nothing graded, no summary
+
+
+def test_ctrl_c_prints_one_line_and_leaves_the_earlier_report(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "hang.py").write_text("def multi_head_attention(*args, **kwargs):\n    while True:\n        pass\n")
+    (tmp_path / "report.json").write_text('{"earlier": true}\n')
+    grading = subprocess.Popen([sys.executable, "-m", "grader", "hang.py", "--config", CONFIG], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(4)  # inside the first test's call, which loops for its 10 s limit
+    os.killpg(grading.pid, signal.SIGINT)  # as the terminal's Ctrl-C does: to the whole foreground group
+    stdout, stderr = grading.communicate(timeout=30)
+    assert grading.returncode == 130
+    assert (stdout, stderr) == ("", "interrupted: grading stopped, nothing written (report.json is left as it was)\n")
+    assert (tmp_path / "report.json").read_text() == '{"earlier": true}\n'
+
+
+def test_a_slow_grade_shows_the_test_being_graded_on_a_terminal_only(monkeypatch, capsys):
+    import time
+
+    from grader import cli
+
+    monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 0.05)
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True)  # a terminal: a status line on stderr
+    with cli._progress_on_terminal() as progress:
+        assert progress is not None
+        progress("mha_random[00-B4-T3]", 1, 41)
+        time.sleep(0.5)
+    assert "grading test 1 of 41: mha_random[00-B4-T3]" in capsys.readouterr().err
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: False)  # not a terminal: nothing at all
+    with cli._progress_on_terminal() as progress:
+        assert progress is None
+        time.sleep(0.1)
+    assert capsys.readouterr() == ("", "")

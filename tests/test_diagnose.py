@@ -177,11 +177,12 @@ def reports(config):
 def test_wrong_reshape_is_named_on_every_failed_test_and_said_once(reports, validate_report):
     report = validate_report(reports("wrong_reshape.py"))
     failed = [t for t in report["tests"] if t["status"] != "passed"]
-    assert len(failed) == 21 and {t["diagnosis"]["code"] for t in failed} == {"wrong-split-order"}
+    # 21 by value, and the 2 causality cases, whose outputs must be right too
+    assert len(failed) == 23 and {t["diagnosis"]["code"] for t in failed} == {"wrong-split-order"}
     assert all(t["diagnosis"] is None for t in report["tests"] if t["status"] == "passed")
     summary = summary_text(report)
     assert summary.count("wrong-split-order") == 1
-    assert "    ⇒ wrong-split-order (§4.5, 21 tests): Heads were split by reshaping (B, T, h·d_k) straight" in summary
+    assert "    ⇒ wrong-split-order (§4.5, 23 tests): Heads were split by reshaping (B, T, h·d_k) straight" in summary
 
 
 def test_nan_entropy_is_named_entropy_log_zero(reports, validate_report):

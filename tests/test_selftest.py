@@ -6,33 +6,38 @@ from click.testing import CliRunner
 from conftest import ROOT, SUBMISSIONS
 
 from grader.cli import main
-from grader.selftest import Row, SelftestResult, check_variant, run_selftest, table_text
+from grader.selftest import Row, SelftestResult, check_trivial, check_variant, run_selftest, table_text, trivial_rows
+from reference.trivial import SUBMISSIONS as TRIVIAL
 from reference.variants import CATALOGUE, VARIANTS
 
 CONFIG = str(ROOT / "grader.toml")
 
 
 def test_selftest_command_is_green_and_prints_one_row_per_submission():
-    # The whole run CI relies on: reference, starter, and all 19 variants graded as student files.
+    # The whole run CI relies on: reference, starter, all 19 variants and the 6 trivial submissions
+    # graded as student files.
     result = CliRunner().invoke(main, ["selftest", "--config", CONFIG])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].split(" | ")[0].strip() == "submission"
     rows = {line.split(" | ")[0].strip(): line for line in lines[2:-1]}
-    assert list(rows) == ["reference", "starter", *(v.code for v in VARIANTS)]
+    assert list(rows) == ["reference", "starter", *(v.code for v in VARIANTS), *(f"trivial: {n}" for n in TRIVIAL)]
     assert "| 100 / 100 " in rows["reference"] and "| 0 / 100 " in rows["starter"]
     for variant in VARIANTS:  # each lost points in its own function, and was named by its own code
         cells = [c.strip() for c in rows[variant.code].split(" | ")]
         assert cells[2] == variant.function and cells[3].startswith(f"{variant.code} (") and cells[4] == "ok", cells
-    assert lines[-1] == "selftest passed: 21 of 21 submissions as expected"
+    for name in TRIVIAL:  # none of the work, no points: its checks of the shapes included
+        cells = [c.strip() for c in rows[f"trivial: {name}"].split(" | ")]
+        assert cells[1] == "0 / 100" and cells[4] == "ok", cells
+    assert lines[-1] == "selftest passed: 27 of 27 submissions as expected"
 
 
 def test_a_wrong_reference_fails_the_selftest(config):
     # Grading a buggy file as "the reference" must not pass: the table says why.
-    result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"])
+    result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"], trivial=[])
     assert [row.name for row in result.rows] == ["reference", "starter", "missing-scale"]
     assert not result.ok and result.rows[1].ok and result.rows[2].ok
-    assert result.rows[0].problems[0].startswith("scored 44.1667 of 100; failed mha_random[02-")
+    assert result.rows[0].problems[0].startswith("scored 39.1667 of 100; failed mha_random[02-")
     assert "a diagnosis on the reference" in result.rows[0].problems
     assert table_text(result).splitlines()[-1] == "selftest FAILED: 2 of 3 submissions as expected"
 
@@ -47,7 +52,7 @@ def test_selftest_command_exits_1_on_a_failure(monkeypatch):
 
 
 def _report(functions: dict, diagnoses: list) -> dict:
-    tests = [{"status": "failed" if code != "passed" else "passed",
+    tests = [{"status": "failed" if code != "passed" else "passed", "function": "head_entropy", "message": "",
               "diagnosis": None if code in (None, "passed") else {"code": code}} for code in diagnoses]
     return {"functions": {f: {"score": s, "max_score": m} for f, (s, m) in functions.items()}, "tests": tests}
 
@@ -62,3 +67,17 @@ def test_check_variant_names_each_way_a_variant_can_be_missed():
                                           ["entropy-bits", "entropy-wrong-axis", None])) == [
         "lost points in attention_param_count too", "diagnosed as entropy-wrong-axis",
         "1 failed test(s) without a diagnosis"]
+
+
+def test_each_trivial_submission_earns_exactly_nothing(config):
+    # Zeros, ones, always raising, zeros after checking the shapes, the placeholders (a per-token projection,
+    # 4·d², a constant ln T_k) and the inputs returned: before the rule they earned 2.5, 0, 6.875, 9.375,
+    # 18.125 and 5 points.
+    rows = trivial_rows(config)
+    assert [(row.name, row.score, row.max_score, row.ok) for row in rows] == [
+        (f"trivial: {name}", 0, 100, True) for name in TRIVIAL]
+
+
+def test_a_trivial_submission_that_earns_points_fails_the_selftest():
+    report = {"score": 2.5, "tests": [{"name": "entropy[one-hot-rows]", "score": 2.5}, {"name": "x", "score": 0}]}
+    assert check_trivial(report) == ["scored 2.5, expected 0; points for entropy[one-hot-rows]"]

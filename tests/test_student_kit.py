@@ -121,7 +121,25 @@ def test_kit_gives_the_same_verdicts_and_messages_as_the_grader(kit, config):
            [(t["name"], t["status"], t["message"], t["diagnosis"]) for t in public]
     # The misconception is named offline too, from the outputs stored in the kit.
     assert {t["diagnosis"]["code"] for t in in_kit["tests"] if t["diagnosis"]} == {"wrong-split-order"}
-    assert in_kit["score"] == 44.1667 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
+    assert in_kit["score"] == 39.1667 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
+
+
+def test_kit_pays_nothing_for_trivial_code_as_the_grader_does(kit, config, tmp_path):
+    # The kit knows, per stored case, which trivial implementation passes it: zeros after checking the shapes
+    # pass the error-contract and one-hot cases there too, and earn nothing for them.
+    from reference.trivial import student_source
+
+    path = tmp_path / "checked_zeros.py"
+    path.write_text(student_source("checked-zeros"), encoding="utf-8")
+    in_kit = grade_in_kit(kit, path)
+    graded = grade_submission(path, replace(config, seed=2027)).report
+    public = [t for t in graded["tests"] if t["group"] not in HIDDEN]
+    assert [(t["name"], t["status"], t["message"]) for t in in_kit["tests"]] == \
+           [(t["name"], t["status"], t["message"]) for t in public]
+    assert in_kit["score"] == graded["score"] == 0
+    unpaid = [t["name"] for t in in_kit["tests"] if "passed this test, but so does" in t["message"]]
+    assert unpaid == ["param_count[h-does-not-divide-d]", "entropy[one-hot-rows]",
+                      "mha_errors[width-not-divisible-by-h]", "mha_errors[d-mismatch]"]
 
 
 def test_kit_refuses_the_grading_seed(tmp_path, course):

@@ -12,25 +12,41 @@ grader is logged on stdout (hidden from students) and still gives a valid file.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
 
 from grader.report import to_json, write_atomic
+from grader.submission import SUBMISSION_SUFFIXES, choose_main
 
-SUBMISSION_SUFFIXES = (".py", ".ipynb")
 
+def find_submission(folder: Path, main_file: str = "") -> tuple[Path | None, list[tuple[str, Path]], str]:
+    """The file to grade under ``folder``, the .py files beside it, or None and a message for the student.
 
-def find_submission(folder: Path) -> tuple[Path | None, str]:
-    """The single .py or .ipynb file under ``folder``, or None and a message for the student."""
-    found = sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix in SUBMISSION_SUFFIXES
-                   and not any(part.startswith((".", "__MACOSX")) for part in p.relative_to(folder).parts))
-    if len(found) == 1:
-        return found[0], ""
+    The same rule as ``grade batch`` (grader.submission.choose_main): the file named
+    by grader.toml's assignment.main_file, else the one that defines the exercise's
+    functions; links are never followed. The other .py files of the main file's
+    folder can be imported by it in the sandbox.
+    """
+    folder = Path(folder)
+    found: list[Path] = []
+    for top, folders, files in os.walk(folder):  # os.walk never follows links to folders
+        folders[:] = sorted(f for f in folders if not f.startswith((".", "__MACOSX", "__pycache__")))
+        found += [Path(top) / f for f in sorted(files) if not f.startswith(".") and f.endswith(SUBMISSION_SUFFIXES)
+                  and not (Path(top) / f).is_symlink()]
     if not found:
-        return None, "No .py or .ipynb file was found in your submission. Upload your solution as one .py or .ipynb file."
-    names = ", ".join(str(p.relative_to(folder)) for p in found)
-    return None, f"Your submission holds {len(found)} Python files or notebooks ({names}). Upload exactly one."
+        return None, [], ("No .py or .ipynb file was found in your submission. "
+                          "Upload your solution as one .py or .ipynb file.")
+    index, why = choose_main([(p.name, p) for p in found], main_file)
+    if index is None:
+        names = ", ".join(str(p.relative_to(folder)) for p in found)
+        return None, [], (f"Your submission holds {len(found)} Python files or notebooks ({names}) and "
+                          f"{why}, so the grader cannot tell which one to grade. Make sure exactly one of them "
+                          "defines the exercise's functions.")
+    main = found[index]
+    helpers = [(p.name, p) for p in found if p is not main and p.parent == main.parent and p.suffix == ".py"]
+    return main, helpers, ""
 
 
 def read_metadata(path: Path) -> dict:
@@ -59,12 +75,12 @@ def run(root: Path) -> dict:
     metadata = read_metadata(root / "submission_metadata.json")
     users = ", ".join(f"{u.get('name')} <{u.get('email')}>" for u in metadata.get("users", []) if isinstance(u, dict))
     print(f"submission {metadata.get('id', '?')} by {users or 'unknown users'}")
-    path, problem = find_submission(root / "submission")
+    config = load_config(Path(__file__).resolve().parents[2] / "grader.toml")
+    path, helpers, problem = find_submission(root / "submission", config.main_file)
     if path is None:
         return zero_result(problem)
-    config = load_config(Path(__file__).resolve().parents[2] / "grader.toml")
     try:
-        result = grade_submission(path, config)
+        result = grade_submission(path, config, helpers)
     except SubmissionError as exc:  # e.g. a symbolic link: the student's to fix
         return zero_result(f"Your submission could not be graded: {exc}")
     if result.grader_error:

@@ -12,7 +12,11 @@ Matching, first hit wins: the report's ``student.id`` with ID or SIS User ID;
 First" or "First Last"); then the report's file name with ID, SIS User ID, SIS
 Login ID or the name; then Canvas's download naming (``name_userid_...`` or
 ``name_LATE_userid_...``) with ID. Reports that match nobody, or more than one
-student, and students with no report are listed in the result.
+student, and students with no report are listed in the result. A student with
+several reports gets the latest submission's, by the LMS's submission time or id
+(never by the time of grading); when nothing orders them, the student's cell
+stays blank and ``conflicts`` says why. The assignment column must be one of the
+export's (``check_column``), so that a typo never makes Canvas create an assignment.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import io
 import re
 from dataclasses import dataclass, field
 
-from grader.export.reports import GradedReport, latest_first, normal_name
+from grader.csvcells import csv_text
+from grader.export.reports import GradedReport, choose, normal_name
 
 IDENTITY_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 _ASSIGNMENT = re.compile(r"^.+ \((\d+)\)$")
@@ -51,6 +56,7 @@ class Export:
     scores: dict[str, int | float]  # Canvas ID -> points
     matched: dict[str, str] = field(default_factory=dict)  # Canvas ID -> report file
     unmatched: list[tuple[str, str]] = field(default_factory=list)  # (report, why) for reports given no row
+    conflicts: list[tuple[CanvasStudent, str]] = field(default_factory=list)  # students whose reports no rule orders
     without_report: list[CanvasStudent] = field(default_factory=list)  # gradebook students with no score
 
 
@@ -101,20 +107,31 @@ def points_possible(text: str, assignment: str) -> float | None:
 def match(reports: list[GradedReport], students: list[CanvasStudent]) -> Export:
     """Give each report's score to the student it belongs to; list what could not be matched."""
     export = Export(students, {})
-    claimed: dict[str, GradedReport] = {}
-    for report in latest_first(reports):
+    candidates: dict[str, list[GradedReport]] = {}
+    for report in reports:
         found = _find(report, students)
         if isinstance(found, str):
             export.unmatched.append((report.label, found))
-        elif report.report.get("status") != "graded":
-            export.unmatched.append((report.label, f"the grader failed on it ({report.report.get('error')}); no score exported"))
-        elif found.id in claimed:
-            export.unmatched.append((report.label, f"{found.name} ({found.id}) already has the newer report {claimed[found.id].file}"))
         else:
-            claimed[found.id] = report
-            export.scores[found.id] = report.report["score"]
-            export.matched[found.id] = report.file
-    export.without_report = [s for s in students if s.id not in claimed]
+            candidates.setdefault(found.id, []).append(report)
+    for student in students:
+        mine = candidates.get(student.id, [])
+        if not mine:
+            export.without_report.append(student)
+            continue
+        chosen, why = choose(mine)
+        if chosen is None:
+            export.conflicts.append((student, why))
+            continue
+        export.unmatched += [(r.label, f"{student.name} ({student.id}) has the later submission {chosen.file}")
+                             for r in mine if r is not chosen]
+        if chosen.report.get("status") != "graded":
+            failed = f"the grader failed on it ({chosen.report.get('error')}); no score exported"
+            export.unmatched.append((chosen.label, failed))
+            export.without_report.append(student)
+            continue
+        export.scores[student.id] = chosen.report["score"]
+        export.matched[student.id] = chosen.file
     return export
 
 
@@ -147,10 +164,25 @@ def _find(report: GradedReport, students: list[CanvasStudent]) -> CanvasStudent 
 
 def to_csv(export: Export, assignment: str) -> str:
     """The import CSV: the five identity columns and the assignment's column; blank where no score."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*IDENTITY_COLUMNS, assignment])
-    for student in export.students:
-        score = export.scores.get(student.id)
-        writer.writerow([*student.row(), "" if score is None else score])
-    return out.getvalue()
+    return csv_text([*IDENTITY_COLUMNS, assignment],
+                    [[*s.row(), "" if export.scores.get(s.id) is None else export.scores[s.id]]
+                     for s in export.students])
+
+
+def assignment_columns(text: str) -> list[str]:
+    """The export's assignment columns ("Title (id)"), in its order."""
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    return [cell.strip() for cell in (rows[0] if rows else []) if _ASSIGNMENT.match(cell.strip())]
+
+
+def check_column(text: str, assignment: str, new_column: bool = False) -> None:
+    """``assignment`` must be a column of the export, unless ``new_column`` (raises GradebookError).
+
+    A title that is not in the export, imported, would make Canvas create a new
+    assignment: a typo must not do that.
+    """
+    columns = assignment_columns(text)
+    if assignment in columns or new_column:
+        return
+    raise GradebookError(f"the gradebook export has no column {assignment!r}; its assignment columns are: "
+                         f"{', '.join(repr(c) for c in columns) or 'none'} (--new-column makes a new one on purpose)")

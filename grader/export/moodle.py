@@ -5,16 +5,17 @@ address or ID number) and another to the grade item; the file written here has
 the columns "Email address", "ID number", "Full name" and the grade column.
 Identity comes from a report's ``student`` object, else from its file name (an
 email address when it holds "@", an ID number otherwise). Reports without the
-chosen key, and students with several reports beyond the newest, are listed.
+chosen key are listed. A student with several reports gets the latest
+submission's, by the LMS's submission time (never the time of grading); when
+no submission time orders them, none (``conflicts`` says why).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 
-from grader.export.reports import GradedReport, latest_first
+from grader.csvcells import csv_text
+from grader.export.reports import GradedReport, choose
 
 KEYS = {"email": "Email address", "idnumber": "ID number"}
 
@@ -23,6 +24,7 @@ KEYS = {"email": "Email address", "idnumber": "ID number"}
 class Export:
     rows: list[tuple[str, str, str, int | float]] = field(default_factory=list)  # (email, id number, name, grade)
     unmatched: list[tuple[str, str]] = field(default_factory=list)  # (report, why it has no row)
+    conflicts: list[tuple[str, str]] = field(default_factory=list)  # (student key, why): reports no rule orders
 
 
 def identity(report: GradedReport) -> tuple[str, str, str]:
@@ -38,26 +40,30 @@ def build(reports: list[GradedReport], key: str = "email") -> Export:
     """One row per student with a graded report (the newest when several), keyed by ``key``."""
     if key not in KEYS:
         raise ValueError(f"key must be one of {', '.join(KEYS)}, got {key!r}")
-    export, seen = Export(), dict[str, str]()
-    for report in latest_first(reports):
+    export = Export()
+    candidates: dict[str, list[GradedReport]] = {}
+    for report in reports:
         email, idnumber, name = identity(report)
         value = email if key == "email" else idnumber
         if not value:
             export.unmatched.append((report.label, f"no {KEYS[key].lower()} in the report's student or file name"))
-        elif report.report.get("status") != "graded":
-            export.unmatched.append((report.label, f"the grader failed on it ({report.report.get('error')}); no score exported"))
-        elif value.lower() in seen:
-            export.unmatched.append((report.label, f"{value} already has the newer report {seen[value.lower()]}"))
         else:
-            seen[value.lower()] = report.file
-            export.rows.append((email, idnumber, name, report.report["score"]))
+            candidates.setdefault(value.lower(), []).append(report)
+    for value, mine in candidates.items():
+        chosen, why = choose(mine)
+        if chosen is None:
+            export.conflicts.append((value, why))
+            continue
+        export.unmatched += [(r.label, f"{value} has the later submission {chosen.file}") for r in mine if r is not chosen]
+        if chosen.report.get("status") != "graded":
+            failed = f"the grader failed on it ({chosen.report.get('error')}); no score exported"
+            export.unmatched.append((chosen.label, failed))
+            continue
+        email, idnumber, name = identity(chosen)
+        export.rows.append((email, idnumber, name, chosen.report["score"]))
     export.rows.sort(key=lambda row: (row[0] if key == "email" else row[1]).lower())
     return export
 
 
 def to_csv(export: Export, grade_column: str = "Grade") -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["Email address", "ID number", "Full name", grade_column])
-    writer.writerows(export.rows)
-    return out.getvalue()
+    return csv_text(["Email address", "ID number", "Full name", grade_column], export.rows)

@@ -79,6 +79,39 @@ def normal_name(name: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", name.lower()).split())
 
 
-def latest_first(reports: list[GradedReport]) -> list[GradedReport]:
-    """Reports ordered newest first by ``started_at`` (ISO 8601 sorts as text), then by file."""
-    return sorted(reports, key=lambda r: (str(r.report.get("started_at", "")), r.file), reverse=True)
+def submission_order(report: GradedReport) -> tuple | None:
+    """When the LMS received the report's submission, as a sortable key, or None when it does not say.
+
+    Gradescope's ``created_at`` (``student.submitted_at``, UTC ISO 8601) first, else
+    the LMS's numeric submission id or attempt (Canvas numbers them as they come).
+    Never the time of grading: a report graded later is not a later submission.
+    """
+    student = report.student
+    if isinstance(student.get("submitted_at"), str) and student["submitted_at"]:
+        return ("time", student["submitted_at"])
+    for key in ("attempt", "submission_id"):
+        value = str(student.get(key) or "")
+        if value.isdigit():
+            return (key, str(student.get("source") or ""), int(value))
+    return None
+
+
+def choose(candidates: list[GradedReport]) -> tuple[GradedReport | None, str]:
+    """One student's report to export among ``candidates``: (the latest submission, "") or (None, why).
+
+    Several reports that the LMS's submission times do not order (a time missing,
+    times of different kinds, or two the same) give None and a reason: the export
+    never picks one silently.
+    """
+    if len(candidates) == 1:
+        return candidates[0], ""
+    keys = [submission_order(r) for r in candidates]
+    files = ", ".join(r.file for r in candidates)
+    if any(k is None for k in keys) or len({k[:-1] for k in keys if k is not None}) > 1:
+        return None, (f"{len(candidates)} reports ({files}) and no submission time from the LMS orders them all; "
+                      "keep one of them in the reports folder")
+    known = [k for k in keys if k is not None]
+    best = max(known)
+    if known.count(best) > 1:
+        return None, f"{len(candidates)} reports ({files}) with the same submission time or id {best[-1]}; keep one of them"
+    return candidates[known.index(best)], ""

@@ -2,7 +2,7 @@
 
 Each case's arrays are one .npz file read with allow_pickle=False: its inputs
 ("arg.<i>", "kwarg.<name>", and "changed.<i>" for a causality case's second
-inputs), its expected output ("expected") and, when the
+inputs, and "expected.changed" for their expected output), its expected output ("expected") and, when the
 kit was built with diagnoses, the output of each known mistake
 ("candidate.<code>"). Plain values (h, causal, counts) sit in cases.json.
 """
@@ -29,6 +29,8 @@ class KitCase:
     candidates: dict = field(default_factory=dict)  # mistake code -> its output on these inputs
     changed_args: tuple | None = None  # causality cases: the inputs with later tokens changed
     changed_from: int = 0  # first token position that differs
+    expected_changed: object = None  # causality cases: the expected output on changed_args
+    trivial: str | None = None  # a trivial implementation that passes this case too (grader.fairness)
 
     @property
     def name(self):
@@ -54,6 +56,8 @@ def load_cases(folder=HERE):
             {code: _value(v, arrays) for code, v in entry.get("candidates", {}).items()},
             None if entry.get("changed_args") is None else tuple(_value(a, arrays) for a in entry["changed_args"]),
             entry.get("changed_from", 0),
+            None if entry.get("expected_changed") is None else _value(entry["expected_changed"], arrays),
+            entry.get("trivial"),
         ))
     return cases
 

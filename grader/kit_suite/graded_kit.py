@@ -10,7 +10,9 @@ CATALOGUE = {code: Finding(entry["explanation"], entry["section"]) for code, ent
 
 
 def test_case(case, student, grading, json_metadata):
-    json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
-    verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda: case.candidates, CATALOGUE)
+    json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None,
+                         trivial=case.trivial)
+    verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda: case.candidates, CATALOGUE,
+                                       expected_changed=case.expected_changed)
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis)
     assert verdict.status == PASSED, verdict.message

@@ -3,8 +3,9 @@
 import numpy as np
 
 from grader.compare import PASSED
+from grader.fairness import trivially_passed
 from grader.judge import judge
-from reference import mha, variants
+from reference import mha, trivial, variants
 
 # (what, id(case)) → (case, value): a long-lived grading process (a batch worker) reuses the same
 # cases for every submission, so each expected value and each case's variant outputs are computed
@@ -27,8 +28,15 @@ def expected_value(case):
     return _once_per_case("expected", case, _compute_expected)
 
 
-def _compute_expected(case):
-    args = [np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in case.args]
+def expected_changed(case):
+    """A causality case's expected output on its changed tokens (None for other cases)."""
+    if case.changed_args is None:
+        return None
+    return _once_per_case("expected-changed", case, lambda c: _compute_expected(c, c.changed_args))
+
+
+def _compute_expected(case, args=None):
+    args = [np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in args or case.args]
     expected = getattr(mha, case.function)(*args, **case.kwargs)
     assert not isinstance(expected, np.ndarray) or np.isfinite(expected).all(), (
         f"grader error: the reference's output for {case.name} is not finite")
@@ -38,9 +46,12 @@ def _compute_expected(case):
 def test_case(case, student, grading, json_metadata):
     json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
     expected = None if case.raises else expected_value(case)
+    # Which trivial implementation (zeros, always raising, 4·d², ...) passes this case too, if any.
+    json_metadata.update(trivial=_once_per_case("trivial", case, lambda c: trivially_passed(
+        c, grading, expected, trivial.implementations(c.function), expected_changed(c))))
     verdict, diagnosis, output = judge(
         case, student, grading, expected,
         lambda: _once_per_case("variants", case, lambda c: variants.variant_outputs(c.function, c.args, c.kwargs)),
-        variants.CATALOGUE)
+        variants.CATALOGUE, expected_changed=expected_changed(case))
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis)
     assert verdict.status == PASSED, verdict.message

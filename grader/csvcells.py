@@ -1,0 +1,32 @@
+"""CSV text whose cells a spreadsheet will not run: one writer for every CSV the grader writes.
+
+A cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is
+read by Excel, LibreOffice and Google Sheets as a formula (``=HYPERLINK(...)`` in a
+student's name, say). As OWASP's advice on CSV injection says, such text cells
+are prefixed with a single quote, which the spreadsheet shows as text. Numbers
+are written as they are (a score is never negative).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralize(cell: object) -> object:
+    """``cell``, with a quote in front when it is text a spreadsheet would run as a formula."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
+        return "'" + cell
+    return cell
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """The CSV of ``header`` and ``rows`` (lines ending in \\n), every cell neutralized."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([neutralize(c) for c in header])
+    writer.writerows([neutralize(c) for c in row] for row in rows)
+    return out.getvalue()
