@@ -594,11 +594,27 @@ def _make_cgroup(places: dict[str, str], name: str, memory: int, pids: int) -> l
     return made
 
 
-def _join_cgroups(groups: list[_Cgroup]) -> None:
-    for group in groups:
-        group.write("cgroup.procs", "0")  # 0: the writing process
-        os.close(group.folder)
-        os.close(group.parent)
+def _move_into_cgroups(groups: list[_Cgroup], pid: int, go: int) -> None:
+    """Move ``pid`` (the tree's first process) into the cgroups, then tell it to go on (b"1"; b"0": failed).
+
+    Moving a process into a cgroup waits for an RCU grace period (milliseconds on a busy machine):
+    the keeper does it while that process builds its root file system, which it then waits for.
+    """
+    try:
+        for group in groups:
+            group.write("cgroup.procs", str(pid))
+    except OSError:
+        os.write(go, b"0")
+        raise
+    os.write(go, b"1")
+
+
+def _wait_for_cgroups(go: int) -> None:
+    """In the tree's first process: wait until the keeper has moved it into its cgroups (raises OSError)."""
+    answer = os.read(go, 1)
+    os.close(go)
+    if answer != b"1":
+        raise OSError("the keeper could not move the submission's processes into their cgroup")
 
 
 def _oom_killed(groups: list[_Cgroup]) -> bool:
@@ -821,7 +837,7 @@ def _wait_status(status: int) -> dict:
     return {"event": "ended", "exit": os.waitstatus_to_exitcode(status)}
 
 
-def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: int) -> None:
+def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: int, go: int) -> None:
     """Pid 1 of the submission's PID namespace: build the root, fork the worker, tell the keeper how it ended.
 
     When this process exits, the kernel kills every other process of the
@@ -831,6 +847,7 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     try:
         _build_root(request)
+        _wait_for_cgroups(go)  # before the worker exists: it starts inside them
     except BaseException as exc:
         _report(ctl, {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
         raise
@@ -925,21 +942,32 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
         _remove_cgroups(cgroups)
         os._exit(70)
     status_read, status_write = os.pipe()
+    go_read, go_write = os.pipe()
     child = os.fork()
     if child == 0:
         os.close(status_read)
-        try:
-            _join_cgroups(cgroups)
-        except OSError as exc:
-            _report(ctl, {"event": "setup-error", "message": f"joining its cgroup: {exc}"})
-            os._exit(70)
+        os.close(go_write)
+        for group in cgroups:
+            os.close(group.folder)
+            os.close(group.parent)
         if isolated:
-            _run_child(_init, request, proto, out, ctl, status_write)
+            _run_child(_init, request, proto, out, ctl, status_write, go_read)
         os.close(status_write)
+        try:
+            _wait_for_cgroups(go_read)
+        except OSError as exc:
+            _report(ctl, {"event": "setup-error", "message": str(exc)})
+            os._exit(70)
         _run_child(_worker, request, proto, out, ctl.fileno(), workdir)
     os.close(status_write)
+    os.close(go_read)
     os.close(proto)
     os.close(out)
+    try:
+        _move_into_cgroups(cgroups, child, go_write)
+    except OSError:
+        pass  # the child reports the setup error and exits
+    os.close(go_write)
     pidfd = os.pidfd_open(child)
     status = None
     while status is None:
