@@ -445,7 +445,7 @@ def log_line(entry: Entry, graded: Graded | None, done: int, total: int) -> str:
         return f"[{done}/{total}] {key} ({who}): kept the existing report (--resume)"
     report = graded.report
     outcome = (f"{report['score']:g} / {report['max_score']:g}" if report["status"] == "graded"
-               else f"error: {report['error']}")
+               else f"error: {printable(str(report['error']), newlines=False)}")
     return f"[{done}/{total}] {key} ({who}): {outcome} in {report['duration_s']:.2f} s"
 
 

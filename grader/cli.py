@@ -141,7 +141,10 @@ def main() -> None:
 @click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text"]),
               default="native", show_default=True,
               help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only.")
-def submission_command(path: Path, output: str | None, config_path: Path | None, seed: int | None, fmt: str) -> None:
+@click.option("-v", "--all", "every", is_flag=True,
+              help="List every failed test in the summary (default: the first four of each function).")
+def submission_command(path: Path, output: str | None, config_path: Path | None, seed: int | None, fmt: str,
+                       every: bool) -> None:
     """Grade one .py or .ipynb submission and write its report.
 
     Prints a summary (points per function, one line per failed test) and
@@ -152,7 +155,7 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
     """
     from grader.export.formats import DEFAULT_OUTPUT, render
     from grader.grade import grade_submission
-    from grader.report import write_atomic
+    from grader.report import summary_text, write_atomic
 
     config = _config(config_path, seed, path.parent)
     output = output or DEFAULT_OUTPUT[fmt]
@@ -166,21 +169,22 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
     if interrupted.happened:
         click.echo(f"interrupted: grading stopped, nothing written ({output} is left as it was)", err=True)
         sys.exit(130)
-    text = render(result.report, fmt)
+    text = summary_text(result.report, every=True) if fmt == "text" and every else render(result.report, fmt)
+    summary = summary_text(result.report, every=every)
     if fmt == "text" and output == "-":
         sys.stdout.write(text)
     elif output == "-":
-        click.echo(result.summary, err=True, nl=False)
+        click.echo(summary, err=True, nl=False)
         sys.stdout.write(text)
     else:
         try:
             write_atomic(Path(output), text)
         except OSError as exc:
             raise click.ClickException(f"cannot write the report to {output}: {exc.strerror}") from None
-        click.echo(result.summary, nl=False)
+        click.echo(summary, nl=False)
         click.echo(f"Report written to {output}")
     if result.grader_error:
-        raise click.ClickException(f"grading failed: {result.grader_error}")
+        raise click.ClickException(f"grading failed: {_safe(result.grader_error)}")
 
 
 PROGRESS_AFTER_S = 2.0  # a single grade shows progress once it has run this long
@@ -294,6 +298,13 @@ def _write_csv(text: str, output: str) -> None:
         raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
 
 
+def _safe(text: object) -> str:
+    """Text that may hold a student's file name, name or message, with its control characters escaped."""
+    from grader.report import printable
+
+    return printable(str(text), newlines=False)
+
+
 def _load_reports(folder: Path):
     from grader.export.reports import load_reports
 
@@ -302,7 +313,7 @@ def _load_reports(folder: Path):
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
     for name, why in found.skipped:
-        click.echo(f"skipped {name}: {why}", err=True)
+        click.echo(f"skipped {_safe(name)}: {_safe(why)}", err=True)
     return found.reports
 
 
@@ -345,14 +356,14 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, n
                    f"{', '.join(f'{m:g}' for m in maxima)} (scores are exported as they are)", err=True)
     _write_csv(canvas.to_csv(export, assignment), output)
     for label, why in export.unmatched:
-        click.echo(f"unmatched report {label}: {why}", err=True)
+        click.echo(f"unmatched report {_safe(label)}: {_safe(why)}", err=True)
     if export.without_report:
         click.echo(f"{len(export.without_report)} student(s) of the gradebook have no report (score left blank): "
-                   + ", ".join(f"{s.name} ({s.id})" for s in export.without_report), err=True)
+                   + ", ".join(_safe(f"{s.name} ({s.id})") for s in export.without_report), err=True)
     click.echo(f"{len(export.scores)} score(s) for {assignment}" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
     for student, why in export.conflicts:
-        click.echo(f"error: {student.name} ({student.id}): {why}; their score is left blank", err=True)
+        click.echo(f"error: {_safe(f'{student.name} ({student.id})')}: {_safe(why)}; their score is left blank", err=True)
     if export.conflicts:
         raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
                                    "time orders; see the error lines above")
@@ -375,11 +386,11 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
     export = moodle.build(_load_reports(reports_dir), key)
     _write_csv(moodle.to_csv(export, column), output)
     for label, why in export.unmatched:
-        click.echo(f"unmatched report {label}: {why}", err=True)
+        click.echo(f"unmatched report {_safe(label)}: {_safe(why)}", err=True)
     click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
     for value, why in export.conflicts:
-        click.echo(f"error: {value}: {why}; no row written for them", err=True)
+        click.echo(f"error: {_safe(value)}: {_safe(why)}; no row written for them", err=True)
     if export.conflicts:
         raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
                                    "time orders; see the error lines above")

@@ -7,7 +7,7 @@ report, with status "error" and score 0 when the grader itself failed.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -19,12 +19,12 @@ from grader import __version__
 from grader.config import Config
 from grader.diagnose import GENERIC, Diagnosis, Finding, settle
 from grader.fairness import pay_for_work
-from grader.notebook import NotebookError, extract_script, sandbox_for
-from grader.report import build_report, summary_text
+from grader.notebook import NotebookError, Script, sandbox_for, script_for, script_name
+from grader.report import build_report, printable, summary_text
 from grader.score import Score, as_number, score
-from grader.submission import load_submission
+from grader.submission import Submission, load_submission
 from grader.suite import Progress, SuiteError, TestOutcome, run_suite
-from grader.vectorization import find_head_loops
+from grader.vectorization import analyse
 
 
 @dataclass(frozen=True)
@@ -53,16 +53,22 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
     outcomes, result, error = [], None, None
     notes: list[dict] = []
     warnings: list[str] = []
+    analysis_warnings: list[str] = []
     try:
+        script = script_for(submission.path, config.limits, submission.data)  # a notebook is parsed and validated once
         # The grading process multiplies small matrices only (expected values, misconception variants):
         # one BLAS thread is faster there than several contending for a shared machine's cores.
         with sandbox_for(submission.path, config.limits, submission.data,
-                         [(name, s.data) for name, s in extra]) as (sandbox, warnings), \
+                         [(name, s.data) for name, s in extra], script) as (sandbox, warnings), \
                 threadpool_limits(limits=1, user_api="blas"):
             outcomes = pay_for_work(settle_diagnoses(run_suite(sandbox, config, progress)))
+        if isinstance(script, Script):  # "cell 3, line 12" rather than the joined script's line
+            name = script_name(submission.path)
+            outcomes = [replace(o, message=script.locate(o.message, name)) for o in outcomes]
         check_points(config, outcomes)
         result = score([(o.group, o.status == "passed") for o in outcomes], config.points)
-        result, notes = vectorization(submission.path, outcomes, result, config, submission.data)
+        result, notes, analysis_warnings = vectorization(_source(submission, script), outcomes, result, config,
+                                                         script.where if isinstance(script, Script) else None)
     except SuiteError as exc:
         error = str(exc)
     except Exception as exc:  # noqa: BLE001  (a bug of ours: still write a report that says so)
@@ -77,8 +83,9 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
         duration_s=time.monotonic() - clock, outcomes=outcomes, score=result,
         visibility=config.visibility, error=error, notes=notes,
     )
+    warnings = [*warnings, *analysis_warnings]
     if warnings:  # e.g. IPython magics dropped from a notebook
-        report["warnings"] = warnings
+        report["warnings"] = [printable(w, newlines=False) for w in warnings]  # they quote the notebook's lines
     return GradeResult(report, error)
 
 
@@ -110,33 +117,43 @@ def settle_diagnoses(outcomes: list[TestOutcome]) -> list[TestOutcome]:
     return [replace(o, diagnosis=None if d is None else d.as_dict()) for o, d in zip(outcomes, settle(found, catalogue))]
 
 
-def vectorization(path: Path, outcomes: list[TestOutcome], result: Score, config: Config,
-                  data: bytes | None = None) -> tuple[Score, list[dict]]:
-    """The loop-over-heads note and its points: (the score with them, the report's notes).
+def _source(submission: Submission, script: Script | NotebookError | None) -> str:
+    """What the analysis reads: a notebook's graded script (nothing when unreadable), or the .py's text."""
+    if script is not None:
+        return script.source if isinstance(script, Script) else ""
+    return submission.data.decode("utf-8", errors="replace")
 
-    The source is parsed, never run (grader.vectorization). One note lists every
-    loop over heads found. With grading.vectorization_points > 0, those points
-    are added to max_score and earned when multi_head_attention passes every
-    test and has no loop over heads.
+
+def vectorization(source: str, outcomes: list[TestOutcome], result: Score, config: Config,
+                  where: Callable[[int], str] | None = None) -> tuple[Score, list[dict], list[str]]:
+    """The loop-over-heads note and its points: (the score with them, the report's notes, warnings).
+
+    The source (a notebook's graded script) is parsed, never run
+    (grader.vectorization). One note lists every loop over heads found. With
+    grading.vectorization_points > 0, those points are added to max_score and
+    earned when multi_head_attention passes every test and has no loop over
+    heads. An analysis that could not finish (a source too large or too
+    complex) gives no note, a warning, and none of those points: what it could
+    not check is not paid. ``where`` names a line of the source in the note
+    (a notebook's "cell 3, line 12"); default "line 12".
     """
-    try:  # a notebook is analysed as the script that was graded
-        if data is None:
-            data = path.read_bytes()
-        source = (extract_script(path, data).source if path.suffix == ".ipynb"
-                  else data.decode("utf-8", errors="replace"))
-    except (OSError, NotebookError, UnicodeDecodeError):
-        source = ""
-    loops = find_head_loops(source)
+    analysis = analyse(source) if source else None
+    loops = analysis.loops if analysis is not None else []
     worth = Fraction(str(config.vectorization_points))
-    notes = []
+    notes, warnings = [], []
+    if analysis is not None and not analysis.complete:
+        warnings.append(f"the loop-over-heads analysis stopped: {analysis.reason}; so no loop-over-heads note"
+                        + (f", and none of the {as_number(worth)} vectorization points" if worth else ""))
     if loops:
-        where = "; ".join(f"{loop.function}, line {loop.line}: {loop.text}" for loop in loops)
+        locate = where or (lambda line: f"line {line}")
+        found = "; ".join(f"{loop.function}, {locate(loop.line)}: {loop.text}" for loop in loops)
         notes.append({"code": "loop-over-heads", "function": "multi_head_attention", "line": loops[0].line,
-                      "message": f"multi_head_attention loops over the heads in Python ({where}); the exercise "
+                      "message": f"multi_head_attention loops over the heads in Python ({found}); the exercise "
                                  "computes all heads at once with one reshape and one transpose",
                       "score": 0, "max_score": as_number(worth)})
     if worth:
         passed = all(o.status == "passed" for o in outcomes if o.function == "multi_head_attention")
-        earned = worth if passed and not loops else Fraction(0)
+        checked = analysis is not None and analysis.complete
+        earned = worth if passed and checked and not loops else Fraction(0)
         result = replace(result, total=result.total + earned, max_total=result.max_total + worth)
-    return result, notes
+    return result, notes, warnings

@@ -42,11 +42,15 @@ def _diagnoses(report: dict) -> list[str]:
     return codes
 
 
+def _safe(text: str) -> str:
+    return printable(text, newlines=False)
+
+
 def _message(report: dict) -> str:
     if report["status"] == "error":
-        return report["error"] or ""
+        return printable(report["error"] or "", newlines=False)  # a report on disk may predate escaping
     if _status(report) == "import-error":
-        return report["tests"][0]["message"]
+        return printable(report["tests"][0]["message"], newlines=False)
     return ""
 
 
@@ -65,7 +69,7 @@ def gradebook_rows(entries: list[Entry], reports: dict[str, dict]) -> list[dict]
             if report is None:
                 row.update({"score": "", "max_score": "", **{f: "" for f in FUNCTIONS},
                             "status": entry.skip_status if entry.skip else "not-graded",
-                            "diagnoses": "", "message": entry.skip or ""})
+                            "diagnoses": "", "message": _safe(entry.skip or "")})
             else:
                 functions = report["functions"]
                 row.update({"score": report["score"], "max_score": report["max_score"],
@@ -95,10 +99,11 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
             entry["passed"] += test["status"] == "passed"
             entry["total"] += 1
     diagnoses = Counter(code for _, r in graded for code in _diagnoses(r))
-    failed = [{"file": e.key, "student_id": e.student.get("id", ""), "status": _status(r), "message": _message(r)}
+    # File names are the students' (a name may hold control characters): escaped like every message.
+    failed = [{"file": _safe(e.key), "student_id": e.student.get("id", ""), "status": _status(r), "message": _message(r)}
               for e, r in graded if _status(r) != "graded"]
-    failed += [{"file": e.key, "student_id": e.student.get("id", ""), "status": e.skip_status, "message": e.skip}
-               for e in entries if e.skip]
+    failed += [{"file": _safe(e.key), "student_id": e.student.get("id", ""), "status": e.skip_status,
+                "message": _safe(e.skip)} for e in entries if e.skip]
     slowest = sorted(graded, key=lambda er: (-er[1]["duration_s"], er[0].key))[:SLOWEST_SHOWN]
     return {
         "assignment": config.assignment, "seed": config.seed, "grader_version": __version__,
@@ -114,7 +119,7 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
                   "histogram": _histogram(scores, max_score)},
         "tests": [dict(t, pass_rate=round(t["passed"] / t["total"], 4)) for t in tests.values()],
         "diagnoses": dict(sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "slowest": [{"file": e.key, "student_id": e.student.get("id", ""), "duration_s": r["duration_s"]}
+        "slowest": [{"file": _safe(e.key), "student_id": e.student.get("id", ""), "duration_s": r["duration_s"]}
                     for e, r in slowest],
         "failed_to_grade": failed,
         "functions": _function_stats(graded),
@@ -142,11 +147,11 @@ def _function_stats(graded: list[tuple[Entry, dict]]) -> dict:
 def _student_row(entry: Entry, report: dict | None) -> dict:
     """One line of summary.html's table of students: who, score, points per function, status, diagnoses."""
     people = entry.student.get("group") or [entry.student]
-    row: dict = {"file": entry.key, "student_id": ", ".join(str(p.get("id", "")) for p in people),
+    row: dict = {"file": _safe(entry.key), "student_id": ", ".join(str(p.get("id", "")) for p in people),
            "name": ", ".join(str(p.get("name", "")) for p in people if p.get("name")),
            "report": None, "score": None, "max_score": None, "functions": {}, "diagnoses": []}
     if report is None:
-        return dict(row, status=entry.skip_status if entry.skip else "not-graded", message=entry.skip or "")
+        return dict(row, status=entry.skip_status if entry.skip else "not-graded", message=_safe(entry.skip or ""))
     return dict(row, report=f"reports/{entry.key}.json", score=report["score"], max_score=report["max_score"],
                 functions={f: report["functions"][f]["score"] for f in FUNCTIONS if f in report["functions"]},
                 status=_status(report), diagnoses=_diagnoses(report), message=_message(report))

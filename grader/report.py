@@ -57,37 +57,45 @@ def build_report(*, assignment: str, submission: dict, seed: int, grader_version
         "started_at": started_at,
         "duration_s": round(duration_s, 3),
         "status": "error" if error is not None else "graded",
-        "error": error,
+        "error": None if error is None else printable(error, newlines=False),  # may quote the submission
         "score": 0 if error is not None or score is None else as_number(score.total),
         "max_score": 0 if score is None else as_number(score.max_total),
         "functions": {name: dict(entry, score=as_number(entry["score"]), max_score=as_number(entry["max_score"]))
                       for name, entry in functions.items()},
         "tests": tests,
-        "notes": list(notes or []) if error is None else [],
+        "notes": [dict(n, message=printable(n["message"], newlines=False)) for n in notes or []] if error is None else [],
     }
 
 
-def summary_text(report: dict) -> str:
-    """A few readable lines: the total, each function's points, one line per failed test."""
-    name = Path(report["submission"]["path"]).name
+def summary_text(report: dict, *, every: bool = False) -> str:
+    """A few readable lines: the total, each function's points, one line per failed test.
+
+    Lists FAILURES_SHOWN failed tests per function, or all of them with ``every`` (``grade -v``).
+
+    Every piece of text that may come from the submission (its file name, the
+    notebook warnings, messages, notes) goes through ``printable`` here too, so
+    a report read back from disk prints as safely as a fresh one.
+    """
+    name = _safe(Path(report["submission"]["path"]).name)
     if report["status"] == "error":
-        return f"{report['assignment']}: {name} could not be graded: {report['error']}\n"
+        return f"{report['assignment']}: {name} could not be graded: {_safe(report['error'])}\n"
     lines = [f"{report['assignment']}: {name} scored {_num(report['score'])} / {_num(report['max_score'])}"]
-    lines += [f"  warning: {warning}" for warning in report.get("warnings", [])]
+    lines += [f"  warning: {_safe(warning)}" for warning in report.get("warnings", [])]
     for function, entry in report["functions"].items():
         lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"
                      f" {entry['passed']} of {entry['tests']} tests passed")
         failed = [t for t in report["tests"] if t["function"] == function and t["status"] != "passed"]
         lines += _diagnosis_lines(failed)  # the misconception first: it says why the lines below fail
-        for test in failed[:FAILURES_SHOWN]:
+        shown = failed if every else failed[:FAILURES_SHOWN]
+        for test in shown:
             if test["visibility"] != "visible":
                 lines.append(f"    ✗ a hidden test [{test['status']}]")
             else:
-                lines.append(f"    ✗ {test['name']} [{test['status']}]: {test['message']}")
-        if len(failed) > FAILURES_SHOWN:
-            lines.append(f"    … and {len(failed) - FAILURES_SHOWN} more failed test(s), listed in the report")
+                lines.append(f"    ✗ {_safe(test['name'])} [{test['status']}]: {_safe(test['message'])}")
+        if len(failed) > len(shown):
+            lines.append(f"    … and {len(failed) - len(shown)} more failed test(s), listed in the report")
     for note in report.get("notes", []):
-        lines.append(f"  note: {note['message']}")
+        lines.append(f"  note: {_safe(note['message'])}")
     return "\n".join(lines) + "\n"
 
 
@@ -117,6 +125,11 @@ def printable(text: str, *, newlines: bool) -> str:
     """Student-controlled ``text`` made safe to print: control characters escaped; newlines too unless ``newlines``."""
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text)
     return text if newlines else text.replace("\n", "\\n")
+
+
+def _safe(text: object) -> str:
+    """One line of possibly student-controlled text for the summary (see ``printable``)."""
+    return printable(str(text), newlines=False)
 
 
 def _cap(text: str) -> str:

@@ -332,7 +332,7 @@ class _MessageReader:
                 return None
             try:
                 header = json.loads(bytes(self.buffer[8:8 + size]).decode("utf-8"))
-            except (UnicodeDecodeError, ValueError, RecursionError):
+            except Exception:  # noqa: BLE001 - bad UTF-8, bad JSON, too deep, digits over int's limit...
                 raise worker.ProtocolError("malformed header") from None
             sizes = header.get("blobs") if isinstance(header, dict) else None
             if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):
@@ -529,6 +529,20 @@ class Sandbox:
         return bool(chunk)
 
     def _decode(self, reply: dict, blobs: list[bytes], output: str) -> CallResult:
+        """Validate the child's reply; never raises: a reply it cannot read fails this call as "crashed".
+
+        The reply is the submission's to forge (any JSON, any bytes): whatever
+        decoding it raises (numpy's header parser hits RecursionError on a
+        crafted shape, say) is that call's failure, never the whole report's.
+        The message names only what the reply held, nothing of the test.
+        """
+        try:
+            return self._decode_reply(reply, blobs, output)
+        except Exception as exc:  # noqa: BLE001 - any failure to read untrusted data is the submission's
+            return CallResult(CRASHED, message="the submission's process sent a reply the grader cannot read "
+                              f"({type(exc).__name__})", output=output)
+
+    def _decode_reply(self, reply: dict, blobs: list[bytes], output: str) -> CallResult:
         """Validate the child's reply: only plain numbers and exact numeric ndarrays are accepted."""
         status = reply.get("status")
         message = _clip(reply.get("message"))
@@ -537,7 +551,7 @@ class Sandbox:
             if "array" in reply:
                 try:
                     value = worker.blob_to_array(blobs[reply["array"]])
-                except (ValueError, IndexError, TypeError, EOFError, OverflowError, MemoryError) as exc:
+                except Exception as exc:  # noqa: BLE001 - RecursionError, MemoryError, ... from a forged header
                     return CallResult(CRASHED, message=f"unreadable array from the submission ({_clip(str(exc), 200)})",
                                       output=output)
                 if type(value) is not np.ndarray or value.dtype.kind not in worker.NUMERIC_KINDS:
@@ -609,7 +623,12 @@ class Sandbox:
                 data = b""
             if not data:
                 break
-            event = json.loads(data)
+            try:
+                event = json.loads(data)
+            except ValueError:
+                event = None
+            if not isinstance(event, dict):
+                break  # not the keeper's: say nothing of how the worker ended
             if event.get("event") == "setup-error":
                 raise SandboxError(f"the sandbox could not start the submission's process: {event.get('message')}")
             if event.get("event") == "ended":

@@ -148,7 +148,10 @@ def run_suite(sandbox: Student, config: Config, progress: Progress | None = None
         meta = test.get("metadata") or {}
         if "status" not in meta:
             stage = test.get("call") or test.get("setup") or {}
-            crash = (stage.get("crash") or {}).get("message", test.get("outcome"))
+            crash = str((stage.get("crash") or {}).get("message", test.get("outcome")))
+            if config.visibility.get(meta.get("group", ""), "visible") != "visible":  # its id holds the inputs' shapes
+                raise SuiteError("a graded test whose group is not visible broke before reaching a verdict: "
+                                 f"{crash.split(':', 1)[0]}")
             raise SuiteError(f"graded test {test['nodeid']} broke before reaching a verdict: {crash}")
         outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
                                     meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis"),

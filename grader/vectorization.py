@@ -12,21 +12,33 @@ called with it (``parts = np.split(Q, h, axis=-1)``), count as heads too. A
 iterable (or condition) mentions one of those names: ``for i in range(h)``,
 ``for q in np.split(Q, h, -1)``, ``while i < h``. Module-level helpers that
 the function calls by name are searched the same way, their heads being the
-parameters that receive a heads name (at most MAX_HELPER_SEARCHES of them, for
-at most MAX_SECONDS: the analysis runs outside the sandbox). Loops over other things (the batch,
+parameters that receive a heads name (at most MAX_HELPER_SEARCHES of them). Loops over other things (the batch,
 time, the three projections) are not flagged; a loop whose bound is computed
 otherwise (``range(Q.shape[2])``) is not recognized.
+
+Bounds: the analysis runs in the grading process, outside the sandbox's
+limits, on a source the student wrote. Sources over MAX_SOURCE_CHARS are not
+parsed (``ast.parse`` itself costs about 7 µs per character of dense code on a
+loaded machine, and cannot be interrupted); every node visited after the parse
+is counted against MAX_NODES and the clock against MAX_SECONDS (parse included)
+every few hundred nodes. An analysis that stops finds nothing: ``analyse`` says
+so (``complete`` false, with the reason), so the caller can warn and pay no
+vectorization points it could not check.
 """
 
 from __future__ import annotations
 
 import ast
 import time
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
-MAX_SOURCE_CHARS = 200_000  # larger sources are not analysed (a submission is a few kB; parsing costs parent time)
+MAX_SOURCE_CHARS = 100_000  # larger sources are not analysed (a submission is a few kB; parsing costs parent time)
 MAX_HELPER_SEARCHES = 16  # (helper, heads parameters) pairs searched at most: a hostile source could ask for thousands
-MAX_SECONDS = 1.0  # the analysis runs in the grading process, outside the sandbox's limits: it stops searching then
+MAX_SECONDS = 1.0  # wall time of the whole analysis, parse included; it stops and finds nothing then
+MAX_NODES = 2_000_000  # AST nodes visited at most, over every walk of the analysis
+_CLOCK_EVERY = 256  # nodes visited between two looks at the clock
 _SPLITTERS = {"range", "split", "array_split", "hsplit", "dsplit", "enumerate", "zip", "list", "tuple"}
 
 
@@ -37,8 +49,68 @@ class HeadLoop:
     text: str  # the loop's first line, stripped, e.g. "for i in range(h):"
 
 
-def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+@dataclass(frozen=True)
+class Analysis:
+    loops: list[HeadLoop] = field(default_factory=list)  # sorted by line; [] when the analysis stopped
+    complete: bool = True  # False when the source was too large to analyse or the analysis ran out of budget
+    reason: str = ""  # why it is not complete, for a warning
+
+
+class _OutOfBudget(Exception):
+    """The analysis visited MAX_NODES nodes or ran for MAX_SECONDS."""
+
+
+class _Budget:
+    """Counts the nodes every walk visits and looks at the clock every _CLOCK_EVERY of them."""
+
+    def __init__(self, deadline: float, nodes: int) -> None:
+        self.deadline, self.left = deadline, nodes
+
+    def charge(self, nodes: int = 1) -> None:
+        before, self.left = self.left, self.left - nodes
+        if self.left < 0:
+            raise _OutOfBudget(f"it visited more than {MAX_NODES:,} syntax nodes")
+        if before // _CLOCK_EVERY != self.left // _CLOCK_EVERY and time.monotonic() > self.deadline:
+            raise _OutOfBudget(f"it ran for more than {MAX_SECONDS:g} s")
+
+    def walk(self, node: ast.AST) -> Iterator[ast.AST]:
+        """``ast.walk``, charged one unit per node."""
+        todo = deque([node])
+        while todo:
+            node = todo.popleft()
+            self.charge()
+            todo.extend(ast.iter_child_nodes(node))
+            yield node
+
+
+@dataclass
+class _Function:
+    """What the search needs of one function, from a single walk of it."""
+
+    node: ast.FunctionDef
+    assigns: list[ast.Assign | ast.AnnAssign]
+    loops: list[tuple[ast.AST, int]]  # (the probe: iterable or condition, line of the loop)
+    calls: list[ast.Call]
+
+
+def _index(function: ast.FunctionDef, budget: _Budget) -> _Function:
+    indexed = _Function(function, [], [], [])
+    for node in budget.walk(function):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            indexed.assigns.append(node)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            indexed.loops.append((node.iter, node.lineno))
+        elif isinstance(node, ast.While):
+            indexed.loops.append((node.test, node.lineno))
+        elif isinstance(node, ast.comprehension):
+            indexed.loops.append((node.iter, node.iter.lineno))
+        elif isinstance(node, ast.Call):
+            indexed.calls.append(node)
+    return indexed
+
+
+def _names(node: ast.AST, budget: _Budget) -> set[str]:
+    return {n.id for n in budget.walk(node) if isinstance(n, ast.Name)}
 
 
 def _call_name(node: ast.AST) -> str | None:
@@ -48,80 +120,94 @@ def _call_name(node: ast.AST) -> str | None:
     return None
 
 
-def _binds_heads(value: ast.AST, heads: set[str]) -> bool:
+def _binds_heads(value: ast.AST, heads: set[str], budget: _Budget) -> bool:
     """``value`` is a heads name, or a splitter called with one among its direct arguments."""
+    budget.charge()
     if isinstance(value, ast.Name):
         return value.id in heads
     if isinstance(value, ast.Call) and _call_name(value) in _SPLITTERS:
         arguments = [*value.args, *(k.value for k in value.keywords)]
-        return any(isinstance(a, ast.Name) and a.id in heads or _binds_heads(a, heads) for a in arguments)
+        return any(isinstance(a, ast.Name) and a.id in heads or _binds_heads(a, heads, budget) for a in arguments)
     return False
 
 
-def _head_names(function: ast.FunctionDef, heads: set[str]) -> set[str]:
+def _head_names(function: _Function, heads: set[str], budget: _Budget) -> set[str]:
     heads = set(heads)
     for _ in range(3):  # aliases of aliases
-        for node in ast.walk(function):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _binds_heads(node.value, heads):
+        for node in function.assigns:
+            assert node.value is not None  # indexed only with a value
+            if _binds_heads(node.value, heads, budget):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                heads |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+                heads |= {n.id for t in targets for n in budget.walk(t) if isinstance(n, ast.Name)}
     return heads
 
 
-def _loops(function: ast.FunctionDef, heads: set[str], lines: list[str]) -> list[HeadLoop]:
-    heads = _head_names(function, heads)
-    found = []
-    for node in ast.walk(function):
-        if isinstance(node, (ast.For, ast.AsyncFor)):
-            probe, line = node.iter, node.lineno
-        elif isinstance(node, ast.While):
-            probe, line = node.test, node.lineno
-        elif isinstance(node, ast.comprehension):
-            probe, line = node.iter, node.iter.lineno
-        else:
-            continue
-        if _names(probe) & heads:
-            found.append(HeadLoop(function.name, line, lines[line - 1].strip() if line <= len(lines) else ""))
-    return found
+def _loops(function: _Function, heads: set[str], lines: list[str], budget: _Budget) -> list[HeadLoop]:
+    return [HeadLoop(function.node.name, line, lines[line - 1].strip() if line <= len(lines) else "")
+            for probe, line in function.loops if _names(probe, budget) & heads]
 
 
 def find_head_loops(source: str, function: str = "multi_head_attention") -> list[HeadLoop]:
     """Loops over heads in ``function`` of this source and in the module-level helpers it calls.
 
     Returns [] when the source cannot be parsed (the sandboxed import reports
-    that), is larger than MAX_SOURCE_CHARS, or has no such function. Never
-    executes the source.
+    that), has no such function, or could not be analysed within the bounds
+    (``analyse`` tells that case apart). Never executes the source.
     """
+    return analyse(source, function).loops
+
+
+def analyse(source: str, function: str = "multi_head_attention") -> Analysis:
+    """``find_head_loops``, saying whether the analysis ran to the end; never raises, never runs the source."""
     if len(source) > MAX_SOURCE_CHARS:
-        return []
+        return Analysis(complete=False, reason=f"the source has {len(source):,} characters, more than the "
+                                               f"{MAX_SOURCE_CHARS:,} the analysis reads")
+    budget = _Budget(time.monotonic() + MAX_SECONDS, MAX_NODES)
     try:
-        return _find(ast.parse(source), source, function)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # unparsable, or too deep to walk
-        return []
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # unparsable: the sandboxed import says so
+        return Analysis()
+    except (RecursionError, MemoryError):
+        return Analysis(complete=False, reason="the source is nested too deeply to analyse")
+    try:
+        if time.monotonic() > budget.deadline:
+            raise _OutOfBudget(f"parsing it took more than {MAX_SECONDS:g} s")
+        return Analysis(_find(tree, source, function, budget))
+    except _OutOfBudget as exc:
+        return Analysis(complete=False, reason=str(exc))
+    except RecursionError:
+        return Analysis(complete=False, reason="the source is nested too deeply to analyse")
 
 
-def _find(tree: ast.Module, source: str, function: str) -> list[HeadLoop]:
+def _find(tree: ast.Module, source: str, function: str, budget: _Budget) -> list[HeadLoop]:
     defs = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    target = defs.get(function)
-    if target is None:
+    if function not in defs:
         return []
+    indexed: dict[str, _Function] = {}
+
+    def get(name: str) -> _Function:
+        if name not in indexed:  # each function is walked once, however many times it is searched
+            indexed[name] = _index(defs[name], budget)
+        return indexed[name]
+
+    target = get(function)
     lines = source.splitlines()
-    params = [a.arg for a in (*target.args.posonlyargs, *target.args.args)]
-    heads = _head_names(target, {params[5] if len(params) > 5 else "h"})
-    found = set(_loops(target, heads, lines))
+    params = [a.arg for a in (*target.node.args.posonlyargs, *target.node.args.args)]
+    heads = _head_names(target, {params[5] if len(params) > 5 else "h"}, budget)
+    found = set(_loops(target, heads, lines, budget))
     searched: set[tuple[str, frozenset[str]]] = set()
-    deadline = time.monotonic() + MAX_SECONDS
-    for call in ast.walk(target):
-        if len(searched) >= MAX_HELPER_SEARCHES or time.monotonic() > deadline:
+    for call in target.calls:
+        if len(searched) >= MAX_HELPER_SEARCHES:
             break  # one level of helpers, each searched once per set of heads parameters
-        helper = defs.get(call.func.id) if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) else None
-        if helper is None or helper is target:
+        name = call.func.id if isinstance(call.func, ast.Name) else None
+        if name is None or name not in defs or name == function:
             continue
-        assert isinstance(call, ast.Call)  # a helper is only found for a call
+        helper = defs[name]
         names = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
-        passed = {names[i] for i, a in enumerate(call.args) if i < len(names) and _names(a) & heads}
-        passed |= {k.arg for k in call.keywords if k.arg and _names(k.value) & heads}
-        if passed and (helper.name, frozenset(passed)) not in searched:
-            searched.add((helper.name, frozenset(passed)))
-            found.update(_loops(helper, passed, lines))
+        passed = {names[i] for i, a in enumerate(call.args) if i < len(names) and _names(a, budget) & heads}
+        passed |= {k.arg for k in call.keywords if k.arg and _names(k.value, budget) & heads}
+        if passed and (name, frozenset(passed)) not in searched:
+            searched.add((name, frozenset(passed)))
+            helper_index = get(name)
+            found.update(_loops(helper_index, _head_names(helper_index, passed, budget), lines, budget))
     return sorted(found, key=lambda loop: loop.line)

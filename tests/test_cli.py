@@ -84,6 +84,27 @@ def test_help_documents_the_command():
     assert "Where to write the report; - for stdout." in sub.output
 
 
+def test_all_lists_every_failed_test(tmp_path):
+    """Four failed tests per function by default; -v (or --all) lists every one, in the summary and --format text."""
+    args = [str(SUBMISSIONS / "wrong_reshape.py"), "-o", str(tmp_path / "r.json"), "--config", CONFIG]
+    default = CliRunner().invoke(main, args)
+    assert default.exit_code == 0, default.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    failed = [t for t in report["tests"] if t["status"] != "passed" and t["function"] == "multi_head_attention"]
+    assert len(failed) > 4
+    listed = [line for line in default.output.splitlines() if line.startswith("    ✗ ")]
+    assert len(listed) == 4
+    assert f"    … and {len(failed) - 4} more failed test(s), listed in the report" in default.output
+    for flag in ("-v", "--all"):
+        every = CliRunner().invoke(main, [*args, flag])
+        assert every.exit_code == 0, every.output
+        assert [line for line in every.output.splitlines() if line.startswith("    ✗ ")] == [
+            f"    ✗ {t['name']} [{t['status']}]: {t['message']}" for t in failed]
+        assert "more failed test(s)" not in every.output
+    text = CliRunner().invoke(main, [*args[:1], "--format", "text", "-v", "--config", CONFIG])
+    assert text.exit_code == 0 and text.output.count("    ✗ ") == len(failed)
+
+
 def test_grade_starter_inside_the_assignment_folder_finds_grader_toml_upward(tmp_path, monkeypatch):
     # The exercise statement says: run `grade starter.py` in assignments/mha/.
     monkeypatch.chdir(ROOT / "assignments" / "mha")

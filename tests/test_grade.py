@@ -142,6 +142,23 @@ def test_unusable_paths_are_refused(config, tmp_path):
         grade_submission(tmp_path / "notes.txt", config)
 
 
+def test_a_hidden_test_that_breaks_is_not_named_in_the_grader_error(config, monkeypatch):
+    """A bug of the grader on one test is a grader error; when its group is hidden, the error names no test or input."""
+    import grader.judge
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("shapes (2, 5, 8) and (2, 5, 6)")
+
+    monkeypatch.setattr(grader.judge, "check_array", broken)
+    hidden = replace(config, visibility=dict.fromkeys(config.points, "hidden"))
+    report = grade_submission(SUBMISSIONS / "correct.py", hidden).report
+    assert (report["status"], report["score"]) == ("error", 0)
+    assert report["error"] == "a graded test whose group is not visible broke before reaching a verdict: RuntimeError"
+    visible = grade_submission(SUBMISSIONS / "correct.py", config).report
+    assert visible["error"].startswith("graded test graded_mha.py::test_case[mha_random[00-")
+    assert visible["error"].endswith("broke before reaching a verdict: RuntimeError: shapes (2, 5, 8) and (2, 5, 6)")
+
+
 def test_progress_names_each_test_as_it_starts(config):
     seen = []
     grade_submission(SUBMISSIONS / "correct.py", config, progress=lambda name, number, total: seen.append((name, number, total)))

@@ -134,9 +134,17 @@ EXPECTED: dict[str, Expect] = {
                                        ENTROPY: {"crashed": 5, "passed": 1}},
                                 "unreadable array from the submission (the .npy header claims shape (1099511627776,)",
                                 unpaid=2),
+    # A header numpy's parser cannot read without RecursionError (3000 unary minus signs in its shape) fails
+    # those calls only, with a message that names no test (it used to be a grader error naming the test).
+    "npy_recursion_header": entropy({"crashed": 5, "passed": 1},
+                                    "unreadable array from the submission (maximum recursion depth exceeded"),
     # Carriage returns and ANSI escapes in an exception message are shown escaped, never obeyed.
     "terminal_escapes": Expect(85, {**ALL_PASS, ENTROPY: {"error": 6}},
                                "raised ValueError at line 47: x\\x0d\\x1b[1A\\x1b[2K", ENTROPY),
+    # Honest answers, one head at a time: the loop-over-heads note quotes the loop's line, escaped (below).
+    "escapes_in_loop_comment": Expect(100, ALL_PASS),
+    # Lines that never run but make the loop-over-heads analysis quadratic: it stops at its budget (below).
+    "slow_analysis": Expect(100, ALL_PASS),
     # Hostile, but honest answers: full marks, and the grader is untouched.
     "huge_output": Expect(100, ALL_PASS),
     "closes_std_fds": Expect(100, ALL_PASS),
@@ -331,6 +339,65 @@ def test_a_report_planted_at_the_output_path_is_overwritten(tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     assert "planted" not in report and report["score"] == 85
+
+
+def test_the_loop_over_heads_note_quotes_the_loop_escaped(graded):
+    """The note quotes the loop's line; its comment of ESC sequences is shown as \\xNN, in the report and the summary."""
+    from grader.report import summary_text
+
+    report = graded[0]["escapes_in_loop_comment"]
+    (note,) = report["notes"]
+    assert note["code"] == "loop-over-heads" and note["line"] == 23
+    assert "for i in range(h):  # \\x1b[2J\\x1b[H\\x1b[32mmha: escapes.py scored 100 / 100\\x1b[0m\\x08\\x08\\x7f)" \
+        in note["message"]
+    text = summary_text(report)
+    assert not any(ord(c) < 32 and c != "\n" or 0x7f <= ord(c) < 0xa0 for c in text)
+    assert text.count("scored 100 / 100") == 2  # the real first line, and the quoted comment, escaped
+
+
+def test_the_analysis_of_a_crafted_source_stops_at_its_budget(graded):
+    """slow_analysis.py: millions of nodes to walk. The analysis stops near its 1 s, warns, and adds no note.
+
+    (Before its walks were budgeted it took 5 s on this file and 9.5 s on a 194 kB version of it.)
+    """
+    from grader.vectorization import MAX_SECONDS, analyse
+
+    report = graded[0]["slow_analysis"]
+    assert report["notes"] == []
+    stopped = "the loop-over-heads analysis stopped: {}; so no loop-over-heads note"
+    assert report["warnings"] in ([stopped.format("it ran for more than 1 s")],  # whichever bound comes first
+                                  [stopped.format("it visited more than 2,000,000 syntax nodes")])
+    source = (HOSTILE / "slow_analysis.py").read_text()
+    started = time.monotonic()
+    analysis = analyse(source)
+    assert time.monotonic() - started < MAX_SECONDS + 2  # the budget, plus one parse on a loaded machine
+    assert not analysis.complete and analysis.loops == []
+    bigger = source.replace("    if X is None:", "    if X is None:\n" + "        _ = 0\n" * 10_000, 1)
+    started = time.monotonic()
+    assert analyse(bigger).reason == f"the source has {len(bigger):,} characters, more than the 100,000 the analysis reads"
+    assert time.monotonic() - started < 0.5  # refused before ast.parse
+
+
+@pytest.mark.parametrize(("cells", "message"), [
+    (200_000, "is 26.7 MiB, more than the 16 MiB a submission may have (limits.file_size_mb)"),
+    (100_000, "is not a valid Jupyter notebook: it has 100,001 cells, more than the 5,000 a notebook may have"),
+])
+def test_a_huge_notebook_is_refused_quickly(tmp_path, validate_report, cells, message):
+    """200k tiny cells (26.7 MiB) took 18.5 s and 500 MB before: parsed, validated and tokenized twice."""
+    source = (HOSTILE.parent / "submissions" / "correct.py").read_text()
+    tiny = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "x = 1"}
+    notebook = {"cells": [dict(tiny, id=f"c{i:07d}") for i in range(cells)]
+                + [dict(tiny, id="last", source=source)], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "huge.ipynb"
+    path.write_text(json.dumps(notebook, indent=1))
+    before = _descendants(os.getpid())
+    started = time.monotonic()
+    report = validate_report(grade_submission(path, load_config(HOSTILE / "grader.toml")).report)
+    assert time.monotonic() - started < 10
+    assert report["status"] == "graded" and report["score"] == 0
+    assert {t["status"] for t in report["tests"]} == {"import-error"}
+    assert report["tests"][0]["message"] == f"importing the notebook failed: huge.ipynb {message}"
+    assert _descendants(os.getpid()) - before - {_get_zygote().process.pid} == set()
 
 
 CALL_LIMIT = 2  # limits.call_timeout_s of tests/hostile/grader.toml

@@ -33,17 +33,54 @@ def split_in_cells(source: str) -> list[str]:
 
 def test_magics_and_shell_escapes_are_dropped_with_the_cell_named(tmp_path):
     path = write_notebook(tmp_path / "hw.ipynb", "%matplotlib inline\nimport numpy as np\n!pip install numpy",
-                          "%%time\nx = 1", "files = !ls\nif True:\n    %timeit 1\ny = 2")
+                          "%%time\nx = 1", "files = !ls\nif True:\n    %timeit 1\ny = 2", "%%timeit\nz = 3")
     script = extract_script(path)
-    # cell 1 is markdown; a dropped line becomes `pass` so the blocks around it still parse
-    assert script.source == "pass\nimport numpy as np\npass\n\npass\nif True:\n    pass\ny = 2\n"
+    # cell 1 is markdown; a dropped line becomes `pass` so the blocks around it still parse. IPython runs a
+    # %%time cell once in the notebook's namespace (its code is kept); %%timeit runs it in a namespace of its own.
+    assert script.source == "pass\nimport numpy as np\npass\n\npass\nx = 1\n\npass\nif True:\n    pass\ny = 2\n"
     assert script.warnings == [
         "cell 2: dropped the IPython line '%matplotlib inline'",
         "cell 2: dropped the IPython line '!pip install numpy'",
-        "cell 3: dropped the whole cell, it starts with the cell magic '%%time'",
+        "cell 3: dropped the cell magic '%%time' and kept the cell's code (IPython runs it once)",
         "cell 4: dropped the IPython line 'files = !ls'",
         "cell 4: dropped the IPython line '%timeit 1'",
+        "cell 5: dropped the whole cell, it starts with the cell magic '%%timeit'",
     ]
+    assert [script.where(n) for n in (1, 4, 5, 6, 7, 11)] == [
+        "cell 2, line 1", "line 4", "cell 3, line 1", "cell 3, line 2", "line 7", "cell 4, line 4"]
+
+
+def test_functions_defined_in_a_time_cell_are_graded(tmp_path, config):
+    """A %%time cell keeps its code, as IPython runs it: the functions it defines exist and score."""
+    source = (SUBMISSIONS / "correct.py").read_text()
+    cells = split_in_cells(source)
+    notebook = write_notebook(tmp_path / "timed.ipynb", cells[0], "%%time\n%%capture out\n" + "\n".join(cells[1:]))
+    report = grade_submission(notebook, config).report
+    assert report["score"] == 100
+    assert report["warnings"] == [
+        "cell 3: dropped the cell magic '%%time' and kept the cell's code (IPython runs it once)",
+        "cell 3: dropped the cell magic '%%capture out' and kept the cell's code (IPython runs it once)"]
+
+
+def test_messages_name_the_cell_and_its_line(tmp_path, config):
+    """A raise, an import failure and a syntax error are located in the notebook, not in the joined script."""
+    source = (SUBMISSIONS / "correct.py").read_text()
+    cells = split_in_cells(source)
+    entropy = next(i for i, c in enumerate(cells) if c.startswith("def head_entropy"))
+    cells[entropy] = "def head_entropy(A):\n    x = 1\n    raise ValueError('at line 2 of my notes')\n"
+    raising = write_notebook(tmp_path / "raising.ipynb", *cells)
+    report = grade_submission(raising, config).report
+    messages = {t["message"] for t in report["tests"] if t["function"] == "head_entropy"}
+    cell = entropy + 2  # the markdown cell is cell 1
+    assert messages == {f"head_entropy() raised ValueError at cell {cell}, line 3: at line 2 of my notes"}
+
+    at_import = write_notebook(tmp_path / "at_import.ipynb", *cells[:-1], "import numpy as np\n\n1 / 0\n")
+    message = grade_submission(at_import, config).report["tests"][0]["message"]
+    assert message == f"importing at_import.py failed: ZeroDivisionError at cell {len(cells) + 1}, line 3: division by zero"
+
+    broken = write_notebook(tmp_path / "broken.ipynb", cells[0], "x = 1\ndef f(:\n    pass\n")
+    message = grade_submission(broken, config).report["tests"][0]["message"]
+    assert message == "importing broken.py failed: SyntaxError: invalid syntax (cell 3, line 2)"
 
 
 def test_comparisons_and_modulo_are_not_mistaken_for_magics(tmp_path):
@@ -112,3 +149,71 @@ def test_grade_command_on_a_notebook(tmp_path):
     assert result.exit_code == 0, result.output
     assert "mha: broken.ipynb scored 0 / 100" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_loop_over_heads_note_names_the_cell(tmp_path, config):
+    cells = split_in_cells((SUBMISSIONS / "style_loop_heads.py").read_text())
+    report = grade_submission(write_notebook(tmp_path / "loops.ipynb", *cells), config).report
+    (note,) = report["notes"]
+    assert "(multi_head_attention, cell 3, line 13: for i in range(h):)" in note["message"]
+
+
+def test_a_notebook_is_read_and_validated_once(tmp_path, config, monkeypatch):
+    import nbformat
+
+    path = write_notebook(tmp_path / "once.ipynb", *split_in_cells((SUBMISSIONS / "correct.py").read_text()))
+    calls = []
+    validate = nbformat.validate
+    monkeypatch.setattr(nbformat, "validate", lambda *a, **k: calls.append(1) or validate(*a, **k))
+    assert grade_submission(path, config).report["score"] == 100
+    assert calls == [1]
+
+
+def test_a_notebook_over_the_file_size_limit_is_refused_before_it_is_parsed(tmp_path, config, monkeypatch):
+    from dataclasses import replace
+
+    import grader.notebook
+
+    path = write_notebook(tmp_path / "big.ipynb", "x = 1\n" + "#" * (2 << 20))
+    monkeypatch.setattr(grader.notebook.json, "loads", lambda *a, **k: pytest.fail("parsed"))
+    small = replace(config, limits=replace(config.limits, file_size_mb=1))
+    report = grade_submission(path, small).report
+    assert {t["status"] for t in report["tests"]} == {"import-error"}
+    assert report["tests"][0]["message"] == ("importing the notebook failed: big.ipynb is 2.0 MiB, more than the "
+                                             "1 MiB a submission may have (limits.file_size_mb)")
+
+
+def test_a_notebook_of_too_many_cells_is_refused_before_it_is_validated(tmp_path, monkeypatch):
+    import json
+
+    import grader.notebook
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": "x = 1"}] * 5001
+    path = tmp_path / "cells.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}))
+    monkeypatch.setattr("nbformat.validate", lambda *a, **k: pytest.fail("validated"))
+    with pytest.raises(NotebookError, match="cells.ipynb is not a valid Jupyter notebook: it has 5,001 cells, "
+                                            "more than the 5,000 a notebook may have"):
+        extract_script(path)
+    assert grader.notebook.MAX_CELLS == 5000
+
+
+def test_warnings_quoting_the_notebook_are_escaped(tmp_path, config):
+    """A dropped line full of terminal escapes is quoted escaped, in the report and in the printed summary."""
+    from grader.report import summary_text
+
+    source = (SUBMISSIONS / "correct.py").read_text()
+    notebook = write_notebook(tmp_path / "esc.ipynb", "%time 1 # \x1b[2J\x1b[Hmha: esc.ipynb scored 100 / 100\u2028!", source)
+    report = grade_submission(notebook, config).report
+    assert report["warnings"] == [
+        "cell 2: dropped the IPython line '%time 1 # \\x1b[2J\\x1b[Hmha: esc.ipynb scored 100 / 100\\u2028!'"]
+    text = summary_text(report)
+    assert "\x1b" not in text and "\u2028" not in text and text.count("scored 100 / 100") == 2
+
+
+def test_a_line_separator_in_a_string_is_a_character_not_a_line_break(tmp_path, config):
+    """Python splits lines at \\n and \\r only: a U+2028 or a form feed inside a cell's string stays in the string."""
+    cells = split_in_cells((SUBMISSIONS / "correct.py").read_text())
+    script = extract_script(write_notebook(tmp_path / "sep.ipynb", "NOTE = 'a\u2028b\x0cc'\n", *cells))
+    assert "NOTE = 'a\u2028b\x0cc'\n" in script.source
+    assert grade_submission(tmp_path / "sep.ipynb", config).report["score"] == 100

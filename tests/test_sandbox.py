@@ -508,3 +508,112 @@ def test_the_summary_names_a_sandbox_warning_once(config):
     summary = build_summary(entries, reports, config, "0" * 64)
     assert summary["warnings"] == [NO_CGROUP_WARNING]  # a notebook's own warnings stay in its report
     assert summary_table(summary).count(NO_CGROUP_WARNING) == 1
+
+
+# ---------------------------------------------------------------- replies the parent cannot read
+
+def _npy(header: str, body: bytes, major: int = 1) -> bytes:
+    """An .npy blob with ``header`` written as it is (numpy's writer would refuse most of these)."""
+    text = header.encode("latin-1")
+    prefix = 10 if major == 1 else 12
+    pad = -(prefix + len(text) + 1) % 64
+    size = len(text) + pad + 1
+    length = size.to_bytes(2, "little") if major == 1 else size.to_bytes(4, "little")
+    return b"\x93NUMPY" + bytes([major, 0]) + length + text + b" " * pad + b"\n" + body
+
+
+_DESCRS = ["'<f8'", "'>f8'", "'<f2'", "'|b1'", "'<i8'", "'|O'", "'<U3'", "'|S4'", "'|V8'", "'<M8[ns]'", "'<c16'",
+           "[('a', '<f8')]", "[('a', '|O')]", "[('a', '<f8', (2,))]", "[('a', '<f8', (-1,))]", "[('a', '<f8', (1099511627776,))]",
+           "('<f8', (3,))", "[" * 300 + "]" * 300, "[('a', " * 90 + "'<f8'" + ")]" * 90, "'x' * 10", "None", "3", "{}"]
+_SHAPE_ENTRIES = st.one_of(st.integers(-3, 8), st.sampled_from(["2**40", "1099511627776", "-1099511627776", "True",
+                                                                 "9" * 400, "(2, 3)", "'2'", "-" * 3000 + "1", "1.5"]))
+_SHAPES = st.one_of(st.lists(_SHAPE_ENTRIES.map(str), max_size=70).map(lambda items: "(" + ", ".join(items) + ",)"),
+                    st.sampled_from(["()", "[2, 3]", "(" * 150 + ")" * 150, "None", "'(2,)'", "(" + "-" * 3000 + "1,)"]))
+_HEADERS = st.builds(
+    lambda descr, order, shape, extra: "{" + f"'descr': {descr}, 'fortran_order': {order}, 'shape': {shape}, {extra}" + "}",
+    st.sampled_from(_DESCRS), st.sampled_from(["False", "True", "'yes'", "0", "None"]), _SHAPES,
+    st.sampled_from(["", "'extra': 1, ", "'descr': '<f8', "]))
+def _valid_npy(array: np.ndarray, fortran: bool) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.asfortranarray(array) if fortran else array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+_NPY_BLOBS = st.one_of(
+    st.builds(_npy, _HEADERS, st.binary(max_size=96), st.sampled_from([1, 2, 3])),
+    st.builds(_valid_npy, hnp.arrays(st.sampled_from([">f8", "<f2", "|b1", "<u8", ">i2", "<f4"]),  # odd but numeric
+                                     hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)), st.booleans()),
+    st.builds(lambda n: b"\x93NUMPY\x01\x00" + n.to_bytes(2, "little"), st.integers(0, 65535)),  # a header cut short
+    st.binary(max_size=64))
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                     max_leaves=10)
+_REPLIES = st.fixed_dictionaries(
+    {"status": st.one_of(st.sampled_from(["ok", "raised", "ready", "import-error", "missing", "bad-type"]), _JSON)},
+    optional={"array": st.one_of(st.integers(-3, 3), _JSON), "value": _JSON, "type": _JSON, "message": _JSON,
+              "exception": _JSON, "where": _JSON})
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(reply=_REPLIES, blobs=st.lists(_NPY_BLOBS, max_size=2))
+def test_a_reply_the_parent_cannot_read_fails_that_call_and_never_raises(offline_sandbox, reply, blobs):
+    """Forged headers (deep or huge shapes, object and structured dtypes, bad fortran_order) are one crashed call."""
+    if "array" in reply and blobs and type(reply["array"]) is not int:
+        reply["array"] = 0
+    result = offline_sandbox._decode(reply, blobs, "")
+    assert result.status in ("ok", "raised", "memory", "import-error", "missing", "bad-type", "crashed")
+    assert isinstance(result.message, str) and len(result.message) < 5000
+    if result.status == "ok" and result.value is not None:
+        assert type(result.value) in (int, float, bool) or (
+            type(result.value) is np.ndarray and result.value.dtype.kind in "biuf")
+    assert compare.check_array(result, np.zeros((2, 3)), 1e-3, 1e-5, "f()").status in (
+        "passed", "failed", "error", "memory", "import-error", "crashed")
+    assert compare.check_count(result, 12, "g()").status in ("passed", "failed", "error", "memory", "import-error",
+                                                               "crashed")
+    if result.status == "ok":  # what a failed test's diagnosis does with the value
+        from grader.diagnose import matches
+
+        assert matches(result.value, np.zeros((2, 3)), 1e-3, 1e-5) in (True, False)
+        assert matches(result.value, 12, 1e-3, 1e-5) in (True, False)
+
+
+@pytest.mark.parametrize(("header", "message"), [
+    # numpy's header parser recurses once per unary minus: RecursionError, not ValueError.
+    ("{'descr': '<f8', 'fortran_order': False, 'shape': (" + "-" * 3000 + "1,), }",
+     "unreadable array from the submission (maximum recursion depth exceeded during ast construction)"),
+    ("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }",
+     "unreadable array from the submission (an object array cannot cross the boundary)"),
+    ("{'descr': '<f8', 'fortran_order': False, 'shape': (-1, -1), }",
+     "unreadable array from the submission ("),
+    ("{'descr': '<f8', 'fortran_order': 'yes', 'shape': (1,), }",
+     "unreadable array from the submission (fortran_order is not a valid bool: 'yes')"),
+])
+def test_forged_npy_headers_are_crashed_calls(offline_sandbox, header, message):
+    result = offline_sandbox._decode({"status": "ok", "type": "numpy.ndarray", "array": 0}, [_npy(header, b"\0" * 8)], "")
+    assert result.status == "crashed" and result.message.startswith(message), result.message
+
+
+def test_a_fortran_ordered_reply_is_read_as_the_array_it_is(offline_sandbox):
+    array = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    header = "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }"
+    result = offline_sandbox._decode({"status": "ok", "array": 0}, [_npy(header, array.tobytes(order="F"))], "")
+    assert result.status == "ok"
+    np.testing.assert_array_equal(result.value, array)
+
+
+@given(depth=st.integers(1, 200_000), digits=st.integers(1, 10_000))
+@settings(max_examples=30, deadline=None)
+def test_deep_or_huge_json_headers_are_protocol_errors(depth, digits):
+    import json
+    import struct
+
+    for text in ("[" * depth + "]" * depth, '{"blobs": [], "status": "ok", "value": ' + "9" * digits + "}"):
+        data = text.encode()
+        reader = _MessageReader(1 << 20)
+        try:
+            message = reader.feed(struct.pack(">Q", len(data)) + data)
+        except worker.ProtocolError:
+            continue
+        assert message is not None and json.loads(text) == message[0]

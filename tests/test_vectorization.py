@@ -79,3 +79,41 @@ def test_the_search_of_helpers_is_bounded():
     calls = "".join(f"    helper{i}(X, h)\n" for i in range(60))
     source = f"{helpers}def multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):\n{calls}    return X\n"
     assert len(find_head_loops(source)) == MAX_HELPER_SEARCHES == 16
+
+
+def test_an_analysis_over_its_budget_finds_nothing_and_says_why(monkeypatch):
+    from grader import vectorization
+
+    source = HEADER + "    for i in range(h):\n        pass\n" + "    x = [a for a in [b for b in [c for c in d]]]\n" * 50
+    assert vectorization.analyse(source).loops == [HeadLoop("multi_head_attention", 5, "for i in range(h):")]
+    monkeypatch.setattr(vectorization, "MAX_NODES", 300)
+    assert vectorization.analyse(source) == vectorization.Analysis(
+        [], complete=False, reason="it visited more than 300 syntax nodes")
+    monkeypatch.setattr(vectorization, "MAX_NODES", 2_000_000)
+    monkeypatch.setattr(vectorization, "MAX_SECONDS", 0.0)
+    assert vectorization.analyse(source).reason in ("parsing it took more than 0 s", "it ran for more than 0 s")
+    assert vectorization.analyse("#" * (MAX_SOURCE_CHARS + 1)).reason == (
+        "the source has 100,001 characters, more than the 100,000 the analysis reads")
+
+
+def test_an_analysis_that_stopped_pays_no_vectorization_points(monkeypatch):
+    """What the analysis could not check is not paid: a warning instead of a note, and 0 of the points."""
+    from dataclasses import replace
+    from fractions import Fraction
+
+    from grader import grade, vectorization
+    from grader.config import Config
+    from grader.score import Score
+    from grader.suite import TestOutcome
+
+    config = replace(Config(), vectorization_points=2.0)
+    passed = [TestOutcome("t", "g", "multi_head_attention", "passed", "", "")]
+    start = Score([(Fraction(1), Fraction(1))], Fraction(1), Fraction(1))
+    vectorized = HEADER + "    return X\n"
+    result, notes, warnings = grade.vectorization(vectorized, passed, start, config)
+    assert (result.total, result.max_total, notes, warnings) == (3, 3, [], [])
+    monkeypatch.setattr(vectorization, "MAX_NODES", 5)
+    result, notes, warnings = grade.vectorization(vectorized, passed, start, config)
+    assert (result.total, result.max_total, notes) == (1, 3, [])
+    assert warnings == [("the loop-over-heads analysis stopped: it visited more than 5 syntax nodes; so no "
+                        "loop-over-heads note, and none of the 2 vectorization points")]
