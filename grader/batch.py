@@ -138,7 +138,7 @@ def _error_report(path: str, config: Config, error: str, seconds: float) -> dict
 def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | None = None, resume: bool = False,
               scheduler: str | None = None,
               progress: Callable[[Entry | None, Graded | None, int, int], None] | None = None,
-              formats: tuple[str, ...] = ()) -> BatchResult:
+              formats: tuple[str, ...] = (), allow_unisolated: bool = False) -> BatchResult:
     """Grade every submission under ``paths`` into ``outdir``; returns the reports and the summary.
 
     outdir gets reports/<key>.json (one per submission, written atomically as soon as it is
@@ -149,8 +149,12 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     starts, then after each entry (graded None: its report was kept by ``resume``).
     ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json
     (``.txt`` for text, ``.html`` for html: the student's feedback page).
-    Raises BatchError when the inputs or the output folder are unusable.
+    ``allow_unisolated``: grade even where the sandbox cannot isolate submissions from each other.
+    Raises BatchError when the inputs or the output folder are unusable, or when the sandbox
+    would run unisolated and ``allow_unisolated`` is not set.
     """
+    if scheduler is None and not allow_unisolated:
+        _refuse_unisolated()
     outdir = Path(outdir)
     clock = time.monotonic()
     render = _renderer(formats)
@@ -211,6 +215,18 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
                              "peak_child_rss_mb": round(result.peak_child_rss_mb, 1)}
     write_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2, allow_nan=False) + "\n")
     return result
+
+
+def _refuse_unisolated() -> None:
+    """A class is never graded unisolated by accident: each submission could rewrite the others' files."""
+    from grader.sandbox import UNISOLATED, isolation_mode, shutdown
+
+    mode = isolation_mode()
+    shutdown()  # the workers start their own zygotes
+    if mode == UNISOLATED:
+        raise BatchError("refusing to grade a class unisolated: this kernel allows neither the namespaces of root "
+                         "mode nor unprivileged user namespaces, so each submission could read and rewrite the other "
+                         "students' files and reports; run where either is allowed, or pass --allow-unisolated")
 
 
 def default_jobs() -> int:

@@ -437,8 +437,10 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
 @click.option("--format", "formats", multiple=True, metavar="FORMAT",
               help="Also write each report in this LMS format (e.g. gradescope, prairielearn) into OUTDIR/FORMAT/; "
                    "html writes each student's feedback page into OUTDIR/html/, linked from summary.html; repeatable.")
+@click.option("--allow-unisolated", is_flag=True,
+              help="Grade even where the kernel allows no namespaces (submissions could then reach each other).")
 def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
-                  config_path: Path | None, seed: int | None, formats: tuple[str, ...]) -> None:
+                  config_path: Path | None, seed: int | None, formats: tuple[str, ...], allow_unisolated: bool) -> None:
     """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
 
     Understands Gradescope's export layout (submission_metadata.yml beside one
@@ -477,14 +479,14 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
                     bar.update(task, completed=done, total=total, rate=f"{rate:.1f} subs/s")
 
                 result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
-                                   progress=progress, formats=formats)
+                                   progress=progress, formats=formats, allow_unisolated=allow_unisolated)
         else:
             def progress(entry, graded, done, total):
                 if entry is not None:
                     click.echo(log_line(entry, graded, done, total), err=True)
 
             result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
-                               progress=progress, formats=formats)
+                               progress=progress, formats=formats, allow_unisolated=allow_unisolated)
         write_atomic(outdir / "summary.html", render_html(result.summary, feedback="html" in formats))
     except BatchError as exc:
         raise click.ClickException(str(exc)) from None

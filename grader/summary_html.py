@@ -255,6 +255,7 @@ def summary_table(summary: dict) -> str:
     if summary["diagnoses"]:
         lines.append("diagnosed misconceptions (submissions):")
         lines += [f"  {count:>5}  {code}" for code, count in summary["diagnoses"].items()]
+    lines += [f"warning: {w}" for w in summary.get("warnings", [])]
     if summary["failed_to_grade"]:
         lines.append("failed to grade or not submissions:")
         lines += [f"  {f['file']} [{f['status']}]: {f['message']}" for f in summary["failed_to_grade"]]
