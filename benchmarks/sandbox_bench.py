@@ -1,9 +1,12 @@
-"""Sandbox start and big-argument costs, as ratios to a floor measured in the same run.
+"""Sandbox start and big-argument costs, as ratios to floors measured in the same run.
 
-    python benchmarks/sandbox_bench.py [--isolated | --user]
+    python benchmarks/sandbox_bench.py [--isolated | --user] [--rounds N]
 
 Floor: starting one interpreter that imports numpy (what every child cost before the zygote).
-Prints: 20 x (Sandbox + one call + close), and the median of 5 calls with ~25 MB of float64 inputs.
+Prints: N x (Sandbox + one call + close), and the median of 5 calls with ~25 MB of float64 inputs;
+then what the cgroup and the seccomp filter add to a child's start: the same start with neither,
+with each alone and with both, interleaved round by round so that a busy machine slows all alike,
+each as a ratio to the start without them.
 """
 
 from __future__ import annotations
@@ -22,21 +25,27 @@ from grader.sandbox import Sandbox, _get_zygote
 SUBMISSION = Path(__file__).resolve().parent.parent / "tests" / "submissions" / "correct.py"
 
 
+def start(isolated: bool | None, *, cgroup: bool = True, seccomp: bool = True) -> float:
+    """Seconds of one Sandbox + one call + close."""
+    started = time.perf_counter()
+    with Sandbox(SUBMISSION, Limits(), isolated=isolated, cgroup=cgroup, seccomp=seccomp) as sandbox:
+        assert sandbox.call("attention_param_count", 768, 12).status == "ok"
+    return time.perf_counter() - started
+
+
 def main() -> None:
-    isolated = {"--isolated": True, "--user": False}.get(sys.argv[1] if len(sys.argv) > 1 else "", None)
+    args = sys.argv[1:]
+    isolated = {"--isolated": True, "--user": False}.get(args[0] if args else "", None)
+    rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 20
     started = time.perf_counter()
     for _ in range(5):
         subprocess.run([sys.executable, "-I", "-c", "import numpy"], check=True)
     floor = (time.perf_counter() - started) / 5
 
     started = time.perf_counter()
-    _get_zygote().hello()
+    hello = _get_zygote().hello()
     zygote = time.perf_counter() - started
-    started = time.perf_counter()
-    for _ in range(20):
-        with Sandbox(SUBMISSION, Limits(), isolated=isolated) as sandbox:
-            assert sandbox.call("attention_param_count", 768, 12).status == "ok"
-    per_child = (time.perf_counter() - started) / 20
+    per_child = statistics.fmean(start(isolated) for _ in range(rounds))
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((1, 8, 768))  # (B, T, d)
@@ -50,9 +59,25 @@ def main() -> None:
             assert result.status == "ok", result.message
             times.append(result.seconds)
     big = statistics.median(times)
+
+    variants = {"neither": {"cgroup": False, "seccomp": False}, "cgroup only": {"cgroup": True, "seccomp": False},
+                "seccomp only": {"cgroup": False, "seccomp": True}, "both": {}}
+    seen: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, options in variants.items():
+            seen[name].append(start(isolated, **options))
+    base = statistics.median(seen["neither"])
+
+    mode = Sandbox(SUBMISSION, Limits(), isolated=isolated).mode
+    cgroups = ", ".join(f"{k} at {v}" for k, v in hello.get("cgroups", {}).items()) or "none could be made"
+    print(f"mode: {mode}; cgroups: {cgroups}; seccomp: {'libseccomp' if hello.get('seccomp') else 'none'}")
     print(f"floor (python -I -c 'import numpy'): {floor * 1000:.0f} ms; zygote start: {zygote * 1000:.0f} ms")
     print(f"Sandbox + call + close: {per_child * 1000:.1f} ms = {per_child / floor:.2f} x floor")
     print(f"call with 25 MB of inputs: {big * 1000:.1f} ms = {big / floor:.2f} x floor")
+    print(f"child start (Sandbox + call + close), median of {rounds} interleaved rounds:")
+    for name, values in seen.items():
+        median = statistics.median(values)
+        print(f"  {name:<13} {median * 1000:6.1f} ms = {median / base:.2f} x without cgroup and seccomp")
 
 
 if __name__ == "__main__":

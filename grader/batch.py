@@ -138,7 +138,7 @@ def _error_report(path: str, config: Config, error: str, seconds: float) -> dict
 def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | None = None, resume: bool = False,
               scheduler: str | None = None,
               progress: Callable[[Entry | None, Graded | None, int, int], None] | None = None,
-              formats: tuple[str, ...] = ()) -> BatchResult:
+              formats: tuple[str, ...] = (), allow_unisolated: bool = False) -> BatchResult:
     """Grade every submission under ``paths`` into ``outdir``; returns the reports and the summary.
 
     outdir gets reports/<key>.json (one per submission, written atomically as soon as it is
@@ -147,9 +147,14 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     ``scheduler``: address of a Dask distributed scheduler to grade on instead of local workers.
     ``progress(entry, graded_or_None, done, total)`` is called once with entry None before grading
     starts, then after each entry (graded None: its report was kept by ``resume``).
-    ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json.
-    Raises BatchError when the inputs or the output folder are unusable.
+    ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json
+    (``.txt`` for text, ``.html`` for html: the student's feedback page).
+    ``allow_unisolated``: grade even where the sandbox cannot isolate submissions from each other.
+    Raises BatchError when the inputs or the output folder are unusable, or when the sandbox
+    would run unisolated and ``allow_unisolated`` is not set.
     """
+    if scheduler is None and not allow_unisolated:
+        _refuse_unisolated()
     outdir = Path(outdir)
     clock = time.monotonic()
     render = _renderer(formats)
@@ -212,6 +217,18 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     return result
 
 
+def _refuse_unisolated() -> None:
+    """A class is never graded unisolated by accident: each submission could rewrite the others' files."""
+    from grader.sandbox import UNISOLATED, isolation_mode, shutdown
+
+    mode = isolation_mode()
+    shutdown()  # the workers start their own zygotes
+    if mode == UNISOLATED:
+        raise BatchError("refusing to grade a class unisolated: this kernel allows neither the namespaces of root "
+                         "mode nor unprivileged user namespaces, so each submission could read and rewrite the other "
+                         "students' files and reports; run where either is allowed, or pass --allow-unisolated")
+
+
 def default_jobs() -> int:
     """The cores this process may run on (its CPU affinity, which containers narrow), at least 1."""
     try:
@@ -242,7 +259,11 @@ def _write_formats(outdir: Path, key: str, report: dict, formats: tuple[str, ...
             continue
         folder = outdir / fmt
         folder.mkdir(exist_ok=True)
-        write_atomic(folder / f"{key}.{'txt' if fmt == 'text' else 'json'}", render(report, fmt))
+        write_atomic(folder / f"{key}.{FORMAT_SUFFIX.get(fmt, 'json')}", render(report, fmt))
+
+
+FORMAT_SUFFIX = {"text": "txt", "html": "html"}  # OUTDIR/<format>/<key>.<suffix>; json for the others
+
 
 
 def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:

@@ -135,12 +135,13 @@ def main() -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", default=None,
               help="Where to write the report; - for stdout. Default: report.json (native), results.json "
-                   "(gradescope, prairielearn), stdout (text).")
+                   "(gradescope, prairielearn), stdout (text), feedback.html (html).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
-@click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text"]),
+@click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text", "html"]),
               default="native", show_default=True,
-              help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only.")
+              help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only; "
+                   "html: the student's feedback page, with pictures.")
 @click.option("-v", "--all", "every", is_flag=True,
               help="List every failed test in the summary (default: the first four of each function).")
 def submission_command(path: Path, output: str | None, config_path: Path | None, seed: int | None, fmt: str,
@@ -437,9 +438,11 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
 @click.option("--format", "formats", multiple=True, metavar="FORMAT",
               help="Also write each report in this LMS format (e.g. gradescope, prairielearn) into OUTDIR/FORMAT/; "
-                   "repeatable.")
+                   "html writes each student's feedback page into OUTDIR/html/, linked from summary.html; repeatable.")
+@click.option("--allow-unisolated", is_flag=True,
+              help="Grade even where the kernel allows no namespaces (submissions could then reach each other).")
 def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
-                  config_path: Path | None, seed: int | None, formats: tuple[str, ...]) -> None:
+                  config_path: Path | None, seed: int | None, formats: tuple[str, ...], allow_unisolated: bool) -> None:
     """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
 
     Understands Gradescope's export layout (submission_metadata.yml beside one
@@ -478,15 +481,15 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
                     bar.update(task, completed=done, total=total, rate=f"{rate:.1f} subs/s")
 
                 result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
-                                   progress=progress, formats=formats)
+                                   progress=progress, formats=formats, allow_unisolated=allow_unisolated)
         else:
             def progress(entry, graded, done, total):
                 if entry is not None:
                     click.echo(log_line(entry, graded, done, total), err=True)
 
             result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
-                               progress=progress, formats=formats)
-        write_atomic(outdir / "summary.html", render_html(result.summary))
+                               progress=progress, formats=formats, allow_unisolated=allow_unisolated)
+        write_atomic(outdir / "summary.html", render_html(result.summary, feedback="html" in formats))
     except BatchError as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:

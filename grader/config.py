@@ -70,7 +70,9 @@ KEYS: list[tuple[str, str, type, str]] = [
     ("limits", "call_timeout_s", float, "Wall-clock limit of one call of a student function, in seconds."),
     ("limits", "submission_timeout_s", float, "Wall-clock limit of one submission's whole run, in seconds."),
     ("limits", "timeouts_per_function", int, "Timed-out calls of one function after which its remaining tests fail at once, not run (status timeout)."),
-    ("limits", "memory_mb", int, "Address-space limit of the student's process (RLIMIT_AS), in MiB."),
+    ("limits", "memory_mb", int, ("Memory limit in MiB: of each student process's address space (RLIMIT_AS), and of all "
+                                       "its processes together, shared memory and in-memory files included (its cgroup, "
+                                       "where one can be made).")),
     ("limits", "file_size_mb", int, "Largest file the student's process may write (RLIMIT_FSIZE), in MiB."),
     ("limits", "output_bytes", int, "Student output kept per call: head and tail, in bytes."),
     ("points", "<group>", float, "Points of a test group, shared equally by its tests (e.g. mha_random = 30)."),

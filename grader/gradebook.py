@@ -128,6 +128,8 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
         "functions": _function_stats(graded),
         "students": [_student_row(e, reports.get(e.key)) for e in entries],
         "misconceptions": _misconceptions([r for _, r in graded]),
+        # What the sandbox could not do on the machines that graded (no cgroup, unisolated): once each.
+        "warnings": sorted({w for _, r in graded for w in r.get("warnings", []) if w.startswith("sandbox: ")}),
     }
 
 

@@ -21,7 +21,7 @@ from grader.suite import Student
 def judge(case, student: Student, grading, expected: object,
           candidates: Callable[[Sequence[str] | None], Mapping[str, object]],
           catalogue: Mapping[str, Explained], search: Search | None = None, *,
-          expected_changed: object = None) -> tuple[Verdict, dict | None, str]:
+          expected_changed: object = None, keep: dict | None = None) -> tuple[Verdict, dict | None, str]:
     """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis dict or None, student output).
 
     case: has function, args, kwargs, raises, changed_args, changed_from.
@@ -34,6 +34,8 @@ def judge(case, student: Student, grading, expected: object,
 
     The diagnosis dict holds the report's keys and, for ``grade.settle_diagnoses``,
     ``matches`` (every matching combination), ``raised`` and ``entries`` (their texts).
+    keep: when given, a failed check of a returned value (not a causality case) leaves that value in
+    ``keep["got"]``, for the feedback page's pictures (grader.evidence).
     """
     result = student.call(case.function, *case.args, **case.kwargs)
     what = f"{case.function}()"
@@ -53,6 +55,8 @@ def judge(case, student: Student, grading, expected: object,
         verdict = check_array(result, cast(np.ndarray, expected), grading.rtol, grading.atol, what)
     if verdict.status not in (FAILED, ERROR) or result.status not in ("ok", "raised"):
         return verdict, None, output
+    if keep is not None and case.changed_args is None and result.status == "ok":
+        keep["got"] = result.value
     got = result.value if result.status == "ok" else raised_value(result.message)  # raising is evidence too
     found = (search or Search()).diagnose(case.function, got, expected, candidates, grading.rtol, grading.atol,
                                           catalogue)

@@ -288,7 +288,9 @@ def sandbox_for(path: Path, limits: Limits, data: bytes | None = None, extra: Se
     path = Path(path)
     if path.suffix != ".ipynb":
         with Sandbox(path, limits, source=data, extra=extra) as sandbox:
-            yield sandbox, []
+            said: list[str] = []
+            yield sandbox, said
+            said += sandbox.warnings  # what the sandbox could not do here (no cgroup, unisolated), once
         return
     if script is None:
         script = script_for(path, limits, data)
@@ -299,4 +301,6 @@ def sandbox_for(path: Path, limits: Limits, data: bytes | None = None, extra: Se
         target = Path(folder) / script_name(path)
         target.write_text(script.source, encoding="utf-8")
         with Sandbox(target, limits, extra=extra) as sandbox:
-            yield sandbox, script.warnings
+            said = list(script.warnings)
+            yield sandbox, said
+            said += sandbox.warnings

@@ -12,6 +12,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from grader.evidence import PER_FUNCTION as EVIDENCE_PER_FUNCTION
 from grader.score import Score, as_number
 
 SCHEMA_VERSION = 1
@@ -33,6 +34,7 @@ def build_report(*, assignment: str, submission: dict, seed: int, grader_version
     ``verdict`` is null otherwise.
     """
     tests = []
+    drawn: dict[str, int] = defaultdict(int)  # tests of each function that keep their evidence
     if score is not None and error is None:
         for outcome, (earned, worth) in zip(outcomes, score.per_test):
             tests.append({
@@ -42,6 +44,11 @@ def build_report(*, assignment: str, submission: dict, seed: int, grader_version
                 "output": printable(_cap(outcome.output), newlines=True), "visibility": visibility.get(outcome.group, "visible"),
                 "diagnosis": outcome.diagnosis,
             })
+            visible = visibility.get(outcome.group, "visible") == "visible"
+            if getattr(outcome, "evidence", None) and visible:  # what the feedback page draws (grader.evidence)
+                keep = drawn[outcome.function] < EVIDENCE_PER_FUNCTION  # arrays of the first few; inputs of all
+                tests[-1]["evidence"] = outcome.evidence if keep else dict(outcome.evidence, expected=None, got=None)
+                drawn[outcome.function] += 1
     functions: dict[str, dict] = defaultdict(lambda: {"score": 0, "max_score": 0, "passed": 0, "tests": 0})
     if tests:
         assert score is not None  # tests are only listed when there is a score

@@ -9,11 +9,13 @@ starts a fresh child.
 
 Children are forked from a "zygote": one interpreter per grading process,
 started on first use, that has imported numpy and nothing of the grader (see
-``grader.worker``), so a child starts in milliseconds. When the grader runs as
-root, each child runs as uid/gid 65534 in new PID, mount, network, IPC and UTS
-namespaces with a minimal root file system; as an ordinary user it runs with
-rlimits, its own session and a subreaper that kills whatever it leaves behind
-(README: "Sandbox and isolation").
+``grader.worker``), so a child starts in milliseconds. Each child tree has a
+cgroup of its own (memory and processes, where one can be made) and a seccomp
+filter. When the grader runs as root, each child runs as uid/gid 65534 in new
+PID, mount, network, IPC and UTS namespaces with a minimal root file system; as
+an ordinary user it gets the same namespaces inside a user namespace of its own,
+without capabilities; where the kernel refuses both, it runs with rlimits, its
+own session and a subreaper only, and says so (README: "Sandbox and isolation").
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ class _Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", WORKER_SOURCE, str(theirs.fileno())],
+            [sys.executable, "-I", "-c", WORKER_SOURCE, str(theirs.fileno()), json.dumps(_numpy_path())],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errors,
             pass_fds=(theirs.fileno(),), env=_ENV, cwd="/", start_new_session=True)
         theirs.close()
@@ -102,8 +104,10 @@ class _Zygote:
                 if self._hello is None:
                     self._hello = self._reply(60.0)
                     if os.geteuid() == 0 and self._hello.get("namespaces") is not True:
+                        fallback = ("inside a user namespace" if self._hello.get("user_namespaces") is True
+                                    else "unisolated")
                         print("grade: warning: running as root, but namespaces cannot be created here (no "
-                              "CAP_SYS_ADMIN?); student code runs as root with rlimits only", file=sys.stderr)
+                              f"CAP_SYS_ADMIN?); student code runs {fallback}", file=sys.stderr)
         return self._hello
 
     @property
@@ -113,6 +117,19 @@ class _Zygote:
     @property
     def namespaces(self) -> bool:
         return self.hello().get("namespaces") is True
+
+    @property
+    def user_namespaces(self) -> bool:
+        return self.hello().get("user_namespaces") is True
+
+    @property
+    def cgroups(self) -> dict[str, str]:
+        places = self.hello().get("cgroups")
+        return {k: v for k, v in places.items() if isinstance(v, str)} if isinstance(places, dict) else {}
+
+    @property
+    def seccomp(self) -> bool:
+        return self.hello().get("seccomp") is True
 
     def _reply(self, timeout: float) -> dict:
         self.sock.settimeout(timeout)
@@ -148,6 +165,15 @@ class _Zygote:
         self.errors.close()
 
 
+def _numpy_path() -> list[str]:
+    """The folder the grader's numpy comes from: the zygote imports the same one.
+
+    ``python -I`` ignores PYTHONPATH, and an interpreter bind-mounted elsewhere (user mode on a
+    machine whose Python is under a private home) may not find its own site-packages.
+    """
+    return [str(Path(np.__file__).resolve().parent.parent)]
+
+
 _zygote: _Zygote | None = None
 _zygote_lock = threading.Lock()
 
@@ -176,6 +202,49 @@ def shutdown() -> None:
 def isolation_available() -> bool:
     """True when student code can run as uid 65534 in its own namespaces: root, and namespaces allowed."""
     return os.geteuid() == 0 and _get_zygote().namespaces
+
+
+# ---------------------------------------------------------------- isolation modes and their warnings
+
+ROOT_MODE, USER_NAMESPACES, UNISOLATED = "root", "user-namespaces", "unisolated"
+
+
+def isolation_mode() -> str:
+    """How student code runs here: ``root`` (uid 65534 in new namespaces), ``user-namespaces`` (the
+    user's uid, without capabilities, in namespaces of a user namespace of its own) or ``unisolated``
+    (rlimits, a session and a subreaper only: the kernel refused both). README: "Sandbox and isolation".
+    """
+    zygote = _get_zygote()
+    if os.geteuid() == 0 and zygote.namespaces:
+        return ROOT_MODE
+    return USER_NAMESPACES if zygote.user_namespaces else UNISOLATED
+
+
+UNISOLATED_WARNING = ("sandbox: student code ran unisolated (the kernel refused namespaces, user namespaces "
+                      "included): it could read and change whatever this user can, other students' files included")
+NO_CGROUP_WARNING = ("sandbox: no cgroup could be made here, so memory the submission held in shared memory "
+                     "or files in memory was not counted against limits.memory_mb (memfd_create was refused "
+                     "and /tmp and /dev/shm are size-capped)")
+NO_SECCOMP_WARNING = "sandbox: libseccomp.so.2 was not found, so no system call was filtered"
+
+
+def sandbox_warnings(mode: str) -> list[str]:
+    """What the report's ``warnings`` say about the sandbox in ``mode`` on this machine (each once)."""
+    zygote = _get_zygote()
+    said = [UNISOLATED_WARNING] if mode == UNISOLATED else []
+    said += [] if zygote.cgroups else [NO_CGROUP_WARNING]
+    said += [] if zygote.seccomp else [NO_SECCOMP_WARNING]
+    return said
+
+
+_warned_unisolated = False
+
+
+def _warn_unisolated_once() -> None:
+    global _warned_unisolated
+    if not _warned_unisolated:
+        _warned_unisolated = True
+        print(f"grade: warning: {UNISOLATED_WARNING.removeprefix('sandbox: ')}", file=sys.stderr)
 
 
 def _visible_paths(interpreter_path: list[str]) -> list[str]:
@@ -303,14 +372,16 @@ class Sandbox:
 
     submission: path of the student's .py file (read once here; the child gets
     its bytes, never the path). limits: time, memory, file-size and output
-    limits. isolated: run as uid 65534 in new namespaces (root mode); default:
-    when the grader runs as root and namespaces can be created. Raises
-    SandboxError from ``call`` only when the sandbox itself cannot run (a
-    grader error, never the student's).
+    limits. isolated: None (default) picks the strongest mode this machine
+    allows (``isolation_mode``); True: root mode as root, user namespaces
+    otherwise; False: unisolated. cgroup, seccomp: False only to measure what
+    they cost. Raises SandboxError from ``call`` only when the sandbox itself
+    cannot run (a grader error, never the student's).
     """
 
     def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None,
-                 source: bytes | None = None, extra: Sequence[tuple[str, bytes]] = ()) -> None:
+                 source: bytes | None = None, extra: Sequence[tuple[str, bytes]] = (),
+                 cgroup: bool = True, seccomp: bool = True) -> None:
         # source: the submission's bytes when the caller already read (and hashed) them; extra: the
         # (file name, bytes) of the submission's other modules, written beside it in the child's folder.
         self.source = _read_regular_file(Path(submission)) if source is None else source
@@ -318,6 +389,8 @@ class Sandbox:
         self.filename = Path(submission).name
         self.limits = limits
         self._isolated = isolated
+        self._mode: str | None = None
+        self._cgroup, self._seccomp = cgroup, seccomp  # off only to measure what they cost (benchmarks)
         _get_zygote()  # starts it now, if needed, without waiting: it imports numpy while pytest collects
         self.deadline = time.monotonic() + limits.submission_timeout_s
         self._workdir = tempfile.TemporaryDirectory(prefix="grade-")
@@ -334,6 +407,27 @@ class Sandbox:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    @property
+    def mode(self) -> str:
+        """``root``, ``user-namespaces`` or ``unisolated`` (see ``isolation_mode``)."""
+        if self._mode is None:
+            if self._isolated is False:
+                self._mode = UNISOLATED
+            elif self._isolated and os.geteuid() == 0:
+                self._mode = ROOT_MODE
+            elif self._isolated:
+                self._mode = USER_NAMESPACES
+            else:
+                self._mode = isolation_mode()
+                if self._mode == UNISOLATED:
+                    _warn_unisolated_once()
+        return self._mode
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the report should say about this sandbox (unisolated, no cgroup, no seccomp); often none."""
+        return sandbox_warnings(self.mode)
 
     def close(self) -> None:
         """End the child and everything it started; remove its working directory."""
@@ -496,6 +590,11 @@ class Sandbox:
             pass
         output = child.output.take()
         self._stop_child()
+        if ended.get("oom"):
+            return CallResult(MEMORY, message=(
+                f"ran out of memory: the submission's processes together used more than its {self.limits.memory_mb} MB "
+                "(limits.memory_mb, counting shared memory and files held in memory), and the kernel killed it"),
+                output=output)
         if "signal" in ended:
             number = ended["signal"]
             name = signal.Signals(number).name if number in signal.valid_signals() else f"signal {number}"
@@ -544,9 +643,8 @@ class Sandbox:
     def _start_child(self) -> CallResult | None:
         """Start a child and import the submission there; returns the failure when it did not start."""
         limits = self.limits
-        if self._isolated is None:
-            self._isolated = isolation_available()
-        isolated = self._isolated
+        mode = self.mode
+        isolated = mode != UNISOLATED
         module = Path(self.filename).stem if Path(self.filename).stem.isidentifier() else "submission"
         proto, proto_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         for sock in (proto, proto_child):
@@ -558,7 +656,9 @@ class Sandbox:
         for attempt in range(2):
             zygote = _get_zygote(restart=attempt > 0)
             request = {
-                "isolated": isolated, "workdir": self._workdir.name, "env": _ENV, "argv0": module + ".py",
+                "isolated": isolated, "userns": mode == USER_NAMESPACES,
+                "cgroups": zygote.cgroups if self._cgroup else {}, "seccomp": self._seccomp,
+                "workdir": self._workdir.name, "env": _ENV, "argv0": module + ".py",
                 "limits": asdict(limits), "nproc": NPROC,
                 "visible": _visible_paths(zygote.path),
                 "hidden": _hidden_paths(zygote.path),

@@ -36,6 +36,7 @@ class TestOutcome:
     output: str  # what the student's code printed during the test
     diagnosis: dict | None = None  # {code, explanation, section, also} when a failure's misconception is known
     trivial: str | None = None  # a trivial implementation that passes this test too (grader.fairness), if any
+    evidence: dict | None = None  # a visible failed array result's inputs, expected and returned arrays (grader.evidence)
 
 
 class Student(Protocol):
@@ -161,7 +162,7 @@ def run_suite(sandbox: Student, config: Config, progress: Progress | None = None
             raise SuiteError(f"graded test {test['nodeid']} broke before reaching a verdict: {crash}")
         outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
                                     meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis"),
-                                    meta.get("trivial")))
+                                    meta.get("trivial"), meta.get("evidence")))
     if not outcomes:
         raise SuiteError(f"the graded suite in {suite} collected no tests")
     return outcomes

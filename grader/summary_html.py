@@ -89,8 +89,11 @@ def _number(value: object) -> str:
     return "–" if value is None else f"{value:g}"
 
 
-def _students(summary: dict) -> str:
-    """The sortable table of students: score, points per function, status, diagnoses, link to the report."""
+def _students(summary: dict, feedback: bool = False) -> str:
+    """The sortable table of students: score, points per function, status, diagnoses, link to the report.
+
+    feedback: also link each report's feedback page, html/<file>.html (grade batch --format html).
+    """
     students = summary.get("students", [])
     if not students:
         return "<p class='none'>None.</p>"
@@ -104,6 +107,9 @@ def _students(summary: dict) -> str:
         cells = [s["file"], s["student_id"], s["name"]]
         values: list[object] = [s["score"], *(s["functions"].get(f) for f in functions)]
         link = (f"<a href='{html.escape(s['report'], quote=True)}'>json</a>" if s.get("report") else "")
+        if feedback and s.get("report"):  # reports/<file>.json → html/<file>.html
+            page = "html/" + s["report"].removeprefix("reports/").removesuffix(".json") + ".html"
+            link += f" <a href='{html.escape(page, quote=True)}'>feedback</a>"
         body = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
         body += "".join(f"<td class='num' data-sort='{'' if v is None else v}'>{_number(v)}</td>" for v in values)
         body += (f"<td title='{html.escape(s.get('message') or '', quote=True)}'>{html.escape(s['status'])}</td>"
@@ -146,8 +152,11 @@ document.querySelectorAll("table.sortable th").forEach((th, column) => th.addEve
 """
 
 
-def render_html(summary: dict) -> str:
-    """summary.json as one self-contained HTML page (images inline, no external resources)."""
+def render_html(summary: dict, feedback: bool = False) -> str:
+    """summary.json as one self-contained HTML page (images inline, no external resources).
+
+    feedback: the students' feedback pages were written (grade batch --format html): link each one.
+    """
     images = _figures(summary)
     score = summary["score"]
     facts = [
@@ -200,7 +209,7 @@ dl.legend dd {{ margin-left: 1.5em; }}
 <p>Seed {summary['seed']} · grader {html.escape(summary['grader_version'])} ·
 configuration {summary['grader_config_sha256'][:12]}</p>
 <div class="facts">{facts_html}</div>
-<h2>Students</h2><p class="hint">Click a column's header to sort by it.</p>{_students(summary)}
+<h2>Students</h2><p class="hint">Click a column's header to sort by it.</p>{_students(summary, feedback)}
 <h2>Score distribution</h2>{img.format(alt='histogram of scores', src=images['histogram'])}
 <h2>Points per function</h2>{functions}
 <h2>Diagnosed misconceptions</h2>{img.format(alt='count of each diagnosed misconception', src=images['diagnoses'])}
@@ -246,6 +255,7 @@ def summary_table(summary: dict) -> str:
     if summary["diagnoses"]:
         lines.append("diagnosed misconceptions (submissions):")
         lines += [f"  {count:>5}  {code}" for code, count in summary["diagnoses"].items()]
+    lines += [f"warning: {w}" for w in summary.get("warnings", [])]
     if summary["failed_to_grade"]:
         lines.append("failed to grade or not submissions:")
         lines += [f"  {f['file']} [{f['status']}]: {f['message']}" for f in summary["failed_to_grade"]]

@@ -9,14 +9,17 @@ message framing that both sides share.
 
 Processes, for one submission (``zygote`` forks one tree per child start):
 
-    zygote (imported numpy; forks on request, never runs student code)
-     └─ keeper: own session; watches the tree, kills it on request or when the
-        parent's control socket closes, reports how the worker ended
-         ├─ isolated (root): pid 1 of new PID, mount, network, IPC and UTS
-         │  namespaces; builds a minimal root file system, then forks
-         │   └─ worker: uid/gid 65534, no groups, no capabilities, no_new_privs
-         └─ not isolated (ordinary user): the keeper is a child subreaper
-             └─ worker: the user's own uid, with rlimits only
+    zygote (imported numpy and libseccomp; forks on request, never runs student code)
+     └─ keeper: own session; makes the tree's cgroup, watches the tree, kills it on
+        request or when the parent's control socket closes, reports how the worker
+        ended (and whether the OOM killer struck), removes the cgroup
+         ├─ isolated: pid 1 of new PID, mount, network, IPC and UTS namespaces
+         │  (as an ordinary user, inside a user namespace of the keeper's own);
+         │  joins the cgroup, builds a minimal root file system, then forks
+         │   └─ worker: root mode: uid/gid 65534, no groups; user mode: the user's uid
+         │      without capabilities; both: no_new_privs, the seccomp filter
+         └─ unisolated (the kernel refuses namespaces): the keeper is a child subreaper
+             └─ worker: joins the cgroup; the user's own uid, rlimits, the seccomp filter
 
 Protocol, on a dedicated socket (never stdout or stderr): every message is an
 8-byte big-endian length, a UTF-8 JSON header of that length, then the raw
@@ -42,6 +45,9 @@ import socket
 import struct
 import sys
 import traceback
+
+if __name__ == "__main__" and len(sys.argv) > 2:  # the zygote: the grader's numpy, when its site lacks it
+    sys.path[:0] = [entry for entry in json.loads(sys.argv[2]) if entry not in sys.path]
 
 import numpy as np
 
@@ -321,9 +327,11 @@ def serve(sock: socket.socket, max_blob: int) -> None:
 
 _libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER = 0x20000000, 0x40000000, 0x10000000
+NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 38, 36
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
@@ -347,48 +355,341 @@ def _mount(source, target, fstype, flags: int, data=None) -> None:
            f"mount {source} on {target}")
 
 
-# The kernel's key retention service keeps one keyring per uid, outside every namespace the
-# sandbox creates: two submissions running as uid 65534 could pass data through it. A seccomp
-# filter makes add_key, request_key and keyctl fail with EPERM (other architectures: not filtered).
-_KEY_SYSCALLS = {"x86_64": (0xC000003E, (248, 249, 250)), "aarch64": (0xC00000B7, (217, 218, 219))}
-PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
-_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_RET_K = 0x20, 0x15, 0x06
+# ---------------------------------------------------------------- seccomp (libseccomp, through ctypes)
+#
+# One filter for every worker, both modes. What numpy homework never needs is refused: the kernel
+# keyrings (one per uid, outside every namespace: a channel between submissions), new namespaces
+# (unshare, setns, clone with a CLONE_NEW* flag; clone3 says ENOSYS so glibc falls back to clone,
+# whose flags the filter can read), mounts, ptrace and process_vm_*, bpf, perf_event_open,
+# userfaultfd, io_uring, memfd_create (the worker only maps memfds the parent made), kernel modules
+# and the like. Any ABI but the native one (x86's 32-bit int 0x80, x32) kills the process: their
+# syscall numbers differ and would go around the rules. libseccomp knows every architecture's
+# numbers and emits the ABI checks (x32 included); it is loaded once, in the zygote.
+
+_DENIED = (
+    "keyctl", "add_key", "request_key",
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
+    "fsmount", "fsconfig", "fspick", "mount_setattr",
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "bpf", "perf_event_open", "userfaultfd", "memfd_create", "memfd_secret",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
+    "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "open_by_handle_at", "name_to_handle_at",
+    "fanotify_init", "lookup_dcookie", "iopl", "ioperm", "modify_ldt", "uselib", "vhangup",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname",
+    "move_pages", "migrate_pages",
+)
+_CLONE_NEW_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+SCMP_ACT_KILL_PROCESS, SCMP_ACT_ALLOW, SCMP_ACT_ERRNO = 0x80000000, 0x7FFF0000, 0x00050000
+SCMP_FLTATR_ACT_BADARCH, SCMP_CMP_MASKED_EQ = 2, 7
+EPERM, ENOSYS = 1, 38
 
 
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+class _ArgCmp(ctypes.Structure):  # struct scmp_arg_cmp
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64),
+                ("datum_b", ctypes.c_uint64)]
 
 
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+def _load_libseccomp():
+    try:
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        return None
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_attr_set.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
+                                           ctypes.POINTER(_ArgCmp)]
+    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    return lib
 
 
-def _deny_keyrings() -> None:
-    """Install the seccomp filter above (needs PR_SET_NO_NEW_PRIVS first)."""
-    known = _KEY_SYSCALLS.get(os.uname().machine)
-    if known is None:
-        return
-    arch, numbers = known
-    n = len(numbers)
-    program = [
-        (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
-        (_BPF_JEQ_K, 0, n + 1, arch),  # another ABI (e.g. x32 or 32-bit): allow, numbers differ
-        (_BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
-        *((_BPF_JEQ_K, n - i, 0, number) for i, number in enumerate(numbers)),  # a key syscall: deny
-        (_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
-        (_BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | 1),  # EPERM
-    ]
-    filters = (_SockFilter * len(program))(*(_SockFilter(*step) for step in program))
-    fprog = _SockFprog(len(program), filters)
-    _check(_libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), 0, 0),
-           "prctl(PR_SET_SECCOMP)")
+_seccomp = _load_libseccomp()
+_seccomp_filter: int | None = None  # built once in the zygote, loaded in every worker
+
+
+def _build_seccomp_filter():
+    """The libseccomp context of the filter above, or None without libseccomp (the hello says so)."""
+    if _seccomp is None:
+        return None
+    ctx = _seccomp.seccomp_init(SCMP_ACT_ALLOW)
+    if not ctx:
+        return None
+
+    def rule(action: int, name: str, *conditions: _ArgCmp) -> None:
+        number = _seccomp.seccomp_syscall_resolve_name(name.encode())
+        if number < 0:
+            return  # not a system call of this architecture
+        array = (_ArgCmp * max(1, len(conditions)))(*conditions)
+        result = _seccomp.seccomp_rule_add_array(ctx, action, number, len(conditions), array)
+        if result < 0:
+            raise OSError(-result, f"seccomp rule for {name}: {os.strerror(-result)}")
+
+    if _seccomp.seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0:
+        return None
+    for name in _DENIED:
+        rule(SCMP_ACT_ERRNO | EPERM, name)
+    for flag in _CLONE_NEW_FLAGS:  # clone(flags, ...) with any CLONE_NEW* bit; threads and fork pass
+        rule(SCMP_ACT_ERRNO | EPERM, "clone", _ArgCmp(0, SCMP_CMP_MASKED_EQ, flag, flag))
+    rule(SCMP_ACT_ERRNO | ENOSYS, "clone3")  # its flags are in memory the filter cannot read
+    return ctx
+
+
+def _install_seccomp() -> None:
+    """Load the filter in this process (after PR_SET_NO_NEW_PRIVS); a no-op without libseccomp."""
+    if _seccomp_filter is not None:
+        result = _seccomp.seccomp_load(_seccomp_filter)
+        if result < 0:
+            raise OSError(-result, f"seccomp_load: {os.strerror(-result)}")
 
 
 def _bind(source: str, target: str, readonly: bool = True) -> None:
     _mount(source, target, None, MS_BIND | MS_REC)
     if readonly:
-        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        # Keep the source's noexec and atime flags: in a user namespace they are locked, and a
+        # remount that would clear them fails.
+        kept = os.statvfs(source).f_flag & (MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
+        kept |= MS_RELATIME if os.statvfs(source).f_flag & os.ST_RELATIME else 0
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
+
+
+# ---------------------------------------------------------------- cgroups (one per child tree)
+#
+# RLIMIT_AS is per process and ignores memory held in memfds, shared memory and tmpfs files. A
+# cgroup counts all of it, and every process: the keeper makes one per child tree, below the
+# cgroup it runs in (so a container's or a batch's own limit still holds above it), cgroup v2 when
+# its memory and pids controllers can be used there, else v1's memory and pids hierarchies. The
+# tree's first process joins it before anything else runs; the keeper removes it once the tree is
+# gone, and reads there whether the kernel's OOM killer struck.
+
+
+def _cgroup_places() -> dict[str, str]:
+    """Where a child cgroup can be made: {"v2": dir} or {"memory": dir, "pids": dir}; {} when nowhere."""
+    mounts: dict[str, tuple[str, str]] = {}  # controller ("v2", "memory", "pids") -> (mount root, mount point)
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+            for line in handle:
+                fields = line.split()
+                rest = fields[fields.index("-") + 1:]
+                if rest[0] == "cgroup2":
+                    mounts.setdefault("v2", (fields[3], fields[4]))
+                elif rest[0] == "cgroup":
+                    for option in rest[2].split(","):
+                        if option in ("memory", "pids"):
+                            mounts.setdefault(option, (fields[3], fields[4]))
+        with open("/proc/self/cgroup", encoding="utf-8") as handle:
+            own = {}
+            for line in handle:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for name in controllers.split(",") if controllers else ["v2"]:
+                    own[name] = path
+    except (OSError, ValueError, IndexError):
+        return {}
+
+    def place(name: str) -> str | None:
+        if name not in mounts or name not in own:
+            return None
+        root, point = mounts[name]
+        path = own[name]
+        if not (path == root or path.startswith(root.rstrip("/") + "/")):
+            return None
+        return (point + path[len(root.rstrip("/")):]).rstrip("/")
+
+    v2 = place("v2")
+    if v2 is not None:
+        try:
+            with open(v2 + "/cgroup.controllers", encoding="utf-8") as handle:
+                if {"memory", "pids"} <= set(handle.read().split()):
+                    return {"v2": v2}
+        except OSError:
+            pass
+    memory, pids = place("memory"), place("pids")
+    return {"memory": memory, "pids": pids} if memory and pids else {}
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="ascii") as handle:
+        handle.write(text)
+
+
+class _Cgroup:
+    """One cgroup of a child tree, held by descriptors: pid 1's pivot_root also moves the keeper's root
+    (they share a mount namespace), so the keeper reaches its cgroups through these, not by path."""
+
+    def __init__(self, parent: str, name: str) -> None:
+        self.name = name
+        self.parent = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.mkdir(name, dir_fd=self.parent)
+            self.folder = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=self.parent)
+        except OSError:
+            os.close(self.parent)
+            raise
+
+    def write(self, file: str, text: str) -> None:
+        fd = os.open(file, os.O_WRONLY | os.O_CLOEXEC, dir_fd=self.folder)
+        try:
+            os.write(fd, text.encode("ascii"))
+        finally:
+            os.close(fd)
+
+    def read(self, file: str) -> str:
+        fd = os.open(file, os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.folder)
+        try:
+            return os.read(fd, 1 << 16).decode("ascii", "replace")
+        finally:
+            os.close(fd)
+
+    def remove(self) -> None:
+        """Kill whatever is left in it, then remove it (an empty cgroup's rmdir succeeds)."""
+        for _ in range(2000):
+            try:
+                os.rmdir(self.name, dir_fd=self.parent)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                pass
+            try:
+                for pid in self.read("cgroup.procs").split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (ProcessLookupError, ValueError):
+                        pass
+            except OSError:
+                pass
+            select.select([], [], [], 0.001)
+        os.close(self.folder)
+        os.close(self.parent)
+
+
+def _make_cgroup(places: dict[str, str], name: str, memory: int, pids: int) -> list[_Cgroup]:
+    """Create the child tree's cgroup(s) with their limits (raises OSError)."""
+    made: list[_Cgroup] = []
+    try:
+        if "v2" in places:
+            group = _Cgroup(places["v2"], name)
+            made.append(group)
+            group.write("memory.max", str(memory))
+            for setting, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
+                try:
+                    group.write(setting, value)
+                except FileNotFoundError:
+                    pass
+            group.write("pids.max", str(pids))
+            return made
+        memory_group = _Cgroup(places["memory"], name)
+        made.append(memory_group)
+        made.append(_Cgroup(places["pids"], name))
+        memory_group.write("memory.limit_in_bytes", str(memory))
+        try:
+            memory_group.write("memory.memsw.limit_in_bytes", str(memory))  # no escape into swap
+        except FileNotFoundError:
+            pass
+        made[1].write("pids.max", str(pids))
+    except OSError:
+        _remove_cgroups(made)
+        raise
+    return made
+
+
+def _move_into_cgroups(groups: list[_Cgroup], pid: int, go: int) -> None:
+    """Move ``pid`` (the tree's first process) into the cgroups, then tell it to go on (b"1"; b"0": failed).
+
+    Moving a process into a cgroup waits for an RCU grace period (milliseconds on a busy machine):
+    the keeper does it while that process builds its root file system, which it then waits for.
+    """
+    try:
+        for group in groups:
+            group.write("cgroup.procs", str(pid))
+    except OSError:
+        os.write(go, b"0")
+        raise
+    os.write(go, b"1")
+
+
+def _wait_for_cgroups(go: int) -> None:
+    """In the tree's first process: wait until the keeper has moved it into its cgroups (raises OSError)."""
+    answer = os.read(go, 1)
+    os.close(go)
+    if answer != b"1":
+        raise OSError("the keeper could not move the submission's processes into their cgroup")
+
+
+def _oom_killed(groups: list[_Cgroup]) -> bool:
+    """Did the kernel's OOM killer kill a process of these cgroups (memory.events v2, memory.oom_control v1)?"""
+    for group in groups:
+        for name in ("memory.events", "memory.oom_control"):
+            try:
+                fields = dict(line.split() for line in group.read(name).splitlines() if len(line.split()) == 2)
+            except OSError:
+                continue
+            if int(fields.get("oom_kill", 0)) or int(fields.get("oom_group_kill", 0)):
+                return True
+    return False
+
+
+def _remove_cgroups(groups: list[_Cgroup]) -> None:
+    for group in groups:
+        group.remove()
+
+
+def _remove_stale_cgroups(places: dict[str, str]) -> None:
+    """Remove empty ``grader-<pid>`` cgroups whose keeper is gone (it was killed before it could)."""
+    for parent in places.values():
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            pid = name.removeprefix("grader-")
+            if name.startswith("grader-") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                try:
+                    os.rmdir(os.path.join(parent, name))
+                except OSError:
+                    pass  # not empty, or not ours to remove
+
+
+def _cgroups_work(places: dict[str, str]) -> bool:
+    """Can this process make (and remove) a cgroup with limits here? Tried once, by the zygote."""
+    if not places:
+        return False
+    _remove_stale_cgroups(places)
+    try:
+        _remove_cgroups(_make_cgroup(places, f"grader-probe-{os.getpid()}", 64 << 20, 16))
+    except OSError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- user namespaces (user mode)
+#
+# An ordinary user gets the namespaces of root mode through a user namespace of its own, as
+# bubblewrap and `unshare -r` do: the keeper maps its uid and gid to themselves, so it holds every
+# capability inside (enough to mount and pivot_root), and the worker drops them all (capset and the
+# bounding set) before student code runs, so what hides the real file system cannot be unmounted.
+
+_CAP_VERSION_3 = 0x20080522
+PR_CAPBSET_DROP = 24
+
+
+def _enter_user_namespace() -> None:
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+    _write("/proc/self/setgroups", "deny")  # required before gid_map, and no group can be dropped later
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+
+
+def _drop_capabilities() -> None:
+    """Clear the bounding, effective, permitted and inheritable capability sets of this process."""
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0) != 0:
+            break  # past the last capability this kernel knows
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two (effective, permitted, inheritable) triples, all zero
+    _check(_libc.capset(header, data), "capset")
 
 
 # ---------------------------------------------------------------- the process tree of one submission
@@ -436,12 +737,15 @@ def _worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None
         _set_limits(request["limits"], request["nproc"])
         os.environ.clear()
         os.environ.update(request["env"], HOME=workdir, TMPDIR="/tmp" if isolated else workdir, PWD=workdir)
-        if isolated:
+        if isolated and request["userns"]:
+            _drop_capabilities()  # the user's own uid, with none of the user namespace's capabilities
+        elif isolated:
             os.setgroups([])
             os.setresgid(NOBODY, NOBODY, NOBODY)
             os.setresuid(NOBODY, NOBODY, NOBODY)  # clears every capability
         _prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid bits and file capabilities are ignored from now on
-        _deny_keyrings()
+        if request.get("seccomp", True):
+            _install_seccomp()
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     except BaseException as exc:
         _report(socket.socket(fileno=4), {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
@@ -476,7 +780,8 @@ def _build_root(request: dict) -> None:
     os.makedirs(root + "/tmp")  # first: a virtual environment under /tmp is bound inside it below
     _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
     os.makedirs(root + "/tmp/work", mode=0o700)
-    os.chown(root + "/tmp/work", NOBODY, NOBODY)
+    if not request["userns"]:
+        os.chown(root + "/tmp/work", NOBODY, NOBODY)
     mounted: list[str] = []
     for path in request["visible"]:
         if not os.path.lexists(path) or any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounted):
@@ -532,27 +837,30 @@ def _wait_status(status: int) -> dict:
     return {"event": "ended", "exit": os.waitstatus_to_exitcode(status)}
 
 
-def _init(request: dict, proto: int, out: int, ctl: socket.socket) -> None:
-    """Pid 1 of the submission's PID namespace: build the root, fork the worker, report how it ended.
+def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: int, go: int) -> None:
+    """Pid 1 of the submission's PID namespace: build the root, fork the worker, tell the keeper how it ended.
 
     When this process exits, the kernel kills every other process of the
-    namespace: setsid'd daemons and double forks included.
+    namespace: setsid'd daemons and double forks included. How the worker
+    ended goes to the keeper (``status_fd``), which adds what the cgroup saw.
     """
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     try:
         _build_root(request)
+        _wait_for_cgroups(go)  # before the worker exists: it starts inside them
     except BaseException as exc:
         _report(ctl, {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
         raise
     worker = os.fork()
     if worker == 0:
+        os.close(status_fd)
         _run_child(_worker, request, proto, out, ctl.fileno(), "/tmp/work")
     os.close(proto)
     os.close(out)
     while True:
         pid, status = os.waitpid(-1, 0)  # reaps orphans too
         if pid == worker:
-            _report(ctl, _wait_status(status))
+            os.write(status_fd, json.dumps(_wait_status(status)).encode())
             os._exit(0)
 
 
@@ -612,23 +920,54 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     ctl = socket.socket(fileno=ctl_fd)
     isolated, workdir = request["isolated"], None
+    cgroups: list[_Cgroup] = []
+    if request["cgroups"]:
+        try:
+            cgroups = _make_cgroup(request["cgroups"], f"grader-{os.getpid()}", request["limits"]["memory_mb"] << 20,
+                                   request["nproc"])
+        except OSError:
+            cgroups = []  # the zygote could make one a moment ago; the rlimits still hold
     try:
+        if isolated and request["userns"]:
+            request["nproc"] = _user_tasks(os.getuid()) + request["nproc"]  # RLIMIT_NPROC counts the uid's tasks
+            _enter_user_namespace()
         if isolated:
-            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+            _check(_libc.unshare(NAMESPACES), "unshare")
         else:
             _prctl(PR_SET_CHILD_SUBREAPER, 1)
             workdir = request["workdir"]
             request["nproc"] = _user_tasks(os.getuid()) + request["nproc"]
     except OSError as exc:
         _report(ctl, {"event": "setup-error", "message": str(exc)})
+        _remove_cgroups(cgroups)
         os._exit(70)
+    status_read, status_write = os.pipe()
+    go_read, go_write = os.pipe()
     child = os.fork()
     if child == 0:
+        os.close(status_read)
+        os.close(go_write)
+        for group in cgroups:
+            os.close(group.folder)
+            os.close(group.parent)
         if isolated:
-            _run_child(_init, request, proto, out, ctl)
+            _run_child(_init, request, proto, out, ctl, status_write, go_read)
+        os.close(status_write)
+        try:
+            _wait_for_cgroups(go_read)
+        except OSError as exc:
+            _report(ctl, {"event": "setup-error", "message": str(exc)})
+            os._exit(70)
         _run_child(_worker, request, proto, out, ctl.fileno(), workdir)
+    os.close(status_write)
+    os.close(go_read)
     os.close(proto)
     os.close(out)
+    try:
+        _move_into_cgroups(cgroups, child, go_write)
+    except OSError:
+        pass  # the child reports the setup error and exits
+    os.close(go_write)
     pidfd = os.pidfd_open(child)
     status = None
     while status is None:
@@ -643,23 +982,41 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
                 break
         if pidfd in ready:
             status = os.waitpid(child, 0)[1]
-            if not isolated:
-                _report(ctl, _wait_status(status))
+            event = _wait_status(status)
+            if isolated:  # pid 1 said how the worker ended; if it could not, pid 1 itself was killed
+                os.set_blocking(status_read, False)
+                try:
+                    event = json.loads(os.read(status_read, 4096) or b"null") or event
+                except (OSError, ValueError):
+                    pass
+            else:
+                _kill_tree()
+            if _oom_killed(cgroups):
+                event["oom"] = True
+            _report(ctl, event)
     if status is None:
         os.kill(child, signal.SIGKILL)  # in a PID namespace, killing pid 1 kills them all
         os.waitpid(child, 0)
     if not isolated:
         _kill_tree()
+    _remove_cgroups(cgroups)
     os._exit(0)
 
 
-def _namespaces_work() -> bool:
-    """Can this process create the namespaces of root mode? (No in containers without CAP_SYS_ADMIN.)"""
-    if os.geteuid() != 0:
-        return False
+def _namespaces_work(user: bool) -> bool:
+    """Can this process create the namespaces of root mode (``user``: inside a user namespace of its own)?
+
+    No in containers without CAP_SYS_ADMIN, or where unprivileged user namespaces are off.
+    """
     pid = os.fork()
     if pid == 0:
-        os._exit(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
+        try:
+            if user:
+                _enter_user_namespace()
+            _check(_libc.unshare(NAMESPACES), "unshare")
+        except OSError:
+            os._exit(1)
+        os._exit(0)
     return os.waitpid(pid, 0)[1] == 0
 
 
@@ -674,7 +1031,14 @@ def zygote(control_fd: int) -> None:
     """
     # No PR_SET_PDEATHSIG here: it fires when the parent's *thread* ends, and the grader may start the
     # zygote from a worker thread. The zygote ends when its control socket closes instead.
-    hello = {"event": "ready", "pid": os.getpid(), "path": sys.path, "namespaces": _namespaces_work()}
+    global _seccomp_filter
+    _seccomp_filter = _build_seccomp_filter()
+    places = _cgroup_places()
+    hello = {"event": "ready", "pid": os.getpid(), "path": sys.path,
+             "namespaces": os.geteuid() == 0 and _namespaces_work(user=False),
+             "user_namespaces": _namespaces_work(user=True),
+             "seccomp": _seccomp_filter is not None,
+             "cgroups": places if _cgroups_work(places) else {}}
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
     control = socket.socket(fileno=control_fd)
     control.send(json.dumps(hello).encode())

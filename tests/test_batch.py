@@ -580,3 +580,68 @@ def test_the_files_of_one_canvas_submission_are_one_submission(tmp_path):
     assert [(e.key, [(n, p.name) for n, p in e.helpers], e.student["id"]) for e in entries] == [
         ("doejane_501_9001_mha.py", [("attention_utils.py", "doejane_501_9001_attention_utils.py")], "501"),
         ("roekim_502_9002_mha.py", [], "502")]
+
+
+def _memory_cgroup_for_batch(name: str, limit: int) -> Path | None:
+    """A memory cgroup below this process's own, limited to ``limit`` bytes (root and a usable cgroup only)."""
+    from grader.worker import _cgroup_places
+
+    places = _cgroup_places()
+    parent = places.get("v2") or places.get("memory")
+    if os.geteuid() != 0 or parent is None:
+        return None
+    folder = Path(parent) / name
+    folder.mkdir()
+    (folder / ("memory.max" if "v2" in places else "memory.limit_in_bytes")).write_text(str(limit))
+    return folder
+
+
+def test_a_submission_that_exhausts_memory_costs_only_its_own_tests(tmp_path):
+    """A batch inside a 1.5 GiB cgroup (a container's or an LMS's limit): one submission holds 2 GiB of
+    System V shared memory, which no rlimit sees. Its own cgroup (384 MB) stops it; the kernel never
+    reaches the batch's limit, and the other students' scores and reports are the same as alone."""
+    from grader.grade import grade_submission
+
+    group = _memory_cgroup_for_batch(f"batch-test-{os.getpid()}", 1536 << 20)
+    if group is None:
+        pytest.skip("needs root and a memory cgroup to put the batch in")
+    config_file = tmp_path / "grader.toml"
+    hostile = ROOT / "tests" / "hostile"
+    config_file.write_text((hostile / "grader.toml").read_text()
+                           .replace('suite = "../../assignments/mha/graded"', f'suite = "{ROOT / "assignments/mha/graded"}"')
+                           .replace("memory_mb = 1024", "memory_mb = 384"))
+    klass = tmp_path / "class"
+    klass.mkdir()
+    shutil.copy(SUBMISSIONS / "correct.py", klass / "ada.py")
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", klass / "alan.py")
+    shutil.copy(hostile / "shm_memory_hog.py", klass / "hog.py")
+    out = tmp_path / "out"
+    command = (f"echo $$ > {group / 'cgroup.procs'} && exec {sys.executable} -m grader batch {klass} -o {out} "
+               f"--jobs 2 --config {config_file}")
+    try:
+        run = subprocess.run(["sh", "-c", command], check=False, capture_output=True, text=True, timeout=600)
+    finally:
+        for _ in range(100):
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.05)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    reports = {p.name.split(".")[0]: json.loads(p.read_text()) for p in (out / "reports").glob("*.json")}
+    assert sorted(reports) == ["ada", "alan", "hog"]
+    hog = reports["hog"]
+    assert hog["score"] == 85
+    entropy = [t for t in hog["tests"] if t["function"] == "head_entropy"]
+    assert {t["status"] for t in entropy} == {"memory"}
+    assert all("together used more than its 384 MB" in t["message"] for t in entropy)
+    config = load_config(config_file)
+    for name in ("ada", "alan"):
+        alone = grade_submission(klass / f"{name}.py", config).report
+
+        def verdicts(report):
+            return [(t["name"], t["status"], t["score"], t["message"], t["diagnosis"]) for t in report["tests"]]
+
+        assert reports[name]["score"] == alone["score"]
+        assert verdicts(reports[name]) == verdicts(alone)
+    assert reports["ada"]["score"] == 100

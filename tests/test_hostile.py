@@ -5,18 +5,21 @@ score, the status count of each function's tests and a fragment of the message
 of its failed tests, graded with tests/hostile/grader.toml (call limit 2 s,
 submission limit 20 s, 1 GiB of address space). Around the grading: no process
 of a submission outlives it, planted files change nothing, and every report is
-valid UTF-8 JSON under 1 MB. Kinds whose outcome depends on root-mode isolation
-(reading secrets, network, writing outside the sandbox, signalling everything)
-only run as root, as in CI.
+valid UTF-8 JSON under 1 MB. Kinds whose outcome depends on isolation (reading
+secrets, network, writing outside the sandbox, signalling everything) run in root
+mode and in user mode with user namespaces, not unisolated; those that need a
+cgroup run where one can be made. ``test_corpus_in_user_mode`` runs this whole file
+again as uid 65534 (CI runs as root), so both modes are tested.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -24,11 +27,13 @@ import pytest
 from grader.config import load_config
 from grader.grade import grade_submission
 from grader.report import to_json
-from grader.sandbox import _get_zygote, isolation_available
+from grader.sandbox import UNISOLATED, _get_zygote, isolation_mode
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ROOT = HOSTILE.parent.parent
-ROOT_MODE = isolation_available()  # root, and namespaces allowed (as in CI)
+AS_ROOT = os.geteuid() == 0
+ISOLATED = isolation_mode() != UNISOLATED  # root mode (as in CI), or user namespaces (user mode, see below)
+CGROUPS = bool(_get_zygote().cgroups)
 MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"
 ALL_PASS = {MHA: {"passed": 27}, COUNT: {"passed": 8}, ENTROPY: {"passed": 6}}
 
@@ -40,8 +45,10 @@ class Expect:
     message: str = ""  # fragment of the message of every failed test (of `function`, when set)
     function: str | None = None
     failing: tuple = ()  # names of the failed tests, when only some fail
-    root_only: bool = False
+    root_only: bool = False  # needs isolation: root mode, or user mode with user namespaces
     unpaid: int = 0  # passed tests that a trivial implementation passes too, failed because nothing else passed
+    cgroup: bool = False  # needs a cgroup per submission
+    memory_mb: int | None = None  # limits.memory_mb for this kind (less memory to fill: faster, steadier)
 
 
 def entropy(statuses: dict, message: str, failing: tuple = ()) -> Expect:
@@ -149,7 +156,35 @@ EXPECTED: dict[str, Expect] = {
     "planted_report": Expect(100, ALL_PASS, root_only=True),
     "read_secrets": Expect(100, ALL_PASS, root_only=True),
     "network": Expect(100, ALL_PASS, root_only=True),
+    # The process and kernel boundary. Memory outside RLIMIT_AS: System V shared memory counts in the
+    # submission's cgroup, which the kernel kills as a whole; memfd_create is refused; /tmp and /dev/shm
+    # are small tmpfs.
+    "shm_memory_hog": Expect(85, {**ALL_PASS, ENTROPY: {"memory": 6}},
+                             "ran out of memory: the submission's processes together used more than its 384 MB",
+                             ENTROPY, cgroup=True, memory_mb=384),
+    "memfd_memory_hog": entropy({"error": 6}, "raised PermissionError at line 52: [Errno 1] Operation not permitted"),
+    "tmpfs_memory_hog": Expect(100, ALL_PASS, root_only=True),
+    # Any ABI but the native one kills the process (the 32-bit int 0x80 one, x32).
+    "int80_keyctl": entropy({"crashed": 6}, "the submission's process was killed by SIGSYS"),
+    "x32_syscall": entropy({"crashed": 6}, "the submission's process was killed by SIGSYS"),
+    # Refused system calls: the attempts fail, and the honest answers stay.
+    "keyring_persistence": Expect(100, ALL_PASS),
+    "unshare_user_namespace": Expect(100, ALL_PASS),
+    "ptrace_parent": Expect(100, ALL_PASS),
+    "io_uring": Expect(100, ALL_PASS),
+    # The PID namespace and the private root: no ancestor to kill or to read paths from.
+    "pdeathsig_daemon": Expect(100, ALL_PASS, root_only=True),
+    "proc_cmdline_snoop": Expect(100, ALL_PASS, root_only=True),
+    "unmount_what_hides": Expect(100, ALL_PASS, root_only=True),
 }
+
+
+def _skip_reason(expect: Expect) -> str | None:
+    if expect.root_only and not ISOLATED:
+        return "needs isolation (root mode, or user namespaces), which this kernel refuses"
+    if expect.cgroup and not CGROUPS:
+        return "needs a cgroup per submission, which cannot be made here"
+    return None
 
 PLANTED = "planted-by-submission.txt"
 
@@ -203,16 +238,20 @@ def graded():
     reports, leftovers, walls, started = {}, {}, {}, time.monotonic()
     try:
         for name, expect in EXPECTED.items():
-            if expect.root_only and not ROOT_MODE:
+            if _skip_reason(expect):
                 continue
             before = _descendants(os.getpid())  # e.g. a forkserver that earlier tests' batch pools left
+            mine = {p for p, (_, uid) in _processes().items() if uid == os.getuid()}
+            limits = replace(config.limits, memory_mb=expect.memory_mb or config.limits.memory_mb)
             clock = time.monotonic()
-            reports[name] = grade_submission(HOSTILE / f"{name}.py", config).report
+            reports[name] = grade_submission(HOSTILE / f"{name}.py", replace(config, limits=limits)).report
             walls[name] = time.monotonic() - clock
             zygote = _get_zygote().process.pid
             left = _descendants(os.getpid()) - before - {zygote}
-            if ROOT_MODE:
+            if AS_ROOT:
                 left |= {p for p, (_, uid) in _processes().items() if uid == 65534}
+            else:  # a daemon that left the tree still runs as this user
+                left |= {p for p, (_, uid) in _processes().items() if uid == os.getuid()} - mine - {zygote}
             leftovers[name] = {(p, _describe(p)) for p in left}
     finally:
         listener.close()
@@ -224,8 +263,8 @@ def graded():
 @pytest.mark.parametrize("name", EXPECTED)
 def test_hostile_submission(name, graded, validate_report):
     expect = EXPECTED[name]
-    if expect.root_only and not ROOT_MODE:
-        pytest.skip("needs root-mode isolation (uid 65534, namespaces): CI runs as root")
+    if reason := _skip_reason(expect):
+        pytest.skip(reason)
     reports, leftovers, _ = graded
     report = validate_report(reports[name])
     assert report["status"] == "graded", report["error"]
@@ -276,7 +315,7 @@ def test_bad_utf8_output_is_replaced(graded):
     (output + message).encode("utf-8", "strict")
 
 
-@pytest.mark.skipif(not ROOT_MODE, reason="needs root-mode isolation: CI runs as root")
+@pytest.mark.skipif(not ISOLATED, reason="needs isolation (root mode, or user namespaces)")
 def test_planted_files_change_nothing(graded, tmp_path):
     """planted_report wrote report.json wherever it could: none of it reached the real file system."""
     import site
@@ -390,3 +429,100 @@ def test_passed_tests_that_a_trivial_implementation_passes_say_why_they_earn_not
     assert tests[0]["message"] == (
         "multi_head_attention() passed this test, but so does always raising ValueError: it scores only once "
         "multi_head_attention also passes a test that no trivial implementation passes")
+
+
+# ---------------------------------------------------------------- the corpus again, as an ordinary user
+
+NOBODY = 65534
+
+
+def _as_nobody(script: str, folder: Path, cgroups: list[Path], env: dict) -> list[str]:
+    """A command that runs ``script`` (sh) as uid 65534, with this interpreter's prefix reachable.
+
+    Python lives under /root (mode 700) here, so in a private mount namespace the prefix is
+    bind-mounted onto a world-traversable folder first; the process joins ``cgroups`` (delegated
+    to uid 65534, as systemd delegates a user's own cgroup) before it drops root.
+    """
+    import sys
+
+    joins = "".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))} && " for g in cgroups)
+    python = folder / "python" / Path(sys.executable).resolve().relative_to(Path(sys.base_prefix).resolve())
+    assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    inner = (f"{joins}mount --bind {shlex.quote(sys.base_prefix)} {shlex.quote(str(folder / 'python'))} && "
+             f"exec setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups "
+             f"env -i {assignments} {shlex.quote(str(python))} {script}")
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", inner]
+
+
+def _delegated_cgroups(name: str) -> list[Path]:
+    """Memory and pids cgroups (v1) of this process's own, handed to uid 65534; [] when not possible."""
+    import shutil
+
+    from grader.worker import _cgroup_places
+
+    places = _cgroup_places()
+    if set(places) != {"memory", "pids"}:
+        return []
+    made = []
+    for parent in (places["memory"], places["pids"]):
+        folder = Path(parent) / name
+        folder.mkdir()
+        made.append(folder)
+        for path in [folder, *folder.iterdir()]:
+            shutil.chown(path, NOBODY, NOBODY)
+    return made
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="runs the corpus as uid 65534 from root (as CI runs); as an ordinary user, "
+                                     "the corpus above already runs in user mode")
+def test_corpus_in_user_mode(tmp_path_factory):
+    """The whole corpus, graded by an ordinary user (uid 65534): the same exact scores, through user namespaces.
+
+    The grader runs unprivileged, so its sandbox is user mode: a user namespace of its own with
+    the PID, mount, network, IPC and UTS namespaces and the private root of root mode, and (here)
+    a cgroup below one delegated to it. Skipped only when the kernel refuses user namespaces.
+    """
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    if shutil.which("unshare") is None or shutil.which("setpriv") is None:
+        pytest.skip("needs util-linux's unshare and setpriv")
+    folder = Path(tempfile.mkdtemp(prefix="grader-user-mode-"))
+    folder.chmod(0o755)
+    (folder / "python").mkdir()
+    (folder / "home").mkdir()
+    shutil.chown(folder / "home", NOBODY, NOBODY)
+    cgroups = _delegated_cgroups(folder.name)
+    paths = [str(ROOT), *(p for p in sys.path if p.endswith("site-packages"))]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder / "home"), "PYTHONPATH": ":".join(paths),
+           "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(folder / "home")}
+    try:
+        probe = subprocess.run(_as_nobody("-c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).unshare(0x10000000))'",
+                                          folder, [], env), check=False, capture_output=True, text=True, timeout=60)
+        if probe.returncode != 0:
+            pytest.skip(f"the kernel refuses unprivileged user namespaces here ({probe.stderr.strip()[-200:]})")
+        pytest_args = f"-m pytest -q -rs -p no:cacheprovider {shlex.quote(__file__)} -k 'not user_mode'"
+        run = subprocess.run(_as_nobody(pytest_args, folder, cgroups, env),
+                             check=False, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    finally:
+        for group in cgroups:
+            group.rmdir()
+        shutil.rmtree(folder, ignore_errors=True)
+    tail = run.stdout[-3000:] + run.stderr[-2000:]
+    assert run.returncode == 0, tail
+    import re
+
+    passed = re.search(r"(\d+) passed", run.stdout)
+    assert passed and int(passed.group(1)) > len(EXPECTED), tail  # every kind, and the tests around them
+    assert "skipped" not in run.stdout and "failed" not in run.stdout, tail
+
+
+def test_nothing_of_a_submission_stays_in_a_keyring(validate_report):
+    """keyring_persistence graded twice: the second run finds no key of the first (it scores 100, not 85)."""
+    config = load_config(HOSTILE / "grader.toml")
+    for _ in range(2):
+        report = validate_report(grade_submission(HOSTILE / "keyring_persistence.py", config).report)
+        assert report["score"] == 100
+    assert "mha-hostile-channel" not in Path("/proc/keys").read_text()

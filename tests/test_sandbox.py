@@ -407,6 +407,109 @@ def test_a_numpy_scalar_that_json_cannot_carry_is_a_bad_type(tmp_path):
     assert (result.status, result.message) == ("bad-type", "returned numpy.longdouble")
 
 
+# ---------------------------------------------------------------- cgroups, seccomp, isolation modes
+
+
+def _grader_cgroups() -> list[str]:
+    return sorted(str(folder / name) for folder in map(Path, _get_zygote().cgroups.values())
+                  for name in os.listdir(folder) if name.startswith("grader-"))
+
+
+@pytest.mark.skipif(not _get_zygote().cgroups, reason="no cgroup can be made here")
+@pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "unisolated"])
+def test_each_child_tree_has_its_own_cgroup_removed_when_it_ends(tmp_path, isolated):
+    """The worker runs in a cgroup of its own, with memory_mb and the process limit; gone after close."""
+    path = write(tmp_path, """
+        def where():
+            groups = open("/proc/self/cgroup").read()
+            return sum(1 for line in groups.splitlines() if "/grader-" in line)
+    """)
+    before = _grader_cgroups()
+    with Sandbox(path, LIMITS, isolated=isolated) as sandbox:
+        result = sandbox.call("where")
+        assert result.status == "ok", result.message
+        assert result.value >= 1  # v2: one line; v1: the memory and the pids lines
+        during = _grader_cgroups()
+        assert len(during) > len(before)
+        memory = [g for g in during if g not in before and os.path.exists(g + "/memory.limit_in_bytes")]
+        for group in memory:
+            assert Path(group, "memory.limit_in_bytes").read_text().strip() == str(LIMITS.memory_mb << 20)
+    assert _grader_cgroups() == before
+
+
+def test_the_seccomp_filter_leaves_threads_and_fork_working(tmp_path):
+    """clone with thread flags (threads) and without namespace flags (fork) still work under the filter."""
+    path = write(tmp_path, """
+        import os, threading
+
+        def run():
+            box = []
+            thread = threading.Thread(target=lambda: box.append(1))
+            thread.start()
+            thread.join()
+            pid = os.fork()
+            if pid == 0:
+                os._exit(7)
+            return box[0] * 10 + os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    """)
+    with Sandbox(path, LIMITS, isolated=False) as sandbox:
+        assert sandbox.call("run").value == 17
+
+
+def test_unisolated_mode_warns_in_the_report_and_on_stderr(tmp_path, monkeypatch, capsys):
+    import grader.sandbox as sandbox_module
+    from grader.config import load_config
+    from grader.grade import grade_submission
+
+    monkeypatch.setattr(sandbox_module, "isolation_mode", lambda: sandbox_module.UNISOLATED)
+    monkeypatch.setattr(sandbox_module, "_warned_unisolated", False)
+    config = load_config(Path(__file__).resolve().parent / "hostile" / "grader.toml")
+    first = grade_submission(CORRECT, config).report
+    second = grade_submission(CORRECT, config).report
+    assert first["score"] == 100
+    assert sandbox_module.UNISOLATED_WARNING in first["warnings"]
+    assert first["warnings"].count(sandbox_module.UNISOLATED_WARNING) == 1
+    assert sandbox_module.UNISOLATED_WARNING in second["warnings"]
+    assert capsys.readouterr().err.count("student code ran unisolated") == 1  # once per process
+
+
+def test_batch_refuses_to_grade_unisolated_unless_allowed(tmp_path, monkeypatch):
+    """grade batch will not grade a class where submissions could reach each other, unless told to."""
+    from click.testing import CliRunner
+
+    import grader.sandbox as sandbox_module
+    from grader.cli import main
+
+    monkeypatch.setattr(sandbox_module, "isolation_mode", lambda: sandbox_module.UNISOLATED)
+    klass = tmp_path / "class"
+    klass.mkdir()
+    (klass / "ada.py").write_text(CORRECT.read_text())
+    config = str(Path(__file__).resolve().parent / "hostile" / "grader.toml")
+    refused = CliRunner().invoke(main, ["batch", str(klass), "-o", str(tmp_path / "out"), "--config", config])
+    assert refused.exit_code == 1
+    assert "refusing to grade a class unisolated" in refused.output and "--allow-unisolated" in refused.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_summary_names_a_sandbox_warning_once(config):
+    """Every report of a class graded without cgroups says so; summary.json and its text, once."""
+    from example_reports import graded
+
+    from grader.discover import Entry
+    from grader.gradebook import build_summary
+    from grader.sandbox import NO_CGROUP_WARNING
+    from grader.summary_html import summary_table
+
+    reports = {}
+    for key in ("a.py", "b.py"):
+        reports[key] = graded("correct")
+        reports[key]["warnings"] = [NO_CGROUP_WARNING, "cell 2: line magic dropped"]
+    entries = [Entry(Path(key), key, {}) for key in reports]
+    summary = build_summary(entries, reports, config, "0" * 64)
+    assert summary["warnings"] == [NO_CGROUP_WARNING]  # a notebook's own warnings stay in its report
+    assert summary_table(summary).count(NO_CGROUP_WARNING) == 1
+
+
 # ---------------------------------------------------------------- replies the parent cannot read
 
 def _npy(header: str, body: bytes, major: int = 1) -> bytes:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from grader.export import gradescope, prairielearn
 from grader.report import summary_text, to_json
 
-FORMATS = ("native", "gradescope", "prairielearn", "text")
-DEFAULT_OUTPUT = {"native": "report.json", "gradescope": "results.json", "prairielearn": "results.json", "text": "-"}
+FORMATS = ("native", "gradescope", "prairielearn", "text", "html")
+DEFAULT_OUTPUT = {"native": "report.json", "gradescope": "results.json", "prairielearn": "results.json", "text": "-",
+                  "html": "feedback.html"}
 
 
 def render(report: dict, fmt: str) -> str:
@@ -19,4 +20,8 @@ def render(report: dict, fmt: str) -> str:
         return to_json(prairielearn.results(report))
     if fmt == "text":
         return summary_text(report)
+    if fmt == "html":  # imports matplotlib, and only for this format
+        from grader.export.html import feedback_html
+
+        return feedback_html(report)
     raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -6,14 +6,20 @@ and ``tests``, each test with ``name``, ``score``, ``max_score``, ``status``
 ("passed" or "failed"), ``output``, ``visibility``, ``number`` and ``tags``.
 Gradescope itself hides a test whose ``visibility`` says so, so per-test
 entries keep their details for the instructor; the top-level ``output``, which
-every student sees, is the redacted summary. Schema:
+every student sees, is the redacted summary. A visible failed test with pictures
+(grader.export.pictures) gets ``"output_format": "html"``, one of the formats
+Gradescope's specification lists for an output (text, html, simple_format, md,
+ansi): the same text, escaped in a <pre>, followed by the pictures as <img>
+elements with data: URLs. Every other output stays text. Schema:
 grader/schema/gradescope.schema.json.
 """
 
 from __future__ import annotations
 
+import html
 import math
 
+from grader.export.pictures import Picture, report_pictures
 from grader.export.visibility import is_visible, student_view
 from grader.report import FUNCTIONS, summary_text
 
@@ -49,7 +55,18 @@ def results(report: dict) -> dict:
         "tags": [test["function"], test["group"]],
         "visibility": test["visibility"],
     } for test, number in zip(report["tests"], numbers)]
+    for index, pictures in report_pictures(report).by_test().items():
+        if 0 <= index < len(tests) and is_visible(report["tests"][index]):
+            tests[index]["output"] = _html_output(tests[index]["output"], pictures)
+            tests[index]["output_format"] = "html"
     return dict(base, output=_student_summary(report), tests=tests)
+
+
+def _html_output(text: str, pictures: list[Picture]) -> str:
+    """A test's text output as HTML, followed by its pictures (data: URLs: nothing to fetch)."""
+    figures = "".join(f'<figure><img alt="{html.escape(p.label)}" src="{p.url}">'
+                      f"<figcaption>{html.escape(p.label)}</figcaption></figure>" for p in pictures)
+    return f"<pre>{html.escape(text)}</pre>{figures}"
 
 
 def _numbers(tests: list[dict]) -> list[str]:

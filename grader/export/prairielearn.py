@@ -4,8 +4,12 @@ Fields as PrairieLearn's external grading documents them: ``gradable``,
 ``score`` (a fraction in [0, 1]), ``message``, ``output`` and ``tests``, each
 test with ``name``, ``description``, ``points``, ``max_points``, ``message`` and
 ``output``. PrairieLearn shows every test to the student, so tests that are not
-visible are redacted here (grader.export.visibility). The file must stay under
-PrairieLearn's 1 MB cap: outputs are shortened until it does. Schema:
+visible are redacted here (grader.export.visibility). Pictures of what went wrong
+(grader.export.pictures, visible tests only) go in PrairieLearn's ``images``
+arrays, ``{"label", "url"}`` with a data: URL: a test's own under that test, a
+misconception's picture at the top level. The file must stay under
+PrairieLearn's 1 MB cap: outputs are shortened, then pictures dropped (the last
+first), then messages shortened, until it does. Schema:
 grader/schema/prairielearn.schema.json.
 """
 
@@ -14,7 +18,8 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 
-from grader.export.visibility import student_view
+from grader.export.pictures import Picture, report_pictures
+from grader.export.visibility import is_visible, student_view
 from grader.report import summary_text
 
 SIZE_CAP = 1_000_000  # bytes of results.json PrairieLearn accepts
@@ -48,7 +53,19 @@ def results(report: dict, *, list_hidden: bool = True, cap: int = SIZE_CAP) -> d
     redacted = dict(report, tests=student_view(report["tests"]))
     result = {"gradable": True, "score": float(min(max(score, Fraction(0)), Fraction(1))),
               "message": summary_text(redacted), "output": "", "tests": tests}
+    pictures = report_pictures(report)
+    by_name = {report["tests"][i]["name"]: found for i, found in pictures.tests.items() if is_visible(report["tests"][i])}
+    for test in tests:
+        if test["name"] in by_name:
+            test["images"] = [_image(p) for p in by_name[test["name"]]]
+    top = [_image(p) for found in pictures.functions.values() for p in found]
+    if top:
+        result["images"] = top
     return fit(result, cap)
+
+
+def _image(picture: Picture) -> dict:
+    return {"label": picture.label, "url": picture.url}
 
 
 def size(result: dict) -> int:
@@ -57,9 +74,30 @@ def size(result: dict) -> int:
 
 
 def fit(result: dict, cap: int = SIZE_CAP) -> dict:
-    """Shorten test outputs, then messages, until the serialized result is under ``cap`` bytes."""
+    """Shorten test outputs and messages to 1000 characters, then drop pictures (the last first), then
+    shorten further, until the serialized result is under ``cap`` bytes."""
+    result = _shorten_texts(result, cap, floor=1000)
+    while size(result) >= cap and _drop_last_image(result):
+        pass
+    result = _shorten_texts(result, cap, floor=16)
+    if size(result) >= cap:  # thousands of tests: keep the score, say why the details are gone
+        result = dict(result, tests=[], message="Test details were too large to show.")
+    return result
+
+
+def _drop_last_image(result: dict) -> bool:
+    for holder in [*reversed(result["tests"]), result]:
+        if holder.get("images"):
+            holder["images"].pop()
+            if not holder["images"]:
+                del holder["images"]
+            return True
+    return False
+
+
+def _shorten_texts(result: dict, cap: int, floor: int) -> dict:
     keep = 4000
-    while size(result) >= cap and keep >= 16:
+    while size(result) >= cap and keep >= floor:
         for field in ("output", "message"):
             for test in result["tests"]:
                 test[field] = _shorten(test[field], keep)
@@ -67,8 +105,6 @@ def fit(result: dict, cap: int = SIZE_CAP) -> dict:
                 return result
         result["message"] = _shorten(result["message"], keep)
         keep //= 2
-    if size(result) >= cap:  # thousands of tests: keep the score, say why the details are gone
-        result = dict(result, tests=[], message="Test details were too large to show.")
     return result
 
 

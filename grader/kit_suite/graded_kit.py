@@ -4,6 +4,7 @@ from conftest import load_catalogue  # type: ignore[import-not-found]  # the kit
 
 from grader.compare import PASSED
 from grader.diagnose import Finding
+from grader.evidence import evidence
 from grader.judge import judge
 
 CATALOGUE = {code: Finding(entry["explanation"], entry["section"], entry.get("says", ""))
@@ -21,7 +22,9 @@ def stored(case, keys):
 def test_case(case, student, grading, json_metadata, diagnosis_search):
     json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None,
                          trivial=case.trivial)
+    kept: dict = {}  # the returned value of a failed check, for the pictures (the kit's cases are all visible)
     verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda keys: stored(case, keys),
-                                       CATALOGUE, diagnosis_search, expected_changed=case.expected_changed)
-    json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis)
+                                       CATALOGUE, diagnosis_search, expected_changed=case.expected_changed, keep=kept)
+    json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
+                         evidence=evidence(case.args, case.expected, kept["got"]) if "got" in kept else None)
     assert verdict.status == PASSED, verdict.message

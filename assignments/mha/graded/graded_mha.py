@@ -3,6 +3,7 @@
 import numpy as np
 
 from grader.compare import PASSED
+from grader.evidence import evidence
 from grader.fairness import trivially_passed
 from grader.judge import judge
 from reference import mha, trivial, variants
@@ -60,7 +61,11 @@ def test_case(case, student, grading, json_metadata, diagnosis_search):
     # Which trivial implementation (zeros, always raising, 4·d², ...) passes this case too, if any.
     json_metadata.update(trivial=_once_per_case("trivial", case, lambda c: trivially_passed(
         c, grading, expected, trivial.implementations(c.function), expected_changed(c))))
+    kept: dict = {}  # the returned value of a failed check, for the pictures of a visible test
     verdict, diagnosis, output = judge(case, student, grading, expected, lambda keys: candidates(case, keys),
-                                       variants.CATALOGUE, diagnosis_search, expected_changed=expected_changed(case))
-    json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis)
+                                       variants.CATALOGUE, diagnosis_search, expected_changed=expected_changed(case),
+                                       keep=kept)
+    visible = grading.visibility.get(case.group, "visible") == "visible"
+    json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
+                         evidence=evidence(case.args, expected, kept["got"]) if visible and "got" in kept else None)
     assert verdict.status == PASSED, verdict.message
