@@ -242,9 +242,11 @@ def selftest_command(config_path: Path | None, seed: int | None) -> None:
     """Check the grader on all known misconceptions.
 
     Grades the reference (full marks, no diagnosis), the starter (its
-    documented score, 0) and each misconception variant written out as a
-    student file (it must lose points in its own function only and be
-    diagnosed as itself), then prints a table. Exits 1 if any of that fails.
+    documented score, 0), each misconception written out as a student file
+    (it must lose points in its own function only and be diagnosed as
+    itself) and correct solutions in five styles (no diagnosis), then judges
+    every pair of misconceptions within one function (each must be named by
+    both), and prints a table. Exits 1 if any of that fails.
     """
     _needs_the_course("selftest")
     from grader.selftest import run_selftest, table_text

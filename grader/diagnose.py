@@ -1,25 +1,37 @@
-"""Name the misconception behind a wrong answer, from outputs alone.
+"""Name the misconceptions behind wrong answers, from outputs alone.
 
-A failed test's student output is compared with what each known misconception
-computes on the same inputs (the candidates, precomputed by
-``reference.variants.variant_outputs`` in the grading process, or shipped
-beside the expected values). Where the output matches one candidate within the
-grading tolerances, and not the expected value, the test's diagnosis names it.
-Where nothing matches, a generic finding (``wrong-shape``, ``non-finite``) or
-nothing at all: a misconception the output does not match is never claimed.
+Each known misconception is a switch on the reference; a *combination* is one
+switch or two of different steps, keyed by its codes joined with "+"
+(``"wrong-split-order-qk+missing-scale"``). A failed test's student output is
+compared with what each combination computes on the same inputs (the
+candidates, computed by ``reference.variants.combo_outputs`` in the grading
+process, or shipped beside the expected values in the student kit). A
+combination that raises where the reference does not is the candidate
+``"raises <Type>"``, which a student's call matches when it raised that type.
+
+The search (``Search``), per function of one submission: the first failed test
+tries every combination, cheapest first; each later failed test tries only
+those that explained every failed test before it (all of them again when none
+does; none when the first matched nothing). ``settle`` then names, on every failed test of the function, the
+cheapest combination that explains all of them, and gives the function its
+verdict: one sentence naming each switch, and the evidence. A generic finding
+(``wrong-shape``, ``non-finite``, ``causal-leak``) only where no combination
+explains a test; a misconception the outputs do not match is never claimed.
 
 Pure functions on plain data: no reference code, no student code.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+SEP = "+"  # joins the codes of a combination's key
+RAISES = "raises "  # a candidate "raises ValueError": the combination raises on these inputs
 
 
 class Explained(Protocol):
@@ -33,18 +45,19 @@ class Explained(Protocol):
 
 @dataclass(frozen=True)
 class Finding:
-    """A generic finding: no known misconception matched, but something can still be said."""
+    """A catalogue entry as plain data: a misconception's texts, or a generic finding (``says`` empty)."""
 
     explanation: str
     section: str
+    says: str = ""  # the verdict's phrase, after the function's name: "does not scale the scores"
 
 
 WRONG_SHAPE, NON_FINITE, CAUSAL_LEAK = "wrong-shape", "non-finite", "causal-leak"
 GENERIC: dict[str, Finding] = {
-    WRONG_SHAPE: Finding("The result has a shape that neither the exercise nor any known misconception gives; "
-                         "check every reshape and which axis each sum or product runs over.", "§4.5"),
-    NON_FINITE: Finding("The result holds NaN or inf where no known misconception puts them; look for exp() of "
-                        "large scores, the log of a zero weight, or a row whose every key is masked.", "§4.3"),
+    WRONG_SHAPE: Finding("The result has a shape that neither the exercise nor any known misconception (alone or "
+                         "two together) gives.", "§4.5"),
+    NON_FINITE: Finding("The result holds NaN or inf where the right result is finite, and no known misconception "
+                        "(alone or two together) puts them there.", "§4.3"),
     CAUSAL_LEAK: Finding("With causal=True, changing only later tokens changed the outputs at earlier positions: "
                          "queries can see keys that come after them.", "§4.4"),
 }
@@ -52,14 +65,23 @@ GENERIC: dict[str, Finding] = {
 
 @dataclass(frozen=True)
 class Diagnosis:
-    code: str
+    code: str  # the first of ``codes``: what gradebooks count
     explanation: str
     section: str
-    also: tuple[str, ...] = ()  # other codes whose output matches equally well on this test
+    codes: tuple[str, ...] = ()  # every switch of the combination named (empty for a generic finding)
+    matches: tuple[str, ...] = ()  # keys of every combination that matches this test, cheapest first
+    raised: bool = False  # matched by raising where the combination raises
 
     def as_dict(self) -> dict:
-        """The report's ``diagnosis`` object: {code, explanation, section}."""
-        return {"code": self.code, "explanation": self.explanation, "section": self.section}
+        """The report's ``diagnosis`` object: {code, codes, explanation, section}."""
+        return {"code": self.code, "codes": list(self.codes or (self.code,)), "explanation": self.explanation,
+                "section": self.section}
+
+
+def raised_value(message: str) -> str:
+    """The candidate a raised call matches: "raised ValueError at line 3: …" → "raises ValueError"."""
+    name = message.removeprefix("raised ").split(" ", 1)[0].rstrip(":")
+    return RAISES + name
 
 
 def matches(got: object, candidate: object, rtol: float, atol: float) -> bool:
@@ -67,8 +89,11 @@ def matches(got: object, candidate: object, rtol: float, atol: float) -> bool:
 
     Arrays must have the same shape; non-finite entries must sit at the same
     places with the same value (NaN with NaN, +inf with +inf); finite entries
-    must satisfy |got − candidate| ≤ atol + rtol·|candidate|.
+    must satisfy |got − candidate| ≤ atol + rtol·|candidate|. A candidate
+    "raises <Type>" matches only the same string (see ``raised_value``).
     """
+    if isinstance(candidate, str) or isinstance(got, str):
+        return isinstance(candidate, str) and isinstance(got, str) and got == candidate
     if isinstance(candidate, (int, np.integer)) and not isinstance(candidate, bool):
         if isinstance(got, np.ndarray) and got.shape == () and got.dtype.kind in "iu":
             got = int(got)
@@ -89,27 +114,45 @@ def matches(got: object, candidate: object, rtol: float, atol: float) -> bool:
     return bool(np.all(np.abs(got[finite] - candidate[finite]) <= atol + rtol * np.abs(candidate[finite])))
 
 
+def hits(got: object, expected: object, candidates: Mapping[str, object], rtol: float, atol: float) -> list[str]:
+    """Keys of the candidates ``got`` matches, in ``candidates`` order, leaving out those equal to ``expected``."""
+    return [key for key, output in candidates.items()
+            if matches(got, output, rtol, atol) and not matches(output, expected, rtol, atol)]
+
+
+def describe(key: str, catalogue: Mapping[str, Explained]) -> tuple[tuple[str, ...], str, str]:
+    """A combination's (codes, explanation, sections): the explanations one after the other, each section once."""
+    codes = tuple(key.split(SEP))
+    explanation = " ".join(catalogue[code].explanation for code in codes)
+    sections = ", ".join(sorted(dict.fromkeys(catalogue[code].section for code in codes)))
+    return codes, explanation, sections
+
+
+def named(key: str, catalogue: Mapping[str, Explained], matching: Sequence[str] = (), raised: bool = False
+          ) -> Diagnosis:
+    """The Diagnosis that names combination ``key``."""
+    codes, explanation, section = describe(key, catalogue)
+    return Diagnosis(codes[0], explanation, section, codes, tuple(matching) or (key,), raised)
+
+
 def diagnose(got: object, expected: object, candidates: Mapping[str, object], rtol: float, atol: float,
              catalogue: Mapping[str, Explained]) -> Diagnosis | None:
-    """The misconception a wrong output shows, or a generic finding, or None.
+    """The cheapest combination a wrong output shows, or a generic finding, or None.
 
-    got: the student's returned value (ndarray or number, already plain data);
-    expected: the reference's output; candidates: {code: that misconception's
-    output on the same inputs}; rtol, atol: grader.toml's tolerances;
-    catalogue: {code: its explanation and section}.
+    got: the student's returned value (ndarray or number, already plain data),
+    or "raises <Type>" when the call raised; expected: the reference's output;
+    candidates: {combination key: its output on the same inputs}, cheapest
+    first; rtol, atol: grader.toml's tolerances; catalogue: {code: its texts}.
     Returns None when ``got`` matches ``expected`` or nothing can be said. A
     candidate that itself matches ``expected`` cannot be told apart from a
-    right answer on these inputs and is skipped. When several candidates
-    match, the first (in ``candidates`` order) is named and the rest are listed
-    in ``also`` (see ``settle``).
+    right answer on these inputs and is skipped. Every matching key is kept in
+    ``matches`` for ``settle``.
     """
     if matches(got, expected, rtol, atol):
         return None
-    hits = [code for code, output in candidates.items()
-            if not matches(output, expected, rtol, atol) and matches(got, output, rtol, atol)]
-    if hits:
-        first = catalogue[hits[0]]
-        return Diagnosis(hits[0], first.explanation, first.section, tuple(hits[1:]))
+    found = hits(got, expected, candidates, rtol, atol)
+    if found:
+        return named(found[0], catalogue, found, isinstance(got, str))
     counted = isinstance(expected, (int, np.integer))  # counts have no generic finding
     if not counted and isinstance(got, (np.ndarray, int, float)) and not isinstance(got, bool):
         got = np.asarray(got)  # a scalar is an array of shape ()
@@ -126,23 +169,95 @@ def generic(code: str) -> Diagnosis:
     return Diagnosis(code, finding.explanation, finding.section)
 
 
-def settle(diagnoses: Sequence[Diagnosis | None], catalogue: Mapping[str, Explained]) -> list[Diagnosis | None]:
-    """Resolve ambiguous diagnoses across one submission's tests.
+class Search:
+    """The search of one submission: per function, the combinations that explained every failed test so far.
 
-    Where a test's output matches several misconceptions equally (``also`` is
-    not empty), the one this submission shows unambiguously on other tests —
-    the most often, first in order on a tie — is named instead; otherwise the
-    test keeps its first match. Every name given still matches that test's output.
+    One Search per graded submission (a fresh one per pytest session), so
+    nothing carries from one student to the next. When the first failed test
+    of a function matches no combination, none can explain all of them: the
+    function's later failed tests get only the generic findings, which keeps
+    a submission that nothing explains from searching everything on every test.
     """
-    certain = Counter(d.code for d in diagnoses if d is not None and not d.also)
-    settled: list[Diagnosis | None] = []
-    for diagnosis in diagnoses:
-        if diagnosis is not None and diagnosis.also:
-            options = (diagnosis.code, *diagnosis.also)
-            best = max(options, key=lambda code: certain[code])  # max keeps the first on a tie
-            if certain[best]:
-                entry = catalogue[best]
-                diagnosis = replace(diagnosis, code=best, explanation=entry.explanation, section=entry.section,
-                                    also=tuple(c for c in options if c != best))
-        settled.append(diagnosis)
-    return settled
+
+    def __init__(self) -> None:
+        self.survivors: dict[str, list[str]] = {}
+        self.unexplained: set[str] = set()  # functions whose first failed test matched no combination
+
+    def diagnose(self, function: str, got: object, expected: object,
+                 candidates: Callable[[Sequence[str] | None], Mapping[str, object]], rtol: float, atol: float,
+                 catalogue: Mapping[str, Explained]) -> Diagnosis | None:
+        """``diagnose`` on this test, trying first only what explained the function's earlier failed tests.
+
+        candidates(keys): the outputs of those combinations (None: of all of them, cheapest first).
+        """
+        if matches(got, expected, rtol, atol):
+            return None
+        survivors = self.survivors.get(function)
+        if survivors:
+            found = hits(got, expected, candidates(survivors), rtol, atol)
+            if found:
+                self.survivors[function] = found
+                return named(found[0], catalogue, found, isinstance(got, str))
+        elif function in self.unexplained:
+            return diagnose(got, expected, {}, rtol, atol, catalogue)  # a generic finding at most
+        found_diagnosis = diagnose(got, expected, candidates(None), rtol, atol, catalogue)
+        if not survivors:
+            if found_diagnosis is not None and found_diagnosis.codes:
+                self.survivors[function] = list(found_diagnosis.matches)
+            else:
+                self.unexplained.add(function)
+        return found_diagnosis
+
+
+EVIDENCE_STATUSES = ("failed", "error")  # what a wrong value or a raise gives; a timeout or crash says nothing
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A function's verdict: the switches that explain every failed test, in one sentence."""
+
+    codes: tuple[str, ...]
+    sentence: str  # "multi_head_attention splits Q and K into heads in the wrong order, and does not scale …"
+    evidence: str  # what in the outputs shows it
+
+    def as_dict(self) -> dict:
+        return {"codes": list(self.codes), "sentence": self.sentence, "evidence": self.evidence}
+
+
+def sentence(function: str, codes: Iterable[str], catalogue: Mapping[str, Finding]) -> str:
+    """One plain sentence naming each switch: "f splits … order, and does not scale the scores (§4.3, §4.5)."."""
+    codes = list(codes)
+    phrases = [catalogue[code].says or code for code in codes]
+    said = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + ", and " + phrases[-1]
+    sections = ", ".join(sorted(dict.fromkeys(catalogue[code].section for code in codes)))
+    return f"{function} {said} ({sections})."
+
+
+def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalogue: Mapping[str, Finding]
+           ) -> tuple[list[Diagnosis | None], Verdict | None]:
+    """Name one combination across a function's tests; returns (each test's diagnosis, the verdict).
+
+    tests: (status, diagnosis) of each of the function's tests, in order.
+    When every failed test (status "failed" or "error") matches some
+    combination and one combination matches them all, the cheapest such (fewest
+    switches, then first in the search's order) is named on each of them and
+    becomes the verdict. Otherwise each test keeps its own cheapest match (or
+    generic finding), and there is no verdict: no one explanation fits.
+    """
+    failed = [(i, d) for i, (status, d) in enumerate(tests) if status in EVIDENCE_STATUSES]
+    diagnoses = [d for _, d in tests]
+    if not failed or any(d is None or not d.codes for _, d in failed):
+        return diagnoses, None
+    common = [key for key in cast(Diagnosis, failed[0][1]).matches
+              if all(key in cast(Diagnosis, d).matches for _, d in failed)]
+    if not common:
+        return diagnoses, None
+    best = min(common, key=lambda key: key.count(SEP))  # min keeps the first of the cheapest
+    for i, d in failed:
+        diagnoses[i] = named(best, catalogue, cast(Diagnosis, d).matches, cast(Diagnosis, d).raised)
+    raised = sum(cast(Diagnosis, d).raised for _, d in failed)
+    evidence = f"explains all {len(failed)} failed test{'s' if len(failed) > 1 else ''} of {function}"
+    if raised:  # a pattern of errors: it raises on exactly these inputs
+        evidence += (f": {raised} raised where it raises, {len(failed) - raised} returned what it returns"
+                     if raised < len(failed) else ": each raised where it raises")
+    return diagnoses, Verdict(tuple(best.split(SEP)), sentence(function, best.split(SEP), catalogue), evidence)

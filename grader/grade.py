@@ -50,7 +50,9 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
     extra = [(name, load_submission(helper)) for name, helper in helpers]
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
-    outcomes, result, error = [], None, None
+    outcomes: list[TestOutcome] = []
+    result, error = None, None
+    verdicts: dict[str, dict] = {}
     notes: list[dict] = []
     warnings: list[str] = []
     analysis_warnings: list[str] = []
@@ -61,7 +63,8 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
         with sandbox_for(submission.path, config.limits, submission.data,
                          [(name, s.data) for name, s in extra], script) as (sandbox, warnings), \
                 threadpool_limits(limits=1, user_api="blas"):
-            outcomes = pay_for_work(settle_diagnoses(run_suite(sandbox, config, progress)))
+            outcomes, verdicts = settle_diagnoses(run_suite(sandbox, config, progress))
+            outcomes = pay_for_work(outcomes)
         if isinstance(script, Script):  # "cell 3, line 12" rather than the joined script's line
             name = script_name(submission.path)
             outcomes = [replace(o, message=script.locate(o.message, name)) for o in outcomes]
@@ -81,7 +84,7 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
         submission=described,
         seed=config.seed, grader_version=__version__, started_at=started_at,
         duration_s=time.monotonic() - clock, outcomes=outcomes, score=result,
-        visibility=config.visibility, error=error, notes=notes,
+        visibility=config.visibility, error=error, notes=notes, verdicts=verdicts,
     )
     warnings = [*warnings, *analysis_warnings]
     if warnings:  # e.g. IPython magics dropped from a notebook
@@ -103,18 +106,39 @@ def check_points(config: Config, outcomes: list[TestOutcome]) -> None:
         raise SuiteError(f"grader.toml: {'; '.join(said)} (the suite's groups: {', '.join(groups)})")
 
 
-def settle_diagnoses(outcomes: list[TestOutcome]) -> list[TestOutcome]:
-    """Name one misconception where a test's output matches several (grader.diagnose.settle); drop ``also``.
+def settle_diagnoses(outcomes: list[TestOutcome]) -> tuple[list[TestOutcome], dict[str, dict]]:
+    """Name one combination of misconceptions per function (grader.diagnose.settle); returns (outcomes, verdicts).
 
-    settle only ever names a code that another test shows unambiguously, so the
-    outcomes' own diagnoses hold every explanation it needs (no reference import:
-    the student kit, which has no reference, grades through here too).
+    The outcomes' diagnoses lose what only the settling needs (``matches``,
+    ``raised``, ``entries``) and keep the report's keys; verdicts maps each
+    function that has one to {codes, sentence, evidence}. The texts come from
+    the diagnoses' own ``entries`` (no reference import: the student kit,
+    which has no reference, grades through here too).
     """
-    catalogue = {**GENERIC, **{o.diagnosis["code"]: Finding(o.diagnosis["explanation"], o.diagnosis["section"])
-                               for o in outcomes if o.diagnosis is not None}}
-    found = [None if o.diagnosis is None else Diagnosis(**{**o.diagnosis, "also": tuple(o.diagnosis.get("also", ()))})
-             for o in outcomes]
-    return [replace(o, diagnosis=None if d is None else d.as_dict()) for o, d in zip(outcomes, settle(found, catalogue))]
+    catalogue: dict[str, Finding] = dict(GENERIC)
+    for o in outcomes:
+        for code, entry in ((o.diagnosis or {}).get("entries") or {}).items():
+            catalogue[code] = Finding(entry["explanation"], entry["section"], entry.get("says", ""))
+    settled = list(outcomes)
+    verdicts: dict[str, dict] = {}
+    for function in dict.fromkeys(o.function for o in outcomes):
+        index = [i for i, o in enumerate(outcomes) if o.function == function]
+        found = [(outcomes[i].status, _as_diagnosis(outcomes[i].diagnosis)) for i in index]
+        diagnoses, verdict = settle(function, found, catalogue)
+        for i, diagnosis in zip(index, diagnoses):
+            settled[i] = replace(outcomes[i], diagnosis=None if diagnosis is None else diagnosis.as_dict())
+        if verdict is not None:
+            verdicts[function] = verdict.as_dict()
+    return settled, verdicts
+
+
+def _as_diagnosis(found: dict | None) -> Diagnosis | None:
+    if found is None:
+        return None
+    matching = tuple(found.get("matches") or ())
+    codes = tuple(found.get("codes") or ()) if matching else ()  # a generic finding names no switch
+    return Diagnosis(found["code"], found["explanation"], found["section"], codes, matching,
+                     bool(found.get("raised")))
 
 
 def _source(submission: Submission, script: Script | NotebookError | None) -> str:

@@ -33,12 +33,15 @@ def _status(report: dict) -> str:
 
 
 def _diagnoses(report: dict) -> list[str]:
-    """Codes of the misconceptions diagnosed in a report (each once, in test order)."""
+    """Codes of the misconceptions diagnosed in a report (each once, in test order; both of a pair)."""
     codes: list[str] = []
     for test in report.get("tests", []):
         diagnosis = test.get("diagnosis")
-        if isinstance(diagnosis, dict) and diagnosis.get("code") and diagnosis["code"] not in codes:
-            codes.append(diagnosis["code"])
+        if isinstance(diagnosis, dict) and diagnosis.get("code"):
+            named = diagnosis.get("codes")
+            if not isinstance(named, list):  # a report written before pairs were named
+                named = [diagnosis["code"]]
+            codes += [code for code in named if isinstance(code, str) and code not in codes]
     return codes
 
 

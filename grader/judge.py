@@ -7,27 +7,33 @@ the two give the same verdicts, messages and diagnoses.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 import numpy as np
 
 from grader.causality import check_causality
-from grader.compare import FAILED, Verdict, check_array, check_count, check_raises
-from grader.diagnose import CAUSAL_LEAK, GENERIC, Explained, diagnose, generic
+from grader.compare import ERROR, FAILED, Verdict, check_array, check_count, check_raises
+from grader.diagnose import CAUSAL_LEAK, GENERIC, SEP, Explained, Search, generic, raised_value
 from grader.suite import Student
 
 
-def judge(case, student: Student, grading, expected: object, candidates: Callable[[], Mapping[str, object]],
-          catalogue: Mapping[str, Explained], *, expected_changed: object = None,
-          keep: dict | None = None) -> tuple[Verdict, dict | None, str]:
+def judge(case, student: Student, grading, expected: object,
+          candidates: Callable[[Sequence[str] | None], Mapping[str, object]],
+          catalogue: Mapping[str, Explained], search: Search | None = None, *,
+          expected_changed: object = None, keep: dict | None = None) -> tuple[Verdict, dict | None, str]:
     """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis dict or None, student output).
 
     case: has function, args, kwargs, raises, changed_args, changed_from.
     expected: the right output (None when the case must raise).
     expected_changed: a causality case's right output on ``case.changed_args``.
-    candidates: called only on a failure; {misconception code: its output on these inputs}.
-    catalogue: {code: explanation and section} for those codes.
+    candidates: called only on a failure, with the combination keys to compute (None: all of them,
+    cheapest first); {combination key: its output on these inputs, or "raises <Type>"}.
+    catalogue: {code: explanation, section (and the verdict's phrase, ``says``)} for those codes.
+    search: the submission's ``grader.diagnose.Search`` (what earlier failed tests of the function showed).
+
+    The diagnosis dict holds the report's keys and, for ``grade.settle_diagnoses``,
+    ``matches`` (every matching combination), ``raised`` and ``entries`` (their texts).
     keep: when given, a failed check of a returned value (not a causality case) leaves that value in
     ``keep["got"]``, for the feedback page's pictures (grader.evidence).
     """
@@ -47,13 +53,20 @@ def judge(case, student: Student, grading, expected: object, candidates: Callabl
         verdict = check_count(result, cast(int, expected), what)  # a count's expected value is an int
     else:
         verdict = check_array(result, cast(np.ndarray, expected), grading.rtol, grading.atol, what)
-    if verdict.status != FAILED or result.status != "ok":
+    if verdict.status not in (FAILED, ERROR) or result.status not in ("ok", "raised"):
         return verdict, None, output
-    if keep is not None and case.changed_args is None:
+    if keep is not None and case.changed_args is None and result.status == "ok":
         keep["got"] = result.value
-    found = diagnose(result.value, expected, candidates(), grading.rtol, grading.atol, catalogue)
+    got = result.value if result.status == "ok" else raised_value(result.message)  # raising is evidence too
+    found = (search or Search()).diagnose(case.function, got, expected, candidates, grading.rtol, grading.atol,
+                                          catalogue)
     if verdict.message.startswith("changing tokens") and " only changed " in verdict.message \
             and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
         found = generic(CAUSAL_LEAK)
-    diagnosis = None if found is None else dict(found.as_dict(), also=list(found.also))
+    if found is None:
+        return verdict, None, output
+    codes = dict.fromkeys(code for key in found.matches for code in key.split(SEP))
+    entries = {code: {"explanation": catalogue[code].explanation, "section": catalogue[code].section,
+                      "says": getattr(catalogue[code], "says", "")} for code in codes}
+    diagnosis = dict(found.as_dict(), matches=list(found.matches), raised=found.raised, entries=entries)
     return verdict, diagnosis, output

@@ -24,11 +24,14 @@ OUTPUT_CAP = 4000  # characters of student output kept per test in the report
 
 def build_report(*, assignment: str, submission: dict, seed: int, grader_version: str, started_at: str,
                  duration_s: float, outcomes: list, score: Score | None, visibility: dict[str, str],
-                 error: str | None = None, notes: list | None = None) -> dict:
+                 error: str | None = None, notes: list | None = None, verdicts: dict | None = None) -> dict:
     """The report as a plain dict. With ``error`` set (the grader failed), status is "error" and score 0.
 
     notes: observations that are not correctness failures (e.g. a loop over heads), each
     {code, function, line, message, score, max_score}.
+    verdicts: {function: {codes, sentence, evidence}} where one combination of misconceptions
+    explains every failed test of the function (grader.diagnose.settle); each function's
+    ``verdict`` is null otherwise.
     """
     tests = []
     drawn: dict[str, int] = defaultdict(int)  # tests of each function that keep their evidence
@@ -67,7 +70,8 @@ def build_report(*, assignment: str, submission: dict, seed: int, grader_version
         "error": None if error is None else printable(error, newlines=False),  # may quote the submission
         "score": 0 if error is not None or score is None else as_number(score.total),
         "max_score": 0 if score is None else as_number(score.max_total),
-        "functions": {name: dict(entry, score=as_number(entry["score"]), max_score=as_number(entry["max_score"]))
+        "functions": {name: dict(entry, score=as_number(entry["score"]), max_score=as_number(entry["max_score"]),
+                                 verdict=(verdicts or {}).get(name))
                       for name, entry in functions.items()},
         "tests": tests,
         "notes": [dict(n, message=printable(n["message"], newlines=False)) for n in notes or []] if error is None else [],
@@ -92,7 +96,9 @@ def summary_text(report: dict, *, every: bool = False) -> str:
         lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"
                      f" {entry['passed']} of {entry['tests']} tests passed")
         failed = [t for t in report["tests"] if t["function"] == function and t["status"] != "passed"]
-        lines += _diagnosis_lines(failed)  # the misconception first: it says why the lines below fail
+        if _verdict_shown(entry.get("verdict"), failed):  # the verdict first: it says why the lines below fail
+            lines.append(f"    ⇒ {entry['verdict']['sentence']}")
+        lines += _diagnosis_lines(failed)
         shown = failed if every else failed[:FAILURES_SHOWN]
         for test in shown:
             if test["visibility"] != "visible":
@@ -106,15 +112,24 @@ def summary_text(report: dict, *, every: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _verdict_shown(verdict: dict | None, failed: list[dict]) -> bool:
+    """A verdict is printed only where a visible failed test shows it: hidden tests stay hidden."""
+    return bool(verdict) and any(
+        test["visibility"] == "visible" and test.get("diagnosis")
+        and (test["diagnosis"].get("codes") or [test["diagnosis"]["code"]]) == verdict["codes"]  # type: ignore[index]
+        for test in failed)
+
+
 def _diagnosis_lines(failed: list[dict]) -> list[str]:
-    """Each misconception shown once per function, with the number of visible tests that show it."""
+    """Each misconception (or combination) once per function, with the number of visible tests that show it."""
     seen: dict[str, tuple[dict, int]] = {}
     for test in failed:
         if test["visibility"] == "visible" and test.get("diagnosis"):
             found = test["diagnosis"]
-            seen[found["code"]] = (found, seen.get(found["code"], (found, 0))[1] + 1)
-    return [f"    ⇒ {found['code']} ({found['section']}, {count} test{'s' if count > 1 else ''}): {found['explanation']}"
-            for found, count in seen.values()]
+            key = " + ".join(found.get("codes") or [found["code"]])
+            seen[key] = (found, seen.get(key, (found, 0))[1] + 1)
+    return [f"    ⇒ {key} ({found['section']}, {count} test{'s' if count > 1 else ''}): {found['explanation']}"
+            for key, (found, count) in seen.items()]
 
 
 def _num(value: float) -> str:

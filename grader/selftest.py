@@ -5,9 +5,13 @@ Each is written out as a student file and graded exactly as a submission is
 
 - the reference scores full marks, with no diagnosis and no note;
 - the starter scores ``STARTER_SCORE`` (0: every stub raises NotImplementedError);
-- each variant of ``reference.variants`` loses points in its own function and
+- each single switch of ``reference.variants`` loses points in its own function and
   only there, and every test it fails is diagnosed with its own code (none
-  with another code, none without a diagnosis);
+  with another code, none without a diagnosis), which the function's verdict names;
+- every pair of switches within one function, judged in this process through
+  the same judge, search and settling (``run_combinations``), is named exactly:
+  both of its switches and nothing else, unless on every graded case it
+  computes what a cheaper combination computes (then that one is named);
 - each trivial submission of ``reference.trivial`` (zeros, ones, always
   raising, zeros after checking shapes, per-token projection with 4·d² and a
   constant ln T_k, the inputs returned) scores ``TRIVIAL_SCORE``, 0 (see
@@ -16,16 +20,25 @@ Each is written out as a student file and graded exactly as a submission is
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grader.config import Config
-from grader.fairness import is_unpaid
-from grader.grade import grade_submission
+from grader.diagnose import Search
+from grader.diagnose import matches as diagnose_matches
+from grader.fairness import InProcess, is_unpaid, pay_for_work, trivially_passed
+from grader.grade import grade_submission, settle_diagnoses
+from grader.judge import judge
 from grader.report import _num  # the summary's number format
+from grader.score import as_number, score
+from grader.suite import TestOutcome
 from reference import trivial as trivial_submissions
 from reference import variants
 
@@ -57,7 +70,8 @@ class SelftestResult:
 
 def _row(name: str, report: dict, problems: list[str]) -> Row:
     lost = tuple(f for f, e in report["functions"].items() if e["score"] < e["max_score"])
-    found = Counter(t["diagnosis"]["code"] for t in report["tests"] if t["diagnosis"])
+    found = Counter(" + ".join(t["diagnosis"].get("codes") or [t["diagnosis"]["code"]])
+                    for t in report["tests"] if t["diagnosis"])
     if report["status"] != "graded":
         problems.insert(0, f"not graded: {report['error']}")
     return Row(name, report["score"], report["max_score"], lost, dict(found), tuple(problems))
@@ -80,32 +94,49 @@ def check_starter(report: dict) -> list[str]:
 
 
 def check_variant(variant: variants.Variant, report: dict) -> list[str]:
+    return check_named(variant.function, (variant.code,), report["functions"], report["tests"])
+
+
+def check_named(function: str, codes: tuple[str, ...], functions: dict, tests: list[dict]) -> list[str]:
+    """What does not hold of a submission with exactly the misconceptions ``codes`` of ``function``.
+
+    It must lose points in ``function`` only; every test it fails must be
+    diagnosed as exactly ``codes`` (all of them, nothing else), and the
+    function's verdict must name exactly them.
+    """
     problems = []
-    lost = [f for f, e in report["functions"].items() if e["score"] < e["max_score"]]
-    if variant.function not in lost:
-        problems.append(f"lost no points in {variant.function}")
-    if set(lost) - {variant.function}:
-        problems.append(f"lost points in {', '.join(sorted(set(lost) - {variant.function}))} too")
-    failed = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]  # unpaid: no verdict
-    codes = [t["diagnosis"]["code"] for t in failed if t["diagnosis"]]
-    if variant.code not in codes:
-        problems.append(f"never diagnosed as {variant.code}")
-    others = sorted({c for c in codes if c != variant.code})
+    lost = [f for f, e in functions.items() if e["score"] < e["max_score"]]
+    if function not in lost:
+        problems.append(f"lost no points in {function}")
+    if set(lost) - {function}:
+        problems.append(f"lost points in {', '.join(sorted(set(lost) - {function}))} too")
+    failed = [t for t in tests if t["status"] != "passed" and not is_unpaid(t)]  # unpaid: no verdict
+    named = [tuple(t["diagnosis"].get("codes") or [t["diagnosis"]["code"]]) for t in failed if t["diagnosis"]]
+    want = " + ".join(codes)
+    if codes not in named:
+        problems.append(f"never diagnosed as {want}")
+    others = sorted({" + ".join(n) for n in named if n != codes})
     if others:
         problems.append(f"diagnosed as {', '.join(others)}")
-    if len(codes) < len(failed):
-        problems.append(f"{len(failed) - len(codes)} failed test(s) without a diagnosis")
+    if len(named) < len(failed):
+        problems.append(f"{len(failed) - len(named)} failed test(s) without a diagnosis")
+    verdict = (functions.get(function) or {}).get("verdict")
+    if function in lost and (verdict is None or tuple(verdict["codes"]) != codes):
+        problems.append(f"verdict {'none' if verdict is None else ' + '.join(verdict['codes'])}, not {want}")
     return problems
 
 
 def run_selftest(config: Config, reference: Path | None = None, starter: Path | None = None,
-                 codes: Sequence[str] | None = None, trivial: Sequence[str] | None = None) -> SelftestResult:
+                 codes: Sequence[str] | None = None, trivial: Sequence[str] | None = None,
+                 combinations: bool = True) -> SelftestResult:
     """Grade the reference, the starter and every variant with ``config``; one Row each, in that order.
 
     reference, starter: the files to grade (default: reference/mha.py, and
     starter.py beside the graded suite's folder); codes: the variants to grade
     (default: all of ``reference.variants.VARIANTS``); trivial: the trivial
-    submissions to grade (default: all of ``reference.trivial.SUBMISSIONS``).
+    submissions to grade (default: all of ``reference.trivial.SUBMISSIONS``);
+    combinations: also grade the correct solutions in other styles and check
+    every pair of switches within one function (``run_combinations``).
     """
     reference = reference or Path(variants.__file__).with_name("mha.py")
     starter = starter or config.suite_dir.parent / "starter.py"
@@ -122,7 +153,105 @@ def run_selftest(config: Config, reference: Path | None = None, starter: Path | 
             report = grade_submission(path, config).report
             rows.append(_row(variant.code, report, check_variant(variant, report)))
     rows += trivial_rows(config, trivial)
+    if combinations:
+        rows += run_styles(config)
+        rows += run_combinations(config)
     return SelftestResult(rows)
+
+
+# ---------------------------------------------------------------- correct solutions in other styles
+
+STYLES = Path(variants.__file__).with_name("styles")  # einsum, loops over heads, split and stack, float32, in place
+
+
+def run_styles(config: Config, folder: Path = STYLES) -> list[Row]:
+    """Grade each correct solution of ``folder``: full marks and no diagnosis, as the reference (a note allowed)."""
+    rows = []
+    for path in sorted(folder.glob("*.py")):
+        report = grade_submission(path, config).report
+        problems = [p for p in check_reference(report) if not p.startswith("a note on")]  # a loop over heads is noted
+        rows.append(_row(f"style: {path.stem}", report, problems))
+    return rows
+
+
+# ---------------------------------------------------------------- pairs of switches, judged in this process
+
+
+def _load_suite_module(suite_dir: Path, name: str):
+    spec = importlib.util.spec_from_file_location(f"_selftest_{name}", suite_dir / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None = None) -> list[Row]:
+    """Judge every combination of ``size`` switches within one function (or only ``keys``); one Row each.
+
+    Each combination answers every case of the graded suite (the other
+    functions answer as the reference); its diagnoses are settled as
+    ``grade_submission`` settles them, and must name exactly its switches.
+    """
+    cases = _load_suite_module(config.suite_dir, "cases").build_cases(config.seed, config.random_cases)
+    graded = _load_suite_module(config.suite_dir, "graded_mha")  # expected values and candidates, cached per case
+    trivially: dict[int, str | None] = {}  # id(case) -> the trivial implementation that passes it (grader.fairness)
+    rows = []
+    for function in (variants.MHA, variants.COUNT, variants.ENTROPY):
+        for codes in variants.combos(function, size):
+            if len(codes) != size or (keys is not None and variants.SEP.join(codes) not in keys):
+                continue
+            # Our own switches, run in this process (reference code, never a student's): grading each
+            # pair as a file in the sandbox would cost about a second; the single switches are graded so.
+            student, search = InProcess({function: functools.partial(variants.run_combo, codes)}), Search()
+            outcomes = []
+            for case in cases:
+                if case.function != function:  # the other functions are the reference's: they pass
+                    outcomes.append(TestOutcome(case.name, case.group, case.function, "passed", "", ""))
+                    continue
+                expected = None if case.raises else graded.expected_value(case)
+                if id(case) not in trivially:
+                    trivially[id(case)] = trivially_passed(case, config, expected,
+                                                           trivial_submissions.implementations(case.function),
+                                                           graded.expected_changed(case))
+                verdict, diagnosis, _ = judge(case, student, config, expected, functools.partial(graded.candidates, case),
+                                              variants.CATALOGUE, search, expected_changed=graded.expected_changed(case))
+                outcomes.append(TestOutcome(case.name, case.group, case.function, verdict.status, verdict.message,
+                                            "", diagnosis, trivially[id(case)]))
+            settled, verdicts = settle_diagnoses(outcomes)
+            settled = pay_for_work(settled)
+            points = score([(o.group, o.status == "passed") for o in settled], config.points)
+            functions: dict[str, dict[str, Any]] = {f: {"score": sum(p for (p, _), o in zip(points.per_test, settled) if o.function == f),
+                             "max_score": sum(m for (_, m), o in zip(points.per_test, settled) if o.function == f),
+                             "verdict": verdicts.get(f)} for f in dict.fromkeys(o.function for o in settled)}
+            tests = [{"status": o.status, "diagnosis": o.diagnosis, "function": o.function, "message": o.message}
+                     for o in settled]
+            problems = check_named(function, codes, functions, tests)
+            name = variants.SEP.join(codes)
+            named = (functions[function].get("verdict") or {}).get("codes")
+            if problems and named and _same_outputs(graded, cases, function, codes, tuple(named)):
+                # On every graded case the pair computes what the named combination computes: no output can
+                # tell them apart, and naming the cheaper one is right (e.g. √d keeps 1e3 scores from overflowing).
+                problems = check_named(function, tuple(named), functions, tests)
+                name += f" (outputs of {variants.SEP.join(named)})"
+            report = {"status": "graded", "error": None, "score": as_number(points.total),
+                      "max_score": as_number(points.max_total), "functions": functions,
+                      "tests": [dict(t, name=o.name) for t, o in zip(tests, settled)]}
+            rows.append(_row(name, report, problems))
+    return rows
+
+
+def _same_outputs(graded, cases, function: str, codes: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    """Whether combinations ``codes`` and ``other`` give the same outputs on every case of ``function``."""
+    keys = [variants.SEP.join(codes), variants.SEP.join(other)]
+    for case in cases:
+        if case.function == function and not case.raises:
+            mine, theirs = graded.candidates(case, keys).values()
+            if not diagnose_matches(mine, theirs, 1e-9, 0.0):
+                return False
+    return True
+
+
 
 
 # ---------------------------------------------------------------- trivial implementations

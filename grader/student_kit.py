@@ -95,21 +95,29 @@ def _trivial(case, config: Config, expected: object, changed: object) -> str | N
     return trivially_passed(case, config, expected, trivial.implementations(case.function), changed)
 
 
-def _candidates(case) -> tuple[dict, dict]:
-    """Outputs of the known misconceptions on ``case``'s inputs, and their explanations.
+def _candidates(case, expected: object) -> tuple[dict, dict]:
+    """Outputs of the known misconceptions, alone and two together, on ``case``'s inputs, and their texts.
 
-    Uses ``reference.variants`` (``variant_outputs(function, args, kwargs)``
-    and ``CATALOGUE``: code -> object with ``explanation`` and ``section``)
+    Uses ``reference.variants`` (``combo_outputs(function, args, kwargs)``:
+    {combination key: output or "raises <Type>"}, cheapest first, and
+    ``CATALOGUE``: code -> object with ``explanation``, ``section``, ``says``)
     when the grader has it; otherwise there is nothing to store. Only outputs
-    and explanations go into the kit, never the variants' code.
+    and texts go into the kit, never the variants' code. A combination whose
+    output equals ``expected`` on these inputs is left out: the diagnosis never
+    names it there, and the two model-size cases would otherwise store ~190
+    arrays each.
     """
     try:
-        from reference.variants import CATALOGUE, variant_outputs  # type: ignore[import-not-found]
+        from reference.variants import CATALOGUE, combo_outputs  # type: ignore[import-not-found]
     except ImportError:
         return {}, {}
-    outputs = dict(variant_outputs(case.function, case.args, case.kwargs))
-    explained = {code: {"explanation": CATALOGUE[code].explanation, "section": CATALOGUE[code].section}
-                 for code in outputs if code in CATALOGUE}
+    from grader.diagnose import matches
+
+    outputs = {key: out for key, out in combo_outputs(case.function, case.args, case.kwargs).items()
+               if not matches(out, expected, 0.0, 0.0)}
+    codes = dict.fromkeys(code for key in outputs for code in key.split("+"))
+    explained = {code: {"explanation": CATALOGUE[code].explanation, "section": CATALOGUE[code].section,
+                        "says": CATALOGUE[code].says} for code in codes if code in CATALOGUE}
     return outputs, explained
 
 
@@ -149,7 +157,8 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Ki
     manifest, catalogue = [], {}
     for index, case in enumerate(public):
         arrays: dict[str, np.ndarray] = {}
-        candidates, explained = ({}, {}) if case.raises else _candidates(case)
+        expected = None if case.raises else expected_value(case)
+        candidates, explained = ({}, {}) if case.raises else _candidates(case, expected)
         catalogue.update(explained)
         expected = None if case.raises else expected_value(case)
         changed = None if case.changed_args is None else _changed_expected(case)

@@ -18,6 +18,7 @@ from typing import Protocol
 import pytest
 
 from grader.config import Config
+from grader.diagnose import Search
 from grader.sandbox import CallResult
 
 
@@ -95,6 +96,11 @@ class _GraderSession:
     @pytest.fixture
     def grading(self) -> Config:
         return self.config
+
+    @pytest.fixture(scope="session")
+    def diagnosis_search(self) -> Search:
+        """The diagnosis search of this submission (grader.diagnose.Search): one per session, never shared."""
+        return Search()
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # the suite's own error (a grader error): its last line says why

@@ -1,24 +1,28 @@
-"""Misconception variants: the reference with exactly one thing wrong (§4.5).
+"""Misconception switches: the reference with one or two steps wrong (§4.5).
 
-Each known misconception of the exercise has a ``Variant``: a stable code, the
-student function it lives in, a one-sentence explanation of the mechanism and
-a pointer to the textbook section. Its implementation is the reference's
-computation with one step switched by ``bug``; with ``bug=None`` the three
-private functions below compute exactly what ``reference.mha`` computes (a
-project test holds them to that), so a variant differs from the reference in
-its own step and nowhere else.
+Each known misconception of the exercise is a *switch* on the reference's
+computation: a stable code, the student function it lives in, the step it
+switches (``switch``: two codes of one step never combine), a one-sentence
+explanation, the phrase the verdict uses (``says``) and the textbook section.
+``run_combo`` computes the reference with any set of switches on; with none it
+computes exactly what ``reference.mha`` computes (a project test holds it to
+that), so a switch changes its own step and nowhere else.
 
-``variant_outputs`` runs every variant of a function on a case's inputs, in the
-grading (trusted) process: the diagnosis compares a student's output with these.
-``student_source`` writes a variant out as a standalone student file (numpy and
-the standard library only) for ``grade selftest``.
+``combos`` lists the combinations the diagnosis searches, cheapest first
+(every switch alone, then every pair of switches of different steps, less the
+pairs that compute the same as a single switch); ``combo_outputs`` runs them
+on a case's inputs in the grading (trusted) process; a combination that raises
+is recorded as ``"raises <Type>"``, since raising where the reference does not
+is evidence too. ``student_source`` writes a combination out as a standalone
+student file (numpy and the standard library only) for ``grade selftest``.
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,70 +34,131 @@ import numpy as np
 class Variant:
     code: str  # stable; the report's diagnosis code
     function: str  # the student function it belongs to
+    switch: str  # the step it switches: two codes of one step never combine
+    says: str  # the verdict's phrase, after the function's name: "does not scale the scores"
     explanation: str  # one sentence, the mechanism, in our words
     section: str  # where the textbook explains the right way
 
 
 MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"
 
+
+def _split(code: str, names: str) -> Variant:
+    return Variant(code, MHA, "split", f"splits {names} into heads in the wrong order",
+                   f"{names} {'were' if ' ' in names else 'was'} split into heads by reshaping (B, T, h·d_k) "
+                   "straight to (B, h, T, d_k), so each head holds whole tokens instead of its d_k-wide slice of "
+                   "every token.", "§4.5")
+
+
+# Which projections each split code splits wrongly.
+SPLITS = {"wrong-split-order": "QKV", "wrong-split-order-qk": "QK", "wrong-split-order-q": "Q",
+          "wrong-split-order-k": "K", "wrong-split-order-v": "V", "wrong-split-order-qv": "QV",
+          "wrong-split-order-kv": "KV"}
+_NAMES = {"QKV": "Q, K and V", "QK": "Q and K", "Q": "Q", "K": "K", "V": "V", "QV": "Q and V", "KV": "K and V"}
+
 VARIANTS: tuple[Variant, ...] = (
-    Variant("wrong-split-order", MHA,
-            "Heads were split by reshaping (B, T, h·d_k) straight to (B, h, T, d_k) (and merged by the same reshape "
-            "back), so each head holds whole tokens instead of its d_k-wide slice of every token.", "§4.5"),
-    Variant("wrong-merge-order", MHA,
+    *(_split(code, _NAMES[which]) for code, which in SPLITS.items()),
+    Variant("wrong-merge-order", MHA, "merge", "merges the heads in the wrong order",
             "Heads were merged by reshaping (B, h, T, d_v) straight to (B, T, h·d_v) without first moving the head "
             "axis back behind time, so each output token receives pieces of other tokens.", "§4.5"),
-    Variant("missing-scale", MHA,
+    Variant("missing-scale", MHA, "scale", "does not scale the scores",
             "The scores Q·Kᵀ were not divided by √d_k, so the softmax is sharper than attention defines it.", "§4.3"),
-    Variant("scale-by-sqrt-d", MHA,
+    Variant("scale-by-sqrt-d", MHA, "scale", "scales the scores by √d instead of √d_k",
             "The scores were divided by √d, the model width, instead of √d_k, the width of one head.", "§4.3"),
-    Variant("softmax-wrong-axis", MHA,
-            "The softmax normalized over queries (axis −2) instead of over keys, so a query's weights do not sum "
-            "to 1.", "§4.3"),
-    Variant("mask-off-by-one", MHA,
-            "The causal mask also hid the diagonal, so no query may see its own token and the first query has no "
-            "key left at all (its row becomes NaN).", "§4.4"),
-    Variant("causal-ignored", MHA,
-            "With causal=True no mask was applied, so every query also sees the keys of later tokens.", "§4.4"),
-    Variant("always-causal", MHA,
-            "The causal mask was applied even with causal=False, hiding later keys that full attention should "
-            "see.", "§4.4"),
-    Variant("mask-after-softmax", MHA,
-            "The future weights were set to zero after the softmax instead of masking the scores before it, so "
-            "each query's remaining weights no longer sum to 1.", "§4.4"),
-    Variant("missing-output-projection", MHA,
-            "The concatenated heads were returned without multiplying by W_O, so the result has h·d_v features "
-            "per token and the heads are never mixed.", "§4.5"),
-    Variant("unstable-softmax", MHA,
-            "The softmax exponentiated the raw scores without subtracting each row's maximum first, so large "
-            "scores overflow to inf and the weights become NaN.", "§4.3"),
-    Variant("d_k-assumed-d-over-h", MHA,
+    Variant("d_k-assumed-d-over-h", MHA, "scale", "scales the scores by √(d/h) instead of √d_k",
             "The head width was taken as d // h instead of W_Q.shape[1] // h, which is wrong whenever h·d_k ≠ d "
             "(Gemma's heads are wider), so the scores are scaled by the wrong √d_k.", "§4.5"),
-    Variant("count-missing-bias", COUNT,
+    Variant("softmax-wrong-axis", MHA, "softmax", "takes the softmax over queries instead of keys",
+            "The softmax normalized over queries (axis −2) instead of over keys, so a query's weights do not sum "
+            "to 1.", "§4.3"),
+    Variant("softmax-sum-over-queries", MHA, "softmax", "divides by the sum over queries instead of over keys",
+            "The softmax subtracted each row's maximum over keys but divided by the sum over queries (axis −2), so "
+            "a query's weights do not sum to 1.", "§4.3"),
+    Variant("softmax-max-over-queries", MHA, "softmax", "subtracts the maximum over queries instead of over keys",
+            "The softmax subtracted the maximum over queries (axis −2) before exp(), a different constant for each "
+            "key, which changes the weights; only a row's own maximum may be subtracted.", "§4.3"),
+    Variant("unstable-softmax", MHA, "stability", "exponentiates the raw scores without subtracting their maximum",
+            "The softmax exponentiated the raw scores without subtracting each row's maximum first, so large "
+            "scores overflow to inf and the weights become NaN.", "§4.3"),
+    Variant("mask-off-by-one", MHA, "mask", "also masks each query's own key",
+            "The causal mask also hid the diagonal, so no query may see its own token and the first query has no "
+            "key left at all (its row becomes NaN).", "§4.4"),
+    Variant("causal-ignored", MHA, "mask", "applies no mask with causal=True",
+            "With causal=True no mask was applied, so every query also sees the keys of later tokens.", "§4.4"),
+    Variant("always-causal", MHA, "mask", "applies the causal mask even with causal=False",
+            "The causal mask was applied even with causal=False, hiding later keys that full attention should "
+            "see.", "§4.4"),
+    Variant("mask-after-softmax", MHA, "mask", "masks the weights after the softmax instead of the scores before it",
+            "The future weights were set to zero after the softmax instead of masking the scores before it, so "
+            "each query's remaining weights no longer sum to 1.", "§4.4"),
+    Variant("missing-output-projection", MHA, "output", "does not multiply by W_O",
+            "The concatenated heads were returned without multiplying by W_O, so the result has h·d_v features "
+            "per token and the heads are never mixed.", "§4.5"),
+    Variant("d_k-from-d-over-h", MHA, "width", "splits the heads with d_k = d // h",
+            "The heads were split with d_k = d // h instead of W_Q.shape[1] // h, so the reshape raises ValueError "
+            "whenever h·d_k ≠ d (Gemma's heads are wider) and is right otherwise.", "§4.5"),
+    Variant("count-missing-bias", COUNT, "bias", "does not count the biases",
             "With bias=True the biases of the four projections were not counted.", "§4.5"),
-    Variant("count-bias-as-4d", COUNT,
+    Variant("count-bias-as-4d", COUNT, "bias", "counts the biases as 4·d",
             "The biases were counted as 4·d, which holds only when h·d_k = d: the query, key and value biases have "
             "h·d_k entries each and only the output bias has d.", "§4.5"),
-    Variant("count-ignores-d_k", COUNT,
+    Variant("count-ignores-d_k", COUNT, "weights", "counts the weights as 4·d² whatever d_k is",
             "The weights were counted as 4·d² whatever d_k is, but the four matrices hold 4·d·h·d_k weights, more "
             "than 4·d² when the heads are wider than d/h.", "§4.5"),
-    Variant("entropy-log-zero", ENTROPY,
+    Variant("entropy-log-zero", ENTROPY, "log", "takes the log of zero weights",
             "Zero weights were put through log, and 0·ln 0 evaluates to NaN in floating point; the entropy takes "
             "0·ln 0 = 0.", "§4.5"),
-    Variant("entropy-bits", ENTROPY,
+    Variant("entropy-bits", ENTROPY, "base", "measures in bits instead of nats",
             "The entropy was measured in bits (log base 2); the exercise asks for nats (natural log).", "§4.5"),
-    Variant("entropy-sum-over-queries", ENTROPY,
+    Variant("entropy-sum-over-queries", ENTROPY, "reduction", "sums the entropies instead of averaging them",
             "The row entropies were summed over the query rows instead of averaged, so the result grows with "
             "T_q.", "§4.5"),
-    Variant("entropy-wrong-axis", ENTROPY,
+    Variant("entropy-wrong-axis", ENTROPY, "axis", "takes the entropy along the query axis instead of the keys",
             "The entropy was taken along the query axis (the columns) instead of along each row's keys.", "§4.5"),
 )
 CATALOGUE: dict[str, Variant] = {v.code: v for v in VARIANTS}
 
+# Pairs that compute exactly what one switch alone (or another pair) computes, so the search never
+# names them: without the maximum subtracted, the max axis does not matter; the reshape with
+# d_k = d // h either raises or has d // h = d_k, when scaling by √(d // h) is right; and summing the
+# column entropies adds up every −a·ln a, as summing the row entropies does.
+REDUNDANT = frozenset({
+    frozenset({"unstable-softmax", "softmax-max-over-queries"}),
+    frozenset({"unstable-softmax", "softmax-sum-over-queries"}),  # the same as with softmax-wrong-axis
+    frozenset({"d_k-from-d-over-h", "d_k-assumed-d-over-h"}),
+    frozenset({"entropy-sum-over-queries", "entropy-wrong-axis"}),  # the same as entropy-sum-over-queries
+})
+SEP = "+"  # a combination's key: its codes in VARIANTS order, joined by SEP
 
-def _attention(X, W_Q, W_K, W_V, W_O, h, causal=True, *, bug=None):
-    """The reference's multi-head attention with the step named by ``bug`` done wrong."""
+
+def combo_key(codes: Iterable[str]) -> str:
+    """The key of a combination of switches: its codes in ``VARIANTS`` order, joined by "+"."""
+    order = {v.code: i for i, v in enumerate(VARIANTS)}
+    return SEP.join(sorted(set(codes), key=order.__getitem__))
+
+
+def combos(function: str, size: int = 2) -> list[tuple[str, ...]]:
+    """The combinations of ``function``'s switches the diagnosis searches, cheapest (fewest switches) first.
+
+    Every switch alone, then every pair of switches of two different steps in
+    ``VARIANTS`` order, less the ``REDUNDANT`` pairs.
+    """
+    own = [v for v in VARIANTS if v.function == function]
+    found: list[tuple[str, ...]] = [(v.code,) for v in own]
+    for n in range(2, size + 1):
+        for group in itertools.combinations(own, n):
+            if len({v.switch for v in group}) == n and not any(
+                    pair <= {v.code for v in group} for pair in REDUNDANT):
+                found.append(tuple(v.code for v in group))
+    return found
+
+
+def _attention(X, W_Q, W_K, W_V, W_O, h, causal=True, *, bugs=frozenset(), products=None):
+    """The reference's multi-head attention with the steps named in ``bugs`` done wrong.
+
+    products: {name: array} that holds X @ W_Q, X @ W_K and X @ W_V once computed,
+    so that many combinations on one case compute them once (they never depend on a switch).
+    """
     X = np.asarray(X)
     if not isinstance(h, (int, np.integer)) or isinstance(h, bool) or h < 1:
         raise ValueError(f"h must be a positive integer, got {h!r}")
@@ -109,70 +174,73 @@ def _attention(X, W_Q, W_K, W_V, W_O, h, causal=True, *, bug=None):
                          f"W_V {W_V.shape}, W_O {W_O.shape}")
     d_k = W_Q.shape[1] // h
     d_v = W_V.shape[1] // h
-    scale_width = {"scale-by-sqrt-d": d, "d_k-assumed-d-over-h": d // h}.get(bug, d_k)
+    if "d_k-from-d-over-h" in bugs:
+        d_k = d_v = d // h  # the reshapes below raise ValueError unless h·d_k = h·d_v = d
+    scale_width = d if "scale-by-sqrt-d" in bugs else d // h if "d_k-assumed-d-over-h" in bugs else d_k
+    wrong = "".join(SPLITS[code] for code in bugs if code in SPLITS)
 
-    Q = X @ W_Q  # (B, T, h·d_k)
-    K = X @ W_K  # (B, T, h·d_k)
-    V = X @ W_V  # (B, T, h·d_v)
-    if bug == "wrong-split-order":
-        Q = Q.reshape(B, h, T, d_k)  # (B, h, T, d_k), but tokens mixed into heads
-        K = K.reshape(B, h, T, d_k)  # (B, h, T, d_k)
-        V = V.reshape(B, h, T, d_v)  # (B, h, T, d_v)
-    else:
-        Q = Q.reshape(B, T, h, d_k).transpose(0, 2, 1, 3)  # (B, h, T, d_k)
-        K = K.reshape(B, T, h, d_k).transpose(0, 2, 1, 3)  # (B, h, T, d_k)
-        V = V.reshape(B, T, h, d_v).transpose(0, 2, 1, 3)  # (B, h, T, d_v)
+    def split(M, name, width):  # (B, T, h·width) -> (B, h, T, width)
+        if name in wrong:
+            return M.reshape(B, h, T, width)  # (B, h, T, width), but tokens mixed into heads
+        return M.reshape(B, T, h, width).transpose(0, 2, 1, 3)  # (B, h, T, width)
+
+    if products is None:
+        products = {}
+    if not products:
+        products.update(Q=X @ W_Q, K=X @ W_K, V=X @ W_V)  # (B, T, h·d_k), (B, T, h·d_k), (B, T, h·d_v)
+    Q = split(products["Q"], "Q", d_k)  # (B, h, T, d_k)
+    K = split(products["K"], "K", d_k)  # (B, h, T, d_k)
+    V = split(products["V"], "V", d_v)  # (B, h, T, d_v)
 
     scores = Q @ K.transpose(0, 1, 3, 2)  # (B, h, T, T)
-    if bug != "missing-scale":
+    if "missing-scale" not in bugs:
         scores = scores / math.sqrt(scale_width)  # (B, h, T, T)
-    hidden = np.triu(np.ones((T, T), dtype=bool), k=0 if bug == "mask-off-by-one" else 1)  # (T, T)
-    if (causal and bug not in ("causal-ignored", "mask-after-softmax")) or (not causal and bug == "always-causal"):
+    hidden = np.triu(np.ones((T, T), dtype=bool), k=0 if "mask-off-by-one" in bugs else 1)  # (T, T)
+    if (causal and not bugs & {"causal-ignored", "mask-after-softmax"}) or (not causal and "always-causal" in bugs):
         scores = np.where(hidden, -np.inf, scores)  # (B, h, T, T)
 
-    axis = -2 if bug == "softmax-wrong-axis" else -1
-    if bug != "unstable-softmax":
-        scores = scores - scores.max(axis=axis, keepdims=True)  # (B, h, T, T)
+    max_axis = -2 if bugs & {"softmax-wrong-axis", "softmax-max-over-queries"} else -1
+    sum_axis = -2 if bugs & {"softmax-wrong-axis", "softmax-sum-over-queries"} else -1
+    if "unstable-softmax" not in bugs:
+        scores = scores - scores.max(axis=max_axis, keepdims=True)  # (B, h, T, T)
     weights = np.exp(scores)  # (B, h, T, T)
-    weights = weights / weights.sum(axis=axis, keepdims=True)  # (B, h, T, T)
-    if causal and bug == "mask-after-softmax":
+    weights = weights / weights.sum(axis=sum_axis, keepdims=True)  # (B, h, T, T)
+    if causal and "mask-after-softmax" in bugs:
         weights = np.where(hidden, 0.0, weights)  # (B, h, T, T), rows no longer sum to 1
 
     heads = weights @ V  # (B, h, T, d_v)
-    if bug in ("wrong-split-order", "wrong-merge-order"):
+    if "wrong-merge-order" in bugs:
         concat = heads.reshape(B, T, h * d_v)  # (B, T, h·d_v), tokens mixed
     else:
         concat = heads.transpose(0, 2, 1, 3).reshape(B, T, h * d_v)  # (B, T, h·d_v)
-    out = concat if bug == "missing-output-projection" else concat @ W_O  # (B, T, d_out)
+    out = concat if "missing-output-projection" in bugs else concat @ W_O  # (B, T, d_out)
     return out[0] if unbatched else out
 
 
-def _param_count(d, h, d_k=None, bias=False, *, bug=None):
-    """The reference's parameter count with the term named by ``bug`` counted wrong."""
+def _param_count(d, h, d_k=None, bias=False, *, bugs=frozenset()):
+    """The reference's parameter count with the terms named in ``bugs`` counted wrong."""
     if d_k is None:
         if d % h:
             raise ValueError(f"d = {d} is not divisible by h = {h}; pass d_k explicitly")
         d_k = d // h
-    count = 4 * d * d if bug == "count-ignores-d_k" else 4 * d * h * d_k
-    if bias and bug != "count-missing-bias":
-        count += 4 * d if bug == "count-bias-as-4d" else 3 * h * d_k + d
+    count = 4 * d * d if "count-ignores-d_k" in bugs else 4 * d * h * d_k
+    if bias and "count-missing-bias" not in bugs:
+        count += 4 * d if "count-bias-as-4d" in bugs else 3 * h * d_k + d
     return int(count)
 
 
-def _head_entropy(A, *, bug=None):
-    """The reference's mean entropy per head with the step named by ``bug`` done wrong."""
+def _head_entropy(A, *, bugs=frozenset()):
+    """The reference's mean entropy per head with the steps named in ``bugs`` done wrong."""
     A = np.asarray(A, dtype=float)  # (..., T_q, T_k)
-    if bug == "entropy-log-zero":
+    if "entropy-log-zero" in bugs:
         log_a = np.log(A)  # (..., T_q, T_k), -inf at the zeros
     else:
         log_a = np.log(A, where=A > 0, out=np.zeros_like(A))  # (..., T_q, T_k)
-    if bug == "entropy-bits":
+    if "entropy-bits" in bugs:
         log_a = log_a / math.log(2)
     a_log_a = A * log_a  # (..., T_q, T_k)
-    if bug == "entropy-wrong-axis":
-        return -a_log_a.sum(axis=-2).mean(axis=-1)  # (...)
-    row_entropy = -a_log_a.sum(axis=-1)  # (..., T_q)
-    return row_entropy.sum(axis=-1) if bug == "entropy-sum-over-queries" else row_entropy.mean(axis=-1)  # (...)
+    entropies = -a_log_a.sum(axis=-2 if "entropy-wrong-axis" in bugs else -1)  # (..., T_k) or (..., T_q)
+    return entropies.sum(axis=-1) if "entropy-sum-over-queries" in bugs else entropies.mean(axis=-1)  # (...)
 
 
 _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {MHA: _attention, COUNT: _param_count, ENTROPY: _head_entropy}
@@ -183,45 +251,63 @@ _SIGNATURES = {  # the student-facing signature and the call into the private fu
 }
 
 
+def run_combo(codes: Sequence[str], *args, products: dict | None = None, **kwargs):
+    """The output of the reference with the switches ``codes`` on (it may raise, like a student's code).
+
+    products: for multi_head_attention, a dict shared by calls on the same inputs (see ``_attention``).
+    """
+    function = CATALOGUE[codes[0]].function
+    if function == MHA:
+        kwargs["products"] = products
+    return _IMPLEMENTATIONS[function](*args, **kwargs, bugs=frozenset(codes))
+
+
 def run_variant(code: str, *args, **kwargs):
-    """The output of variant ``code`` on these inputs (it may raise, like a student's code)."""
-    variant = CATALOGUE[code]
-    return _IMPLEMENTATIONS[variant.function](*args, **kwargs, bug=code)
+    """The output of the single switch ``code`` on these inputs."""
+    return run_combo((code,), *args, **kwargs)
 
 
-def variant_outputs(function: str, args: tuple, kwargs: dict) -> dict[str, np.ndarray | int]:
-    """Every variant of ``function`` run on the same inputs: {code: output}, in ``VARIANTS`` order.
+def combo_outputs(function: str, args: tuple, kwargs: dict,
+                  keys: Iterable[str] | None = None) -> dict[str, np.ndarray | int | str]:
+    """The combinations of ``function``'s switches run on the same inputs: {combo key: output}.
 
-    Arrays are computed in float64, as the expected values are. A variant that
-    raises on these inputs is left out (no student output can match it; and a
-    failing variant must never stop a submission's grading), and
-    numpy's warnings about the NaN and inf some variants make are silenced.
+    keys: the combinations to run (default: all of ``combos(function)``, in
+    that order). Arrays are computed in float64, as the expected values are. A
+    combination that raises is recorded as ``"raises <Type>"``; numpy's
+    warnings about the NaN and inf some make are silenced.
     """
     args = tuple(np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in args)
-    outputs: dict[str, np.ndarray | int] = {}
+    outputs: dict[str, np.ndarray | int | str] = {}
+    todo = [tuple(key.split(SEP)) for key in keys] if keys is not None else combos(function)
+    products: dict = {}  # the projections, computed once for every combination
     with np.errstate(all="ignore"):
-        for variant in VARIANTS:
-            if variant.function != function:
-                continue
+        for codes in todo:
             try:
-                outputs[variant.code] = run_variant(variant.code, *args, **kwargs)
-            except Exception:  # noqa: BLE001, S112 - a variant that fails on these inputs is simply no candidate
-                continue
+                outputs[SEP.join(codes)] = run_combo(codes, *args, products=products, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - raising where the reference does not is an output too
+                outputs[SEP.join(codes)] = f"raises {type(exc).__name__}"
     return outputs
 
 
+def variant_outputs(function: str, args: tuple, kwargs: dict) -> dict[str, np.ndarray | int | str]:
+    """Every single switch of ``function`` run on the same inputs: {code: output}, in ``VARIANTS`` order."""
+    return combo_outputs(function, args, kwargs, [v.code for v in VARIANTS if v.function == function])
+
+
 def student_source(code: str) -> str:
-    """Variant ``code`` as a standalone student file: the reference, with one function replaced.
+    """The switches of ``code`` (one code, or a combination key "a+b") as a standalone student file.
 
     The file holds the reference's source, then the private implementation of
-    the variant's function, then a public function of the student's name and
-    signature that calls it with ``bug=code``; it imports only numpy and math.
+    the function the switches live in, then a public function of the student's
+    name and signature that calls it with those switches on; it imports only numpy and math.
     """
-    variant = CATALOGUE[code]
-    implementation = _IMPLEMENTATIONS[variant.function]
-    signature, call = _SIGNATURES[variant.function]
+    codes = tuple(code.split(SEP))
+    function = CATALOGUE[codes[0]].function
+    implementation = _IMPLEMENTATIONS[function]
+    signature, call = _SIGNATURES[function]
     reference = (Path(__file__).parent / "mha.py").read_text(encoding="utf-8")
-    return (f"{reference}\n\n# Misconception variant {code!r}: {variant.function} below replaces the reference's.\n\n"
+    return (f"{reference}\n\n# Misconception {code!r}: {function} below replaces the reference's.\n\n"
+            f"SPLITS = {SPLITS!r}\n\n\n"
             f"{inspect.getsource(implementation)}\n\n"
-            f"def {variant.function}({signature}):\n"
-            f"    return {implementation.__name__}({call}, bug={code!r})\n")
+            f"def {function}({signature}):\n"
+            f"    return {implementation.__name__}({call}, bugs=frozenset({codes!r}))\n")

@@ -179,7 +179,7 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     # A group submission gives one row per member, with the same scores.
     for sid in ("12", "13"):
         row = rows[("gradescope__submission_1002__mha.py", sid)]
-        assert (row["score"], row["diagnoses"]) == ("39.1667", "wrong-split-order")
+        assert (row["score"], row["diagnoses"]) == ("39.1667", "wrong-split-order; wrong-merge-order")  # a pair
     assert rows[("gradescope__submission_1002__mha.py", "13")]["name"] == "Grace Hopper"
     jane = rows[("canvas__doejane_LATE_501_9001_mha.py", "501")]
     assert (jane["name"], jane["score"], jane["head_entropy"], jane["status"], jane["diagnoses"]) == (
@@ -213,7 +213,8 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     assert (summary["files"], summary["graded"], summary["import_errors"], summary["errors"],
             summary["not_submissions"]) == (8, 3, 2, 0, 3)
     assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 1, 0, 0, 0, 0, 0, 2]  # 0, 0, 39.1667, 92.5, 100
-    assert summary["diagnoses"] == {"entropy-log-zero": 1, "wrong-split-order": 1}  # submissions, not rows
+    assert summary["diagnoses"] == {"entropy-log-zero": 1, "wrong-merge-order": 1,
+                                    "wrong-split-order": 1}  # submissions, not rows
     assert [f["file"] for f in summary["failed_to_grade"]] == [
         "canvas__hangs_503_9003_mha.py", "canvas__roekim_502_9002_mha.py", "canvas__empty_504_9004_mha.py",
         "canvas__essay_506_9006_notes.txt", "canvas__picture_505_9005_mha.py"]
@@ -222,7 +223,7 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     assert summary["misconceptions"]["entropy-log-zero"]["section"].startswith("§")
     alan = next(s for s in summary["students"] if s["file"] == "gradescope__submission_1002__mha.py")
     assert (alan["student_id"], alan["name"], alan["score"], alan["diagnoses"], alan["report"]) == (
-        "12, 13", "Alan Turing, Grace Hopper", 39.1667, ["wrong-split-order"],
+        "12, 13", "Alan Turing, Grace Hopper", 39.1667, ["wrong-split-order", "wrong-merge-order"],
         "reports/gradescope__submission_1002__mha.py.json")
     reshape = next(t for t in summary["tests"] if t["name"] == "mha_reshape[B2-T5-d8-h3-dk4-dv3-full]")
     assert (reshape["passed"], reshape["total"]) == (2, 5)  # correct and nan_entropy pass; the bug and two zeros fail

@@ -10,7 +10,20 @@ import numpy as np
 import pytest
 from conftest import ROOT, SUBMISSIONS
 
-from grader.diagnose import CAUSAL_LEAK, GENERIC, NON_FINITE, WRONG_SHAPE, Diagnosis, diagnose, matches, settle
+from grader.diagnose import (
+    CAUSAL_LEAK,
+    GENERIC,
+    NON_FINITE,
+    WRONG_SHAPE,
+    Diagnosis,
+    Finding,
+    Search,
+    diagnose,
+    matches,
+    named,
+    settle,
+)
+from grader.fairness import is_unpaid
 from grader.grade import grade_submission
 from grader.report import summary_text
 from reference import mha, variants
@@ -19,6 +32,10 @@ sys.path.insert(0, str(ROOT / "assignments/mha/graded"))
 from cases import build_cases
 
 RTOL, ATOL = 1e-3, 1e-5
+MHA, ENTROPY = "multi_head_attention", "head_entropy"
+# Correct solutions in other styles (course files, beside the reference: grade selftest grades them too).
+STYLES = ROOT / "reference/styles"
+STYLE_FILES = ["loop_heads.py", "einsum.py", "float32.py", "np_split.py", "in_place.py"]
 CATALOGUE = {**GENERIC, **variants.CATALOGUE}
 
 
@@ -40,8 +57,9 @@ def test_diagnose_names_the_matching_misconception_only():
     expected = np.array([1.0, 2.0])
     candidates = {"missing-scale": np.array([3.0, 4.0]), "entropy-bits": np.array([5.0, 6.0])}
     found = diagnose(np.array([3.0, 4.0]), expected, candidates, RTOL, ATOL, CATALOGUE)
-    assert found == Diagnosis("missing-scale", variants.CATALOGUE["missing-scale"].explanation, "§4.3")
-    assert found.as_dict() == {"code": "missing-scale", "section": "§4.3",
+    assert found == Diagnosis("missing-scale", variants.CATALOGUE["missing-scale"].explanation, "§4.3",
+                              ("missing-scale",), ("missing-scale",))
+    assert found.as_dict() == {"code": "missing-scale", "codes": ["missing-scale"], "section": "§4.3",
                                "explanation": "The scores Q·Kᵀ were not divided by √d_k, so the softmax is sharper "
                                               "than attention defines it."}
     # A right answer has no diagnosis; a wrong one that matches nothing has none either.
@@ -70,15 +88,80 @@ def test_generic_findings_when_no_variant_matches():
     assert diagnose(5, 4, {"count-missing-bias": 3}, RTOL, ATOL, CATALOGUE) is None
 
 
-def test_settle_names_the_misconception_seen_unambiguously_elsewhere():
-    sure = Diagnosis("d_k-assumed-d-over-h", "x", "§4.5")
-    torn = Diagnosis("missing-scale", "y", "§4.3", also=("d_k-assumed-d-over-h",))
-    alone = Diagnosis("scale-by-sqrt-d", "z", "§4.3", also=("d_k-assumed-d-over-h",))
-    settled = settle([sure, torn, None, sure], CATALOGUE)
-    assert settled[0] == sure and settled[2] is None
-    assert settled[1].code == "d_k-assumed-d-over-h" and settled[1].also == ("missing-scale",)
-    assert settled[1].explanation == variants.CATALOGUE["d_k-assumed-d-over-h"].explanation
-    assert settle([alone], CATALOGUE) == [alone]  # nothing elsewhere to lean on: keeps its first match
+def test_a_combination_is_named_by_all_its_switches():
+    # Two switches at once: the candidate's key joins their codes; the diagnosis names both.
+    expected = np.array([1.0, 2.0])
+    candidates = {"missing-scale": np.array([3.0, 4.0]), "wrong-split-order-qk+missing-scale": np.array([5.0, 6.0])}
+    found = diagnose(np.array([5.0, 6.0]), expected, candidates, RTOL, ATOL, CATALOGUE)
+    assert found.codes == ("wrong-split-order-qk", "missing-scale") and found.section == "§4.3, §4.5"
+    assert found.as_dict()["code"] == "wrong-split-order-qk"
+    assert found.explanation == (variants.CATALOGUE["wrong-split-order-qk"].explanation + " "
+                                 + variants.CATALOGUE["missing-scale"].explanation)
+    # Raising where a combination raises is a match; raising another type is not.
+    assert diagnose("raises ValueError", expected, {"d_k-from-d-over-h": "raises ValueError"}, RTOL, ATOL,
+                    CATALOGUE).raised
+    assert diagnose("raises IndexError", expected, {"d_k-from-d-over-h": "raises ValueError"}, RTOL, ATOL,
+                    CATALOGUE) is None
+
+
+def test_the_search_tries_only_what_explained_the_earlier_failed_tests():
+    expected = np.zeros(2)
+    asked = []
+
+    def candidates(outputs):
+        def compute(keys):
+            asked.append(keys)
+            return outputs if keys is None else {k: outputs[k] for k in keys}
+        return compute
+
+    search = Search()
+    first = {"missing-scale": np.ones(2), "scale-by-sqrt-d": np.ones(2), "causal-ignored": np.full(2, 3.0)}
+    assert search.diagnose("f", np.ones(2), expected, candidates(first), RTOL, ATOL, CATALOGUE).matches == (
+        "missing-scale", "scale-by-sqrt-d")
+    second = {"missing-scale": np.full(2, 2.0), "scale-by-sqrt-d": np.ones(2), "causal-ignored": np.ones(2)}
+    found = search.diagnose("f", np.ones(2), expected, candidates(second), RTOL, ATOL, CATALOGUE)
+    assert found.matches == ("scale-by-sqrt-d",) and asked == [None, ["missing-scale", "scale-by-sqrt-d"]]
+    # Nothing that explained the earlier tests explains this one: all of them are tried again.
+    third = {"missing-scale": np.ones(2), "scale-by-sqrt-d": np.full(2, 2.0), "causal-ignored": np.ones(2)}
+    assert search.diagnose("f", np.ones(2), expected, candidates(third), RTOL, ATOL, CATALOGUE).matches == (
+        "missing-scale", "causal-ignored")
+    assert asked[2:] == [["scale-by-sqrt-d"], None]
+
+
+TEXTS = {code: Finding(v.explanation, v.section, v.says) for code, v in variants.CATALOGUE.items()}
+
+
+def test_settle_names_the_cheapest_combination_that_explains_every_failed_test():
+    a = named("missing-scale", TEXTS, ("missing-scale", "wrong-split-order-qk+missing-scale"))
+    b = named("wrong-split-order-qk+missing-scale", TEXTS, ("wrong-split-order-qk+missing-scale",))
+    diagnoses, verdict = settle("multi_head_attention", [("failed", a), ("passed", None), ("failed", b)], TEXTS)
+    assert [d and d.codes for d in diagnoses] == [("wrong-split-order-qk", "missing-scale"), None,
+                                                  ("wrong-split-order-qk", "missing-scale")]
+    assert verdict.sentence == ("multi_head_attention splits Q and K into heads in the wrong order, and does not "
+                                "scale the scores (§4.3, §4.5).")
+    assert verdict.evidence == "explains all 2 failed tests of multi_head_attention"
+    # Of several that explain everything, the fewest switches win.
+    c = named("missing-scale", TEXTS, ("missing-scale", "wrong-split-order-qk+missing-scale"))
+    assert settle("multi_head_attention", [("failed", a), ("failed", c)], TEXTS)[1].codes == ("missing-scale",)
+
+
+def test_settle_gives_no_verdict_when_no_combination_explains_every_failed_test():
+    a = named("missing-scale", TEXTS)
+    b = named("causal-ignored", TEXTS)
+    diagnoses, verdict = settle("multi_head_attention", [("failed", a), ("failed", b)], TEXTS)
+    assert verdict is None and diagnoses == [a, b]  # each test keeps its own match
+    # A failed test nothing explains (a generic finding, or none) leaves the function without a verdict.
+    for other in (None, Diagnosis(NON_FINITE, "x", "§4.3")):
+        assert settle("multi_head_attention", [("failed", a), ("failed", other)], TEXTS)[1] is None
+    # A timeout says nothing of the values: it does not count against the verdict.
+    assert settle("multi_head_attention", [("failed", a), ("timeout", None)], TEXTS)[1].codes == ("missing-scale",)
+
+
+def test_a_pattern_of_raises_is_recorded_as_evidence():
+    raised = named("d_k-from-d-over-h", TEXTS, raised=True)
+    _, verdict = settle("multi_head_attention", [("error", raised), ("passed", None), ("error", raised)], TEXTS)
+    assert verdict.codes == ("d_k-from-d-over-h",)
+    assert verdict.evidence == "explains all 2 failed tests of multi_head_attention: each raised where it raises"
 
 
 def test_diagnose_module_imports_no_reference_code():
@@ -98,13 +181,13 @@ def plain(case):
 
 @pytest.mark.parametrize("seed", [2026, 20, 23])
 def test_without_a_bug_the_variants_compute_the_reference(seed):
-    # The variants share the reference's every other step: with bug=None they are the reference.
+    # The switches share the reference's every other step: with none on they are the reference.
     private = {"multi_head_attention": variants._attention, "attention_param_count": variants._param_count,
                "head_entropy": variants._head_entropy}
     for case in build_cases(seed, 12):
         if case.raises:
             continue
-        got = private[case.function](*plain(case), **case.kwargs, bug=None)
+        got = private[case.function](*plain(case), **case.kwargs, bugs=frozenset())
         np.testing.assert_array_equal(got, getattr(mha, case.function)(*plain(case), **case.kwargs), err_msg=case.name)
 
 
@@ -168,7 +251,7 @@ def reports(config):
 
     def report(name):
         if name not in cache:
-            cache[name] = grade_submission(SUBMISSIONS / name, config).report
+            cache[name] = grade_submission((STYLES if name in STYLE_FILES else SUBMISSIONS) / name, config).report
         return cache[name]
 
     return report
@@ -177,12 +260,25 @@ def reports(config):
 def test_wrong_reshape_is_named_on_every_failed_test_and_said_once(reports, validate_report):
     report = validate_report(reports("wrong_reshape.py"))
     failed = [t for t in report["tests"] if t["status"] != "passed"]
-    # 21 by value, and the 2 causality cases, whose outputs must be right too
-    assert len(failed) == 23 and {t["diagnosis"]["code"] for t in failed} == {"wrong-split-order"}
+    # The straight reshape on the way in and its inverse on the way out: two switches, both named.
+    # 21 by value, and the 2 causality cases, whose outputs must be right too.
+    assert len(failed) == 23
+    assert {tuple(t["diagnosis"]["codes"]) for t in failed} == {("wrong-split-order", "wrong-merge-order")}
+    assert {t["diagnosis"]["code"] for t in failed} == {"wrong-split-order"}
     assert all(t["diagnosis"] is None for t in report["tests"] if t["status"] == "passed")
-    summary = summary_text(report)
-    assert summary.count("wrong-split-order") == 1
-    assert "    ⇒ wrong-split-order (§4.5, 23 tests): Heads were split by reshaping (B, T, h·d_k) straight" in summary
+    assert report["functions"]["multi_head_attention"]["verdict"] == {
+        "codes": ["wrong-split-order", "wrong-merge-order"],
+        "sentence": "multi_head_attention splits Q, K and V into heads in the wrong order, and merges the heads in "
+                    "the wrong order (§4.5).",
+        "evidence": "explains all 23 failed tests of multi_head_attention"}
+    assert report["functions"]["head_entropy"]["verdict"] is None
+    lines = summary_text(report).splitlines()
+    # The verdict first, then each combination once with its explanation, then the failed tests.
+    assert lines[2] == ("    ⇒ multi_head_attention splits Q, K and V into heads in the wrong order, and merges the "
+                        "heads in the wrong order (§4.5).")
+    assert lines[3].startswith("    ⇒ wrong-split-order + wrong-merge-order (§4.5, 23 tests): Q, K and V were split")
+    assert lines[4].startswith("    ✗ mha_random[")
+    assert "\n".join(lines).count("wrong-split-order") == 1
 
 
 def test_nan_entropy_is_named_entropy_log_zero(reports, validate_report):
@@ -192,15 +288,14 @@ def test_nan_entropy_is_named_entropy_log_zero(reports, validate_report):
                      "entropy[one-hot-rows]": "entropy-log-zero"}
 
 
-@pytest.mark.parametrize("name", ["style_loop_heads.py", "style_einsum.py", "style_float32.py", "style_np_split.py",
-                                  "correct.py"])
+@pytest.mark.parametrize("name", [*STYLE_FILES, "correct.py"])
 def test_correct_code_in_other_styles_scores_full_with_no_diagnosis(reports, validate_report, name):
     report = validate_report(reports(name))
     assert report["score"] == report["max_score"] == 100
     assert [t["name"] for t in report["tests"] if t["diagnosis"] or t["status"] != "passed"] == []
     notes = [(n["code"], n["line"], n["score"], n["max_score"]) for n in report["notes"]]
     # A loop over heads is a note worth 0 points by default, never a failure.
-    assert notes == ([("loop-over-heads", 20, 0, 0)] if name == "style_loop_heads.py" else [])
+    assert notes == ([("loop-over-heads", 20, 0, 0)] if name == "loop_heads.py" else [])
 
 
 def submission_from_correct(tmp_path, old: str, new: str):
@@ -236,32 +331,94 @@ def test_an_unknown_shape_bug_is_reported_as_wrong_shape(config, tmp_path, valid
 
 def test_summary_says_each_misconception_once_and_keeps_hidden_tests_hidden():
     def test(name, code, visibility="visible"):
-        diagnosis = {"code": code, "explanation": f"about {code}", "section": "§4.5"} if code else None
+        diagnosis = {"code": code, "codes": [code], "explanation": f"about {code}", "section": "§4.5"} if code else None
         return {"name": name, "function": "head_entropy", "status": "failed", "message": "m",
                 "visibility": visibility, "diagnosis": diagnosis}
 
+    verdict = {"codes": ["entropy-bits"], "sentence": "head_entropy measures in bits instead of nats (§4.5).",
+               "evidence": "explains all 2 failed tests of head_entropy"}
     report = {"assignment": "mha", "submission": {"path": "s.py"}, "status": "graded", "score": 0, "max_score": 15,
-              "functions": {"head_entropy": {"score": 0, "max_score": 15, "passed": 0, "tests": 4}},
+              "functions": {"head_entropy": {"score": 0, "max_score": 15, "passed": 0, "tests": 4,
+                                             "verdict": verdict}},
               "tests": [test("a", "entropy-bits"), test("b", "entropy-bits"), test("c", None),
                         test("d", "entropy-log-zero", "hidden")],
               "notes": [{"message": "multi_head_attention loops over the heads in Python (line 3: for i in range(h):)"}]}
     lines = summary_text(report).splitlines()
-    # The misconception comes first under its function, said once; the note closes the summary.
-    assert lines[2] == "    ⇒ entropy-bits (§4.5, 2 tests): about entropy-bits"
+    # The verdict, then the misconception under its function, said once; the note closes the summary.
+    assert lines[2] == "    ⇒ head_entropy measures in bits instead of nats (§4.5)."
+    assert lines[3] == "    ⇒ entropy-bits (§4.5, 2 tests): about entropy-bits"
     assert lines[-1] == "  note: multi_head_attention loops over the heads in Python (line 3: for i in range(h):)"
     assert sum("entropy-bits (" in line for line in lines) == 1
     assert "    ✗ a hidden test [failed]" in lines and "entropy-log-zero" not in "\n".join(lines)
+    # A verdict that only hidden tests show is not printed.
+    report["functions"]["head_entropy"]["verdict"] = dict(verdict, codes=["entropy-log-zero"],
+                                                          sentence="head_entropy takes the log of zero weights (§4.5).")
+    assert "log of zero" not in summary_text(report)
 
 
 def test_vectorization_points_reward_a_loop_free_passing_function(config, validate_report):
     from dataclasses import replace
 
     worth = replace(config, vectorization_points=2.5)
-    vectorized = validate_report(grade_submission(SUBMISSIONS / "style_np_split.py", worth).report)
-    looped = validate_report(grade_submission(SUBMISSIONS / "style_loop_heads.py", worth).report)
+    vectorized = validate_report(grade_submission(STYLES / "np_split.py", worth).report)
+    looped = validate_report(grade_submission(STYLES / "loop_heads.py", worth).report)
     assert (vectorized["score"], vectorized["max_score"], vectorized["notes"]) == (102.5, 102.5, [])
     assert (looped["score"], looped["max_score"]) == (100, 102.5)
     assert [(n["code"], n["score"], n["max_score"]) for n in looped["notes"]] == [("loop-over-heads", 0, 2.5)]
     assert looped["notes"][0]["message"] == (
         "multi_head_attention loops over the heads in Python (multi_head_attention, line 20: for i in range(h):); "
         "the exercise computes all heads at once with one reshape and one transpose")
+
+
+# ---------------------------------------------------------------- the issue's examples, as students write them
+
+MISCONCEPTIONS = ROOT / "tests/misconceptions"
+SCALE = "scales the scores by √d instead of √d_k"
+
+
+@pytest.mark.parametrize(("name", "function", "codes", "says", "sections", "failed", "raised"), [
+    # The straight split merged the right way: it leaks across tokens, but it is the wrong split, not a leak.
+    ("split_straight_merge_right.py", MHA, ["wrong-split-order"],
+     ["splits Q, K and V into heads in the wrong order"], "§4.5", 23, 0),
+    ("split_qk_straight.py", MHA, ["wrong-split-order-qk"], ["splits Q and K into heads in the wrong order"],
+     "§4.5", 23, 0),
+    # Maximum over keys, sum over queries: named, with no guess about large scores.
+    ("softmax_max_keys_sum_queries.py", MHA, ["softmax-sum-over-queries"],
+     ["divides by the sum over queries instead of over keys"], "§4.3", 25, 0),
+    # d_k = d // h: raises ValueError exactly where h·d_k ≠ d, right elsewhere.
+    ("d_k_from_d_over_h.py", MHA, ["d_k-from-d-over-h"], ["splits the heads with d_k = d // h"], "§4.5", 21, 21),
+    # Two at once.
+    ("split_straight_no_scale.py", MHA, ["wrong-split-order", "missing-scale"],
+     ["splits Q, K and V into heads in the wrong order", "does not scale the scores"], "§4.3, §4.5", 25, 0),
+    ("no_mask_sqrt_d.py", MHA, ["scale-by-sqrt-d", "causal-ignored"], [SCALE, "applies no mask with causal=True"],
+     "§4.3, §4.4", 24, 0),
+    ("entropy_bits_summed.py", ENTROPY, ["entropy-bits", "entropy-sum-over-queries"],
+     ["measures in bits instead of nats", "sums the entropies instead of averaging them"], "§4.5", 5, 0),
+])
+def test_the_issue_examples_are_named_exactly(config, validate_report, name, function, codes, says, sections, failed,
+                                             raised):
+    report = validate_report(grade_submission(MISCONCEPTIONS / name, config).report)
+    # A test failed only because a trivial implementation passes it too (grader.fairness) has no diagnosis.
+    wrong = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]
+    assert {t["function"] for t in wrong} == {function}
+    assert len(wrong) == failed and sum(t["status"] == "error" for t in wrong) == raised
+    assert all(t["diagnosis"]["codes"] == codes and t["diagnosis"]["section"] == sections for t in wrong)
+    said = says[0] if len(says) == 1 else f"{says[0]}, and {says[1]}"
+    evidence = f"explains all {failed} failed tests of {function}" + (": each raised where it raises" if raised else "")
+    assert report["functions"][function]["verdict"] == {
+        "codes": codes, "sentence": f"{function} {said} ({sections}).", "evidence": evidence}
+    assert f"    ⇒ {function} {said} ({sections}).\n" in summary_text(report)
+    assert "large scores" not in summary_text(report)
+
+
+def test_d_k_from_d_over_h_raises_exactly_where_h_times_d_k_is_not_d(config):
+    # The pattern behind the verdict: every test it fails is one where the heads are not d/h wide.
+    report = grade_submission(MISCONCEPTIONS / "d_k_from_d_over_h.py", config).report
+    cases = {c.name: c for c in build_cases(config.seed, config.random_cases)}
+    for test in report["tests"]:
+        case = cases[test["name"]]
+        if test["function"] == MHA and not case.raises:
+            d = case.args[0].shape[-1]
+            narrow = case.args[1].shape[1] == d and case.args[3].shape[1] == d
+            assert (test["status"] == "passed") == narrow, test["name"]
+            assert test["status"] == "passed" or test["message"].startswith("multi_head_attention() raised ValueError")

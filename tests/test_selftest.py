@@ -6,22 +6,46 @@ from click.testing import CliRunner
 from conftest import ROOT, SUBMISSIONS
 
 from grader.cli import main
-from grader.selftest import Row, SelftestResult, check_trivial, check_variant, run_selftest, table_text, trivial_rows
+from grader.grade import grade_submission
+from grader.selftest import (
+    Row,
+    SelftestResult,
+    _row,
+    check_named,
+    check_trivial,
+    check_variant,
+    run_combinations,
+    run_selftest,
+    table_text,
+    trivial_rows,
+)
 from reference.trivial import SUBMISSIONS as TRIVIAL
-from reference.variants import CATALOGUE, VARIANTS
+from reference.variants import CATALOGUE, COUNT, ENTROPY, MHA, SEP, VARIANTS, combos, student_source
 
 CONFIG = str(ROOT / "grader.toml")
 
 
 def test_selftest_command_is_green_and_prints_one_row_per_submission():
-    # The whole run CI relies on: reference, starter, all 19 variants and the 6 trivial submissions
-    # graded as student files.
+    # The whole run CI relies on: reference, starter, every single switch and the trivial submissions
+    # graded as student files, correct solutions in five styles, then every pair of switches within one
+    # function judged in process.
     result = CliRunner().invoke(main, ["selftest", "--config", CONFIG])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].split(" | ")[0].strip() == "submission"
     rows = {line.split(" | ")[0].strip(): line for line in lines[2:-1]}
-    assert list(rows) == ["reference", "starter", *(v.code for v in VARIANTS), *(f"trivial: {n}" for n in TRIVIAL)]
+    pairs = [SEP.join(c) for f in (MHA, COUNT, ENTROPY) for c in combos(f) if len(c) == 2]
+    assert len(VARIANTS) == 28 and len(pairs) == 181
+    names = list(rows)
+    trivial = [f"trivial: {n}" for n in TRIVIAL]
+    assert names[:2 + len(VARIANTS) + len(trivial)] == ["reference", "starter", *(v.code for v in VARIANTS), *trivial]
+    names = names[len(trivial):]  # the styles and pairs follow
+    styles = ["style: einsum", "style: float32", "style: in_place", "style: loop_heads", "style: np_split"]
+    assert names[2 + len(VARIANTS):2 + len(VARIANTS) + 5] == styles
+    for style in styles:  # correct in every style: full marks, no diagnosis
+        cells = [c.strip() for c in rows[style].split(" | ")]
+        assert cells[1:] == ["100 / 100", "—", "—", "ok"], cells
+    assert [n.split(" ")[0] for n in names[2 + len(VARIANTS) + 5:]] == pairs
     assert "| 100 / 100 " in rows["reference"] and "| 0 / 100 " in rows["starter"]
     for variant in VARIANTS:  # each lost points in its own function, and was named by its own code
         cells = [c.strip() for c in rows[variant.code].split(" | ")]
@@ -29,12 +53,20 @@ def test_selftest_command_is_green_and_prints_one_row_per_submission():
     for name in TRIVIAL:  # none of the work, no points: its checks of the shapes included
         cells = [c.strip() for c in rows[f"trivial: {name}"].split(" | ")]
         assert cells[1] == "0 / 100" and cells[4] == "ok", cells
-    assert lines[-1] == "selftest passed: 27 of 27 submissions as expected"
+    # A pair is named by both its switches; the one pair no graded case tells from a single switch says so:
+    # √d instead of √d_k keeps the 1e3 scores from overflowing, so the missing stabilization never shows.
+    same = [n for n in names if "(outputs of" in n]
+    assert same == ["scale-by-sqrt-d+unstable-softmax (outputs of scale-by-sqrt-d)"]
+    cells = [c.strip() for c in rows["wrong-split-order-qk+missing-scale"].split(" | ")]
+    assert cells[2] == MHA and cells[3].startswith("wrong-split-order-qk + missing-scale (") and cells[4] == "ok"
+    n = 2 + len(VARIANTS) + len(trivial) + len(styles) + len(pairs)
+    assert lines[-1] == f"selftest passed: {n} of {n} submissions as expected"
 
 
 def test_a_wrong_reference_fails_the_selftest(config):
     # Grading a buggy file as "the reference" must not pass: the table says why.
-    result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"], trivial=[])
+    result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"], trivial=[],
+                          combinations=False)
     assert [row.name for row in result.rows] == ["reference", "starter", "missing-scale"]
     assert not result.ok and result.rows[1].ok and result.rows[2].ok
     assert result.rows[0].problems[0].startswith("scored 39.1667 of 100; failed mha_random[02-")
@@ -51,10 +83,12 @@ def test_selftest_command_exits_1_on_a_failure(monkeypatch):
     assert result.output.endswith("Error: selftest failed: see the rows marked FAIL above\n")
 
 
-def _report(functions: dict, diagnoses: list) -> dict:
+def _report(functions: dict, diagnoses: list, verdict: tuple = ("entropy-bits",)) -> dict:
     tests = [{"status": "failed" if code != "passed" else "passed", "function": "head_entropy", "message": "",
               "diagnosis": None if code in (None, "passed") else {"code": code}} for code in diagnoses]
-    return {"functions": {f: {"score": s, "max_score": m} for f, (s, m) in functions.items()}, "tests": tests}
+    return {"functions": {f: {"score": s, "max_score": m,
+                              "verdict": {"codes": list(verdict)} if f == "head_entropy" and verdict else None}
+                          for f, (s, m) in functions.items()}, "tests": tests}
 
 
 def test_check_variant_names_each_way_a_variant_can_be_missed():
@@ -67,6 +101,29 @@ def test_check_variant_names_each_way_a_variant_can_be_missed():
                                           ["entropy-bits", "entropy-wrong-axis", None])) == [
         "lost points in attention_param_count too", "diagnosed as entropy-wrong-axis",
         "1 failed test(s) without a diagnosis"]
+    # The function's verdict must name the switch too, and only it.
+    assert check_variant(variant, _report({**full, "head_entropy": (5, 15)}, ["entropy-bits"], verdict=())) == [
+        "verdict none, not entropy-bits"]
+    assert check_variant(variant, _report({**full, "head_entropy": (5, 15)}, ["entropy-bits"],
+                                          verdict=("entropy-bits", "entropy-log-zero"))) == [
+        "verdict entropy-bits + entropy-log-zero, not entropy-bits"]
+
+
+def test_a_pair_judged_in_process_is_graded_the_same_as_its_student_file(config, tmp_path):
+    # Why selftest may judge the pairs without the sandbox: a pair written out as a student file and
+    # graded as a submission gets the same score, diagnoses and verdict.
+    keys = ["wrong-split-order-qk+missing-scale", "causal-ignored+d_k-from-d-over-h", "entropy-log-zero+entropy-bits"]
+    judged = {row.name: row for row in run_combinations(config, keys=keys)}
+    assert sorted(judged) == sorted(keys)
+    for key in keys:
+        path = tmp_path / f"{key.replace('+', '_and_')}.py"
+        path.write_text(student_source(key), encoding="utf-8")
+        report = grade_submission(path, config).report
+        codes = tuple(key.split(SEP))
+        function = CATALOGUE[codes[0]].function
+        graded = _row(key, report, check_named(function, codes, report["functions"], report["tests"]))
+        assert graded == judged[key] and graded.ok, (graded, judged[key])
+
 
 
 def test_each_trivial_submission_earns_exactly_nothing(config):

@@ -142,6 +142,22 @@ def test_kit_pays_nothing_for_trivial_code_as_the_grader_does(kit, config, tmp_p
                       "mha_errors[width-not-divisible-by-h]", "mha_errors[d-mismatch]"]
 
 
+@pytest.mark.parametrize("name", ["split_straight_no_scale.py", "d_k_from_d_over_h.py", "no_mask_sqrt_d.py",
+                                  "entropy_bits_summed.py"])
+def test_kit_names_combinations_and_patterns_of_raises_as_the_grader_does(kit, config, name):
+    # The kit stores the outputs of every single and pair of switches (and where they raise), so the
+    # search and its verdict are the same offline; only the evidence's count of failed tests differs.
+    submission = ROOT / "tests/misconceptions" / name
+    in_kit = grade_in_kit(kit, submission)
+    graded = grade_submission(submission, replace(config, seed=2027)).report
+    public = [t for t in graded["tests"] if t["group"] not in HIDDEN]
+    assert [(t["name"], t["status"], t["diagnosis"]) for t in in_kit["tests"]] == \
+           [(t["name"], t["status"], t["diagnosis"]) for t in public]
+    verdicts = [{f: e["verdict"] and (e["verdict"]["codes"], e["verdict"]["sentence"]) for f, e in r["functions"].items()}
+                for r in (in_kit, graded)]
+    assert verdicts[0] == verdicts[1] and any(verdicts[0].values())
+
+
 def test_kit_refuses_the_grading_seed(tmp_path, course):
     # Its cases and expected outputs would be the graded ones.
     result = CliRunner().invoke(main, ["student-kit", "-o", str(tmp_path / "kit"), "--config", str(course),
@@ -174,8 +190,9 @@ def test_kit_stores_the_outputs_of_known_mistakes_beside_the_expected(course, tm
     import types
 
     variants = types.ModuleType("reference.variants")
-    variants.CATALOGUE = {"double-softmax": types.SimpleNamespace(explanation="Softmax applied twice.", section="§4.3")}
-    variants.variant_outputs = lambda function, args, kwargs: (
+    variants.CATALOGUE = {"double-softmax": types.SimpleNamespace(explanation="Softmax applied twice.", section="§4.3",
+                                                                  says="applies the softmax twice")}
+    variants.combo_outputs = lambda function, args, kwargs: (
         {"double-softmax": np.full((2, 2), 7.0)} if function == "multi_head_attention" else {})
     monkeypatch.setitem(sys.modules, "reference.variants", variants)
     result = CliRunner().invoke(main, ["student-kit", "-o", str(tmp_path / "kit"), "--config", str(course)])
@@ -190,4 +207,5 @@ def test_kit_stores_the_outputs_of_known_mistakes_beside_the_expected(course, tm
                for c in attention)
     assert all(c.candidates == {} for c in cases if c not in attention)
     assert kit_conftest.load_catalogue(tmp_path / "kit/public_cases") == {
-        "double-softmax": {"explanation": "Softmax applied twice.", "section": "§4.3"}}
+        "double-softmax": {"explanation": "Softmax applied twice.", "section": "§4.3",
+                           "says": "applies the softmax twice"}}

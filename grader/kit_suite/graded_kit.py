@@ -7,15 +7,24 @@ from grader.diagnose import Finding
 from grader.evidence import evidence
 from grader.judge import judge
 
-CATALOGUE = {code: Finding(entry["explanation"], entry["section"]) for code, entry in load_catalogue().items()}
+CATALOGUE = {code: Finding(entry["explanation"], entry["section"], entry.get("says", ""))
+             for code, entry in load_catalogue().items()}
 
 
-def test_case(case, student, grading, json_metadata):
+def stored(case, keys):
+    """The stored outputs of the combinations ``keys`` (None: all, cheapest first) on the case's inputs.
+
+    A combination the kit did not store computes the right answer on these inputs, and is never named.
+    """
+    return case.candidates if keys is None else {k: case.candidates[k] for k in keys if k in case.candidates}
+
+
+def test_case(case, student, grading, json_metadata, diagnosis_search):
     json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None,
                          trivial=case.trivial)
     kept: dict = {}  # the returned value of a failed check, for the pictures (the kit's cases are all visible)
-    verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda: case.candidates, CATALOGUE,
-                                       expected_changed=case.expected_changed, keep=kept)
+    verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda keys: stored(case, keys),
+                                       CATALOGUE, diagnosis_search, expected_changed=case.expected_changed, keep=kept)
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
                          evidence=evidence(case.args, case.expected, kept["got"]) if "got" in kept else None)
     assert verdict.status == PASSED, verdict.message

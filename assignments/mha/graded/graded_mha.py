@@ -44,17 +44,27 @@ def _compute_expected(case, args=None):
     return expected
 
 
-def test_case(case, student, grading, json_metadata):
+def candidates(case, keys):
+    """The outputs of the misconception combinations ``keys`` (None: all) on the case's inputs, each computed once."""
+    known = _once_per_case("variants", case, lambda c: {})  # combination key -> output, filled as asked
+    todo = [k for k in (keys if keys is not None else map(variants.SEP.join, variants.combos(case.function)))
+            if k not in known]
+    if todo:
+        known.update(variants.combo_outputs(case.function, case.args, case.kwargs, todo))
+    wanted = keys if keys is not None else map(variants.SEP.join, variants.combos(case.function))
+    return {k: known[k] for k in wanted}
+
+
+def test_case(case, student, grading, json_metadata, diagnosis_search):
     json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
     expected = None if case.raises else expected_value(case)
     # Which trivial implementation (zeros, always raising, 4·d², ...) passes this case too, if any.
     json_metadata.update(trivial=_once_per_case("trivial", case, lambda c: trivially_passed(
         c, grading, expected, trivial.implementations(c.function), expected_changed(c))))
     kept: dict = {}  # the returned value of a failed check, for the pictures of a visible test
-    verdict, diagnosis, output = judge(
-        case, student, grading, expected,
-        lambda: _once_per_case("variants", case, lambda c: variants.variant_outputs(c.function, c.args, c.kwargs)),
-        variants.CATALOGUE, expected_changed=expected_changed(case), keep=kept)
+    verdict, diagnosis, output = judge(case, student, grading, expected, lambda keys: candidates(case, keys),
+                                       variants.CATALOGUE, diagnosis_search, expected_changed=expected_changed(case),
+                                       keep=kept)
     visible = grading.visibility.get(case.group, "visible") == "visible"
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
                          evidence=evidence(case.args, expected, kept["got"]) if visible and "got" in kept else None)

@@ -1,0 +1,42 @@
+"""Issue example 4b: no causal mask and scores scaled by √d."""
+
+import math
+
+import numpy as np
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):
+    X = np.asarray(X, dtype=float)
+    squeeze = X.ndim == 2
+    if squeeze:
+        X = X[None]
+    d = X.shape[-1]
+    if W_Q.shape[0] != d or W_K.shape != W_Q.shape or W_V.shape[0] != d:
+        raise ValueError(f"shapes disagree: X {X.shape}, W_Q {W_Q.shape}, W_V {W_V.shape}")
+    if W_Q.shape[1] % h or W_V.shape[1] % h or W_O.shape[0] != W_V.shape[1]:
+        raise ValueError(f"bad widths for h={h}")
+    d_k, d_v = W_Q.shape[1] // h, W_V.shape[1] // h
+    outs = []
+    for i in range(h):  # one head at a time
+        q = X @ W_Q[:, i * d_k:(i + 1) * d_k]
+        k = X @ W_K[:, i * d_k:(i + 1) * d_k]
+        v = X @ W_V[:, i * d_v:(i + 1) * d_v]
+        s = q @ k.swapaxes(-1, -2) / math.sqrt(d)  # wrong: √d; and causal is ignored
+        s = s - s.max(-1, keepdims=True)
+        w = np.exp(s)
+        outs.append((w / w.sum(-1, keepdims=True)) @ v)
+    out = np.concatenate(outs, axis=-1) @ W_O
+    return out[0] if squeeze else out
+
+def attention_param_count(d, h, d_k=None, bias=False):
+    if d_k is None:
+        if d % h:
+            raise ValueError(f"h={h} does not divide d={d}")
+        d_k = d // h
+    return 4 * d * h * d_k + ((3 * h * d_k + d) if bias else 0)
+
+
+def head_entropy(A):
+    A = np.asarray(A, dtype=float)
+    safe = np.where(A > 0, A, 1.0)
+    return -(A * np.log(safe)).sum(-1).mean(-1)
