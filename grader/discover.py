@@ -228,10 +228,10 @@ def gradescope_metadata(path: Path) -> dict:
 
 def _gradescope_student(folder: Path, record: dict) -> dict:
     submitters = [s for s in (record.get(":submitters") or []) if isinstance(s, dict)]
-    people = [_drop_none({"id": _text(s.get(":sid")) or _text(s.get(":email")) or folder.name,
+    people = [_drop_none({"id": _text(s.get(":sid")) or _text(s.get(":email")) or _text(folder.name),
                           "name": _text(s.get(":name")), "email": _text(s.get(":email"))}) for s in submitters]
     if not people:
-        people = [{"id": folder.name}]
+        people = [{"id": printable(folder.name, newlines=False)}]
     student = dict(people[0], source="gradescope", submission_id=folder.name.removeprefix("submission_"))
     submitted = _utc(record.get(":created_at"))
     if submitted:
@@ -257,7 +257,7 @@ def _utc(value: object) -> str | None:
 
 
 def _file_student(path: Path) -> dict:
-    return {"id": path.stem, "source": "file"}
+    return {"id": printable(path.stem, newlines=False), "source": "file"}  # a file name may hold control characters
 
 
 def _not_a_submission(path: Path) -> str | None:

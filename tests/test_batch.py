@@ -167,6 +167,15 @@ def test_discover_plain_files_and_notebooks(tmp_path):
         ("bob.ipynb", {"id": "bob", "source": "file"}, None)]
 
 
+def test_an_identity_taken_from_a_file_name_is_escaped(tmp_path):
+    # A plain file's name becomes the student id, which reaches gradebook.csv, the log and summary.html:
+    # escape, carriage return and a right-to-left override must not reach a terminal or a spreadsheet raw.
+    name = "evil\x1b[2K\rmha: evil scored 100 \u202e"
+    (tmp_path / f"{name}.py").write_text("x = 1\n")
+    [entry] = discover([tmp_path])
+    assert entry.student == {"id": "evil\\x1b[2K\\x0dmha: evil scored 100 \\u202e", "source": "file"}
+
+
 def test_gradebook_reports_and_summary(baseline, validate_report):
     rows = {(r["file"], r["student_id"]): r for r in gradebook(baseline)}
     columns = ["student_id", "name", "email", "file", "submission_id", "late", "score", "max_score", "multi_head_attention",
