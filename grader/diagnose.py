@@ -242,16 +242,20 @@ def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalog
     combination and one combination matches them all, the cheapest such (fewest
     switches, then first in the search's order) is named on each of them and
     becomes the verdict. Otherwise each test keeps its own cheapest match (or
-    generic finding), and there is no verdict: no one explanation fits.
+    generic finding), and there is no verdict: no one explanation fits. A raise
+    is evidence only as part of a verdict's pattern (it raised exactly where the
+    combination raises): without a verdict, a test matched only by raising is
+    named nothing, since code that raises everywhere would match it too.
     """
     failed = [(i, d) for i, (status, d) in enumerate(tests) if status in EVIDENCE_STATUSES]
     diagnoses = [d for _, d in tests]
+    unsettled = [None if d is not None and d.raised else d for d in diagnoses]
     if not failed or any(d is None or not d.codes for _, d in failed):
-        return diagnoses, None
+        return unsettled, None
     common = [key for key in cast(Diagnosis, failed[0][1]).matches
               if all(key in cast(Diagnosis, d).matches for _, d in failed)]
     if not common:
-        return diagnoses, None
+        return unsettled, None
     best = min(common, key=lambda key: key.count(SEP))  # min keeps the first of the cheapest
     for i, d in failed:
         diagnoses[i] = named(best, catalogue, cast(Diagnosis, d).matches, cast(Diagnosis, d).raised)

@@ -298,6 +298,24 @@ def test_correct_code_in_other_styles_scores_full_with_no_diagnosis(reports, val
     assert notes == ([("loop-over-heads", 20, 0, 0)] if name == "loop_heads.py" else [])
 
 
+def test_a_raise_without_a_verdict_names_nothing():
+    # Raising where d_k = d // h raises, but also where it would return the right value, is not that
+    # misconception: code that raises on every input matches every raising combination.
+    raised = named("d_k-from-d-over-h", TEXTS, raised=True)
+    diagnoses, verdict = settle("multi_head_attention", [("error", raised), ("error", None)], TEXTS)
+    assert verdict is None and diagnoses == [None, None]
+
+
+def test_code_that_always_raises_gets_no_diagnosis(config, tmp_path, validate_report):
+    path = tmp_path / "always_raises.py"
+    path.write_text("".join(f"def {name}(*args, **kwargs):\n    raise ValueError('no')\n\n\n" for name in
+                            ("multi_head_attention", "attention_param_count", "head_entropy")), encoding="utf-8")
+    report = validate_report(grade_submission(path, config).report)
+    assert report["score"] == 0
+    assert [t["diagnosis"] for t in report["tests"] if t["diagnosis"]] == []
+    assert all(entry["verdict"] is None for entry in report["functions"].values())
+
+
 def submission_from_correct(tmp_path, old: str, new: str):
     source = (SUBMISSIONS / "correct.py").read_text(encoding="utf-8")
     assert old in source
