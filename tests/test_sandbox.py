@@ -465,7 +465,7 @@ def test_the_seccomp_filter_leaves_threads_and_fork_working(tmp_path):
 
 
 def test_unisolated_mode_warns_in_the_report_and_on_stderr(tmp_path, monkeypatch, capsys):
-    import grader.sandbox.client as sandbox_module
+    import grader.sandbox.isolation as sandbox_module
     from grader.config import load_config
     from grader.grade import grade_submission
 

@@ -5,7 +5,8 @@ one ``Status`` type (protocol.py), ``SandboxError``, ``shutdown``,
 ``isolation_available``, ``isolation_mode`` and the report's warnings.
 
 By role:
-    client.py    the parent's side: Sandbox, CallResult, isolation modes, what the child sees
+    client.py    the parent's side: Sandbox, CallResult, reading the child's replies
+    isolation.py root mode, user namespaces or unisolated; the reports' warnings; what the child sees
     zygote.py    the pre-started interpreter that forks one process tree per child (both sides)
     protocol.py  framing and value codec, one module for both sides
     child.py     the worker: process setup and the call loop over student code
@@ -26,34 +27,30 @@ from __future__ import annotations
 
 import atexit
 
-from grader.sandbox.client import (
-                                   DEFAULT_HIDDEN,
-                                   NO_CGROUP_WARNING,
-                                   NO_SECCOMP_WARNING,
-                                   NPROC,
-                                   ROOT_MODE,
-                                   TEXT_BUDGET,
-                                   TEXT_FLOOR,
-                                   UNISOLATED,
-                                   UNISOLATED_WARNING,
-                                   USER_NAMESPACES,
-                                   CallResult,
-                                   Sandbox,
-                                   isolation_available,
-                                   isolation_mode,
-                                   sandbox_warnings,
+from grader.sandbox.client import NPROC, TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox
+from grader.sandbox.isolation import (
+                                      DEFAULT_HIDDEN,
+                                      NO_CGROUP_WARNING,
+                                      NO_SECCOMP_WARNING,
+                                      ROOT_MODE,
+                                      UNISOLATED,
+                                      UNISOLATED_WARNING,
+                                      USER_NAMESPACES,
+                                      isolation_available,
+                                      isolation_mode,
+                                      sandbox_warnings,
 )
 from grader.sandbox.protocol import (
-                                   BAD_TYPE,
-                                   CRASHED,
-                                   IMPORT_ERROR,
-                                   MEMORY,
-                                   MISSING,
-                                   OK,
-                                   RAISED,
-                                   TIMEOUT,
-                                   SandboxError,
-                                   Status,
+                                      BAD_TYPE,
+                                      CRASHED,
+                                      IMPORT_ERROR,
+                                      MEMORY,
+                                      MISSING,
+                                      OK,
+                                      RAISED,
+                                      TIMEOUT,
+                                      SandboxError,
+                                      Status,
 )
 from grader.sandbox.zygote import shutdown
 

@@ -7,21 +7,19 @@ numeric dtype, a plain number, or a tuple of those) plus a status and message.
 A call that hangs, crashes or kills its process fails with a status saying so,
 and the next call starts a fresh child.
 
-Children are forked from the zygote (``zygote.py``); the framing and value
+Children are forked from the zygote (``zygote.py``), in the mode ``isolation.py`` picks; the framing and value
 codec are ``protocol.py``'s; what the child does is ``child.py`` and
 ``linux.py`` (README: "Sandbox and isolation").
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import select
 import signal
 import socket
 import stat
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -31,6 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from grader.config import Limits
+from grader.sandbox import isolation
+from grader.sandbox.isolation import DEFAULT_HIDDEN, ROOT_MODE, UNISOLATED, USER_NAMESPACES
 from grader.sandbox.protocol import (
     BAD_TYPE,
     CRASHED,
@@ -57,12 +57,10 @@ from grader.sandbox.zygote import ENV, get_zygote
 __all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT", "CallResult",
            "Sandbox", "SandboxError", "Status"]
 
-DEFAULT_HIDDEN = ("grader", "reference")  # the engine's own package, and the course's references
 
 TEXT_BUDGET = 100_000  # characters of student-controlled text (output, messages) kept per submission
 TEXT_FLOOR = 300  # characters of a message kept even when the budget is spent
 NPROC = 256  # processes and threads student code may have at once (RLIMIT_NPROC)
-_SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
 
 
 
@@ -78,99 +76,6 @@ class CallResult:
     seconds: float = 0.0
 
 
-
-
-# ---------------------------------------------------------------- isolation modes and their warnings
-
-ROOT_MODE, USER_NAMESPACES, UNISOLATED = "root", "user-namespaces", "unisolated"
-
-
-def isolation_mode() -> str:
-    """How student code runs here: ``root`` (uid 65534 in new namespaces), ``user-namespaces`` (the
-    user's uid, without capabilities, in namespaces of a user namespace of its own) or ``unisolated``
-    (rlimits, a session and a subreaper only: the kernel refused both). README: "Sandbox and isolation".
-    """
-    zygote = get_zygote()
-    if os.geteuid() == 0 and zygote.namespaces:
-        return ROOT_MODE
-    return USER_NAMESPACES if zygote.user_namespaces else UNISOLATED
-
-
-UNISOLATED_WARNING = ("sandbox: student code ran unisolated (the kernel refused namespaces, user namespaces "
-                      "included): it could read and change whatever this user can, other students' files included")
-NO_CGROUP_WARNING = ("sandbox: no cgroup could be made here, so memory the submission held in shared memory "
-                     "or files in memory was not counted against limits.memory_mb (memfd_create was refused "
-                     "and /tmp and /dev/shm are size-capped)")
-NO_SECCOMP_WARNING = "sandbox: libseccomp.so.2 was not found, so no system call was filtered"
-
-
-def sandbox_warnings(mode: str) -> list[str]:
-    """What the report's ``warnings`` say about the sandbox in ``mode`` on this machine (each once)."""
-    zygote = get_zygote()
-    said = [UNISOLATED_WARNING] if mode == UNISOLATED else []
-    said += [] if zygote.cgroups else [NO_CGROUP_WARNING]
-    said += [] if zygote.seccomp else [NO_SECCOMP_WARNING]
-    return said
-
-
-_warned_unisolated = False
-
-
-def _warn_unisolated_once() -> None:
-    global _warned_unisolated
-    if not _warned_unisolated:
-        _warned_unisolated = True
-        print(f"grade: warning: {UNISOLATED_WARNING.removeprefix('sandbox: ')}", file=sys.stderr)
-
-
-def isolation_available() -> bool:
-    """True when student code can run as uid 65534 in its own namespaces: root, and namespaces allowed."""
-    return os.geteuid() == 0 and get_zygote().namespaces
-
-
-_ENGINE = Path(__file__).resolve().parents[1]  # the grader package, this subpackage's parent
-
-
-def _visible_paths(interpreter_path: list[str]) -> list[str]:
-    """What the child may see in root and user mode: system folders, the Python prefix, the zygote's sys.path.
-
-    A folder that holds the grader's source checkout (a sys.path entry added by a .pth file, say)
-    is left out: it would show grader.toml, reference/ and the graded suite.
-    """
-    checkout = _ENGINE.parent if any((_ENGINE.parent / f).exists() for f in ("pyproject.toml", "grader.toml")) else None
-    paths = []
-    for entry in sorted({sys.base_prefix, *interpreter_path}):
-        path = Path(entry).resolve()
-        if checkout is not None and (path == checkout or path in checkout.parents):
-            continue
-        paths.append(str(path))
-    return _SYSTEM_DIRS + paths
-
-
-def _hidden_paths(hidden: Sequence[str | Path], interpreter_path: list[str]) -> list[str]:
-    """The folders and files to hide in the child (root and user mode), from ``Sandbox(hidden=...)``.
-
-    A ``Path`` is hidden as it is. A name is a package or module: the copy this
-    process would import (``grader`` itself: the one it did import) and any copy
-    in a folder of the interpreter's sys.path (a source checkout may import its
-    own copy while ``pip install .`` put another in site-packages).
-    """
-    paths = {str(_ENGINE)}  # always: the copy of the engine that runs this sandbox
-    for item in hidden:
-        if isinstance(item, Path):
-            paths.add(str(item.resolve()))
-            continue
-        try:
-            spec = importlib.util.find_spec(item)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None and spec.submodule_search_locations:
-            paths.update(str(Path(p).resolve()) for p in spec.submodule_search_locations)
-        elif spec is not None and spec.origin and os.path.isfile(spec.origin):
-            paths.add(str(Path(spec.origin).resolve()))
-        for entry in interpreter_path:
-            paths.update(str(Path(entry).resolve() / name) for name in (item, item + ".py"))
-    return sorted(paths)
 
 
 # ---------------------------------------------------------------- output and messages from the child
@@ -273,15 +178,15 @@ class Sandbox:
             elif self._isolated:
                 self._mode = USER_NAMESPACES
             else:
-                self._mode = isolation_mode()
+                self._mode = isolation.isolation_mode()
                 if self._mode == UNISOLATED:
-                    _warn_unisolated_once()
+                    isolation._warn_unisolated_once()
         return self._mode
 
     @property
     def warnings(self) -> list[str]:
         """What the report should say about this sandbox (unisolated, no cgroup, no seccomp); often none."""
-        return sandbox_warnings(self.mode)
+        return isolation.sandbox_warnings(self.mode)
 
     def close(self) -> None:
         """End the child and everything it started; remove its working directory."""
@@ -531,8 +436,8 @@ class Sandbox:
                 "cgroups": zygote.cgroups if self._cgroup else {}, "seccomp": self._seccomp,
                 "workdir": self._workdir.name, "env": ENV, "argv0": module + ".py",
                 "limits": asdict(limits), "nproc": NPROC,
-                "visible": _visible_paths(zygote.path),
-                "hidden": _hidden_paths(self.hidden, zygote.path),
+                "visible": isolation._visible_paths(zygote.path),
+                "hidden": isolation._hidden_paths(self.hidden, zygote.path),
             }
             try:
                 keeper = zygote.spawn(request, [proto_child.fileno(), out_child, ctl_child.fileno()])
