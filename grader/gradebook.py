@@ -16,7 +16,7 @@ from grader import __version__
 from grader.config import Config
 from grader.csvcells import csv_text
 from grader.discover import Entry
-from grader.report import FUNCTIONS, printable
+from grader.report import FUNCTIONS, diagnosis_codes, printable
 
 GRADEBOOK_COLUMNS = ("student_id", "name", "email", "file", "submission_id", "late", "score", "max_score", *FUNCTIONS,
                      "status", "diagnoses", "message")
@@ -161,14 +161,19 @@ def _student_row(entry: Entry, report: dict | None) -> dict:
 
 
 def _misconceptions(reports: list[dict]) -> dict:
-    """Each diagnosed code with its one-sentence explanation and section, as the reports give them."""
+    """Each diagnosed code, or combination "a + b", with its explanation and section, as the reports give them.
+
+    A combination's explanation is its codes' sentences one after the other, so it is
+    listed under the combination, never under its first code alone.
+    """
     found: dict[str, dict] = {}
     for report in reports:
         for test in report.get("tests", []):
             diagnosis = test.get("diagnosis")
-            if isinstance(diagnosis, dict) and diagnosis.get("code") and diagnosis["code"] not in found:
-                found[diagnosis["code"]] = {"explanation": str(diagnosis.get("explanation") or ""),
-                                            "section": str(diagnosis.get("section") or "")}
+            if isinstance(diagnosis, dict) and diagnosis.get("code"):
+                key = " + ".join(str(code) for code in diagnosis_codes(diagnosis))
+                found.setdefault(key, {"explanation": str(diagnosis.get("explanation") or ""),
+                                       "section": str(diagnosis.get("section") or "")})
     return dict(sorted(found.items()))
 
 

@@ -96,7 +96,7 @@ def summary_text(report: dict, *, every: bool = False) -> str:
         lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"
                      f" {entry['passed']} of {entry['tests']} tests passed")
         failed = [t for t in report["tests"] if t["function"] == function and t["status"] != "passed"]
-        if _verdict_shown(entry.get("verdict"), failed):  # the verdict first: it says why the lines below fail
+        if verdict_shown(entry.get("verdict"), failed):  # the verdict first: it says why the lines below fail
             lines.append(f"    ⇒ {entry['verdict']['sentence']}")
         lines += _diagnosis_lines(failed)
         shown = failed if every else failed[:FAILURES_SHOWN]
@@ -112,11 +112,16 @@ def summary_text(report: dict, *, every: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _verdict_shown(verdict: dict | None, failed: list[dict]) -> bool:
+def diagnosis_codes(diagnosis: dict) -> tuple[str, ...]:
+    """The misconception codes a test's diagnosis names: its combination's, else its one code."""
+    return tuple(diagnosis.get("codes") or [diagnosis["code"]])
+
+
+def verdict_shown(verdict: dict | None, failed: list[dict]) -> bool:
     """A verdict is printed only where a visible failed test shows it: hidden tests stay hidden."""
     return bool(verdict) and any(
         test["visibility"] == "visible" and test.get("diagnosis")
-        and (test["diagnosis"].get("codes") or [test["diagnosis"]["code"]]) == verdict["codes"]  # type: ignore[index]
+        and list(diagnosis_codes(test["diagnosis"])) == list(verdict["codes"])  # type: ignore[index]
         for test in failed)
 
 
@@ -126,7 +131,7 @@ def _diagnosis_lines(failed: list[dict]) -> list[str]:
     for test in failed:
         if test["visibility"] == "visible" and test.get("diagnosis"):
             found = test["diagnosis"]
-            key = " + ".join(found.get("codes") or [found["code"]])
+            key = " + ".join(diagnosis_codes(found))
             seen[key] = (found, seen.get(key, (found, 0))[1] + 1)
     return [f"    ⇒ {key} ({found['section']}, {count} test{'s' if count > 1 else ''}): {found['explanation']}"
             for key, (found, count) in seen.items()]

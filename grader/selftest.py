@@ -36,7 +36,7 @@ from grader.diagnose import matches as diagnose_matches
 from grader.fairness import InProcess, is_unpaid, pay_for_work, trivially_passed
 from grader.grade import grade_submission, settle_diagnoses
 from grader.judge import judge
-from grader.report import _num  # the summary's number format
+from grader.report import _num, diagnosis_codes  # the summary's number format
 from grader.score import as_number, score
 from grader.suite import TestOutcome
 from reference import trivial as trivial_submissions
@@ -70,7 +70,7 @@ class SelftestResult:
 
 def _row(name: str, report: dict, problems: list[str]) -> Row:
     lost = tuple(f for f, e in report["functions"].items() if e["score"] < e["max_score"])
-    found = Counter(" + ".join(t["diagnosis"].get("codes") or [t["diagnosis"]["code"]])
+    found = Counter(" + ".join(diagnosis_codes(t["diagnosis"]))
                     for t in report["tests"] if t["diagnosis"])
     if report["status"] != "graded":
         problems.insert(0, f"not graded: {report['error']}")
@@ -111,7 +111,7 @@ def check_named(function: str, codes: tuple[str, ...], functions: dict, tests: l
     if set(lost) - {function}:
         problems.append(f"lost points in {', '.join(sorted(set(lost) - {function}))} too")
     failed = [t for t in tests if t["status"] != "passed" and not is_unpaid(t)]  # unpaid: no verdict
-    named = [tuple(t["diagnosis"].get("codes") or [t["diagnosis"]["code"]]) for t in failed if t["diagnosis"]]
+    named = [diagnosis_codes(t["diagnosis"]) for t in failed if t["diagnosis"]]
     want = " + ".join(codes)
     if codes not in named:
         problems.append(f"never diagnosed as {want}")

@@ -221,6 +221,10 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     assert summary["scored"] == 5
     assert summary["functions"]["head_entropy"] == {"max_score": 15, "count": 5, "mean": 7.5, "median": 7.5}
     assert summary["misconceptions"]["entropy-log-zero"]["section"].startswith("§")
+    # the wrong reshape is a pair: its joined explanation is listed under the pair, never under its first code
+    assert set(summary["misconceptions"]) == {"entropy-log-zero", "wrong-split-order + wrong-merge-order"}
+    assert summary["misconceptions"]["wrong-split-order + wrong-merge-order"]["explanation"].startswith(
+        "Q, K and V were split into heads by reshaping")
     alan = next(s for s in summary["students"] if s["file"] == "gradescope__submission_1002__mha.py")
     assert (alan["student_id"], alan["name"], alan["score"], alan["diagnoses"], alan["report"]) == (
         "12, 13", "Alan Turing, Grace Hopper", 39.1667, ["wrong-split-order", "wrong-merge-order"],

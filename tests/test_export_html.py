@@ -116,7 +116,11 @@ def test_page_of_the_wrong_split_shows_the_diagnosis_the_head_map_and_every_fail
     failed = [t for t in report["tests"] if t["status"] != "passed"]
     assert len(failed) == 23  # the causality cases too: their outputs are wrong on the given tokens
     assert all(t["name"] in page for t in failed)  # every failed test, not four per function
-    assert "<code>wrong-split-order</code> · textbook §4.5 · 23 tests" in page
+    # the split and the merge are both wrong: one verdict naming both, before the tests it explains
+    assert ("<p class='verdict'>multi_head_attention splits Q, K and V into heads in the wrong order, and merges "
+            "the heads in the wrong order (§4.5).</p>") in page
+    assert "<code>wrong-split-order + wrong-merge-order</code> · textbook §4.5 · 23 tests" in page
+    assert page.count("diagnosis: <code>wrong-split-order + wrong-merge-order</code> (§4.5)") == 23
     assert "How your code split the projected tokens into heads, for T=4, h=4, d_k=4 (mha_reshape[B1-T4-d8-h4-dk4-dv3-full])" in page
     assert page.count(": expected output, yours, and where they differ</figcaption>") == 3
     images = _images(page)

@@ -173,6 +173,7 @@ EXPECTED: dict[str, Expect] = {
     "unshare_user_namespace": Expect(100, ALL_PASS),
     "ptrace_parent": Expect(100, ALL_PASS),
     "io_uring": Expect(100, ALL_PASS),
+    "mincore_side_channel": Expect(100, ALL_PASS),  # not allowed: ENOSYS, as for any call off the list
     # The PID namespace and the private root: no ancestor to kill or to read paths from.
     "pdeathsig_daemon": Expect(100, ALL_PASS, root_only=True),
     "proc_cmdline_snoop": Expect(100, ALL_PASS, root_only=True),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from grader.export.pictures import Picture, ReportPictures, report_pictures
 from grader.export.visibility import is_visible
+from grader.report import diagnosis_codes, verdict_shown
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 64em; color: #222; padding: 0 1em; }
@@ -25,6 +26,7 @@ section.function h2 { display: flex; justify-content: space-between; font-size: 
 .ok { color: #2e7d32; } .bad { color: #c62828; }
 .diagnosis { background: #fff8e1; border-left: 4px solid #f9a825; padding: .5em 1em; margin: .8em 0; }
 .diagnosis code { font-weight: bold; }
+.verdict { font-weight: bold; }
 .test { border-top: 1px solid #eee; padding: .5em 0; }
 .test .name { font-family: ui-monospace, monospace; font-size: .9em; }
 .status { display: inline-block; border-radius: 4px; padding: 0 .4em; background: #ffebee; color: #c62828;
@@ -68,6 +70,9 @@ def _function_section(report: dict, function: str, entry: dict, pictures: Report
              f"{_num(entry['max_score'])} points · {entry['passed']} of {entry['tests']} tests passed</span></h2>")]
     if not failed:
         parts.append("<p class='ok'>Every test of this function passed.</p>")
+    verdict = entry.get("verdict")
+    if verdict and verdict_shown(verdict, [t for _, t in failed]):  # the verdict first; only where a visible test shows it
+        parts.append(f"<p class='verdict'>{_e(verdict['sentence'])}</p>")
     parts += _diagnoses([t for _, t in failed])
     parts += [_figure(p) for p in pictures.functions.get(function, [])]
     hidden = 0
@@ -82,7 +87,7 @@ def _function_section(report: dict, function: str, entry: dict, pictures: Report
                  f"<span class='status'>{_e(test['status'])}</span>"),
                  f"<div class='message'>{_e(test['message'])}</div>"]
         if found:
-            shown.append(f"<div>diagnosis: <code>{_e(found['code'])}</code> ({_e(found['section'])})</div>")
+            shown.append(f"<div>diagnosis: <code>{_e(_codes(found))}</code> ({_e(found['section'])})</div>")
         if test.get("output"):
             shown.append(f"<details><summary>what your code printed</summary><pre>{_e(test['output'])}</pre></details>")
         shown += [_figure(p) for p in pictures.tests.get(index, [])]
@@ -99,10 +104,15 @@ def _diagnoses(failed: list[dict]) -> list[str]:
     for test in failed:
         if is_visible(test) and test.get("diagnosis"):
             found = test["diagnosis"]
-            seen[found["code"]] = (found, seen.get(found["code"], (found, 0))[1] + 1)
-    return [f"<div class='diagnosis'><code>{_e(found['code'])}</code> · textbook {_e(found['section'])} · "
+            seen[_codes(found)] = (found, seen.get(_codes(found), (found, 0))[1] + 1)
+    return [f"<div class='diagnosis'><code>{_e(_codes(found))}</code> · textbook {_e(found['section'])} · "
             f"{count} test{'s' if count > 1 else ''}<br>{_e(found['explanation'])}</div>"
             for found, count in seen.values()]
+
+
+def _codes(found: dict) -> str:
+    """A diagnosis's misconception codes, joined as the text summary joins them ("a + b")."""
+    return " + ".join(diagnosis_codes(found))
 
 
 def _figure(picture: Picture) -> str:
