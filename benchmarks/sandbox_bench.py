@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from grader.config import Limits
-from grader.sandbox import Sandbox, _get_zygote
+from grader.sandbox import Sandbox
+from grader.sandbox.zygote import get_zygote
 
 SUBMISSION = Path(__file__).resolve().parent.parent / "tests" / "submissions" / "correct.py"
 
@@ -43,7 +44,7 @@ def main() -> None:
     floor = (time.perf_counter() - started) / 5
 
     started = time.perf_counter()
-    hello = _get_zygote().hello()
+    hello = get_zygote().hello()
     zygote = time.perf_counter() - started
     per_child = statistics.fmean(start(isolated) for _ in range(rounds))
 

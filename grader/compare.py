@@ -99,5 +99,8 @@ def check_raises(result: CallResult, exception: str, what: str) -> Verdict:
 def _short(value: object) -> str:
     if isinstance(value, np.ndarray):
         return f"array of shape {value.shape}"
+    if isinstance(value, tuple):  # the sandbox's tuple of numbers and arrays
+        parts = ", ".join(_short(part) for part in value[:3]) + (", ..." if len(value) > 3 else "")
+        return f"of {len(value)} element{'s' * (len(value) != 1)} ({parts})"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

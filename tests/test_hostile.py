@@ -27,13 +27,14 @@ import pytest
 from grader.config import load_config
 from grader.grade import grade_submission
 from grader.report import to_json
-from grader.sandbox import UNISOLATED, _get_zygote, isolation_mode
+from grader.sandbox import UNISOLATED, isolation_mode
+from grader.sandbox.zygote import get_zygote
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 ROOT = HOSTILE.parent.parent
 AS_ROOT = os.geteuid() == 0
 ISOLATED = isolation_mode() != UNISOLATED  # root mode (as in CI), or user namespaces (user mode, see below)
-CGROUPS = bool(_get_zygote().cgroups)
+CGROUPS = bool(get_zygote().cgroups)
 MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"
 ALL_PASS = {MHA: {"passed": 27}, COUNT: {"passed": 8}, ENTROPY: {"passed": 6}}
 
@@ -247,7 +248,7 @@ def graded():
             clock = time.monotonic()
             reports[name] = grade_submission(HOSTILE / f"{name}.py", replace(config, limits=limits)).report
             walls[name] = time.monotonic() - clock
-            zygote = _get_zygote().process.pid
+            zygote = get_zygote().process.pid
             left = _descendants(os.getpid()) - before - {zygote}
             if AS_ROOT:
                 left |= {p for p, (_, uid) in _processes().items() if uid == 65534}
@@ -398,7 +399,7 @@ def test_a_huge_notebook_is_refused_quickly(tmp_path, validate_report, cells, me
     assert report["status"] == "graded" and report["score"] == 0
     assert {t["status"] for t in report["tests"]} == {"import-error"}
     assert report["tests"][0]["message"] == f"importing the notebook failed: huge.ipynb {message}"
-    assert _descendants(os.getpid()) - before - {_get_zygote().process.pid} == set()
+    assert _descendants(os.getpid()) - before - {get_zygote().process.pid} == set()
 
 
 CALL_LIMIT = 2  # limits.call_timeout_s of tests/hostile/grader.toml
@@ -459,7 +460,7 @@ def _delegated_cgroups(name: str) -> list[Path]:
     """Memory and pids cgroups (v1) of this process's own, handed to uid 65534; [] when not possible."""
     import shutil
 
-    from grader.worker import _cgroup_places
+    from grader.sandbox.linux import _cgroup_places
 
     places = _cgroup_places()
     if set(places) != {"memory", "pids"}:
@@ -527,3 +528,49 @@ def test_nothing_of_a_submission_stays_in_a_keyring(validate_report):
         report = validate_report(grade_submission(HOSTILE / "keyring_persistence.py", config).report)
         assert report["score"] == 100
     assert "mha-hostile-channel" not in Path("/proc/keys").read_text()
+
+
+# ---------------------------------------------------------------- packages hidden by the caller (both modes)
+
+
+@pytest.mark.skipif(not ISOLATED, reason="hiding needs a private root: root mode or user namespaces")
+def test_a_package_the_caller_hides_can_be_neither_imported_nor_read(tmp_path):
+    """Sandbox(hidden=...) hides a package by name or folder, in root mode and (run as uid 65534) user mode.
+
+    click is installed beside numpy and the zygote never imports it, so by default student code can
+    import it and read its files: the control that makes the hidden case mean something.
+    """
+    import click
+
+    from grader.config import Limits
+    from grader.sandbox import DEFAULT_HIDDEN, Sandbox
+
+    folder = Path(click.__file__).resolve().parent
+    path = tmp_path / "probe.py"
+    path.write_text(f"""
+import os
+def probe():
+    try:
+        import click
+        imported = int(callable(getattr(click, "command", None)))
+    except ImportError:
+        imported = 0
+    try:
+        readable = int(len(open({str(folder / "__init__.py")!r}).read()) > 0)
+    except OSError:
+        readable = 0
+    try:
+        listed = len(os.listdir({str(folder)!r}))
+    except OSError:
+        listed = 0
+    return (imported, readable, listed)
+""")
+    seen = {}
+    for case, hidden in (("default", DEFAULT_HIDDEN), ("by name", (*DEFAULT_HIDDEN, "click")),
+                         ("by folder", (folder,))):
+        with Sandbox(path, Limits(), hidden=hidden) as sandbox:
+            result = sandbox.call("probe")
+        assert result.status == "ok", result.message
+        seen[case] = result.value
+    assert seen["default"][:2] == (1, 1) and seen["default"][2] > 1
+    assert seen["by name"] == seen["by folder"] == (0, 0, 0)

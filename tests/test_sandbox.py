@@ -3,7 +3,7 @@
 Root-mode tests (uid 65534, namespaces) run wherever the tests run as root, as
 in CI; elsewhere they are skipped with the reason. The hypothesis tests feed
 random return values through the child's description of a result
-(``worker._describe_result``), the framing, the parent's decoding
+(``child.describe_result``), the framing, the parent's decoding
 (``Sandbox._decode``) and ``compare.check_array`` / ``check_count``.
 """
 
@@ -19,9 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from grader import compare, worker
+from grader import compare
 from grader.config import Limits
-from grader.sandbox import Sandbox, _get_zygote, _MessageReader, isolation_available
+from grader.sandbox import Sandbox, child, isolation_available, protocol
+from grader.sandbox.protocol import MessageReader
+from grader.sandbox.zygote import get_zygote
 
 ROOT_MODE = isolation_available()  # root, and namespaces allowed (as in CI)
 needs_root = pytest.mark.skipif(not ROOT_MODE, reason="root-mode isolation needs root: CI runs as root")
@@ -48,7 +50,7 @@ def _descendants() -> set[int]:
     while frontier:
         frontier = {p for p, parent in parents.items() if parent in frontier}
         found |= frontier
-    return found - {_get_zygote().process.pid}
+    return found - {get_zygote().process.pid}
 
 
 @pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "user-mode"])
@@ -130,7 +132,7 @@ def test_big_arguments_travel_in_a_memfd_and_stay_the_parents(tmp_path):
             return total
     """)
     X = np.random.default_rng(0).standard_normal((3_200_000,))  # 25.6 MB
-    assert X.nbytes >= worker.MEMFD_MIN_BYTES
+    assert X.nbytes >= protocol.MEMFD_MIN_BYTES
     before = X.copy()
     with Sandbox(path, LIMITS) as sandbox:
         result = sandbox.call("scribble", X)
@@ -247,18 +249,23 @@ RETURNS = st.one_of(
     st.lists(st.one_of(st.integers(-5, 5), st.text(max_size=2)), max_size=4).map(tuple),
     st.builds(lambda v: np.float64(v), st.floats(allow_nan=True)),
     st.builds(lambda v: np.int32(v), st.integers(-1000, 1000)),
+    st.lists(st.one_of(random_arrays(), st.integers(-5, 5), st.floats(), st.text(max_size=2)), max_size=10).map(tuple),
 )
+
+
+def _plain(value) -> bool:
+    return type(value) in (int, float, bool) or (type(value) is np.ndarray and value.dtype.kind in "biuf")
 
 
 def through_the_boundary(sandbox: Sandbox, value):
     """What the parent makes of ``value`` returned by a student: describe, frame, parse, decode."""
-    reply, blobs = worker._describe_result(value)
+    reply, blobs = child.describe_result(value)
     header = dict(reply, blobs=[len(b) for b in blobs])
     import json
     import struct
 
     data = json.dumps(header).encode()
-    reader = _MessageReader(LIMITS.max_result_bytes)
+    reader = MessageReader(LIMITS.max_result_bytes)
     message = reader.feed(struct.pack(">Q", len(data)) + data + b"".join(blobs))
     assert message is not None
     return sandbox._decode(*message, "")
@@ -277,9 +284,9 @@ def offline_sandbox(tmp_path_factory):
 def test_random_return_values_are_checked_safely(offline_sandbox, value, expected):
     result = through_the_boundary(offline_sandbox, value)
     assert result.status in ("ok", "bad-type")
-    if result.status == "ok":  # only plain data crossed
-        assert type(result.value) in (int, float, bool) or (
-            type(result.value) is np.ndarray and result.value.dtype.kind in "biuf")
+    if result.status == "ok":  # only plain data crossed: a number, an array, or a short tuple of them
+        assert _plain(result.value) or (type(result.value) is tuple and type(value) is tuple
+                                        and len(result.value) <= 8 and all(map(_plain, result.value)))
     else:
         assert result.value is None and result.message
     verdict = compare.check_array(result, expected, 1e-3, 1e-5, "f()")
@@ -309,10 +316,10 @@ def test_honest_values_pass_and_non_finite_never_do(offline_sandbox, expected):
 
 @given(garbage=st.binary(max_size=64))
 def test_malformed_frames_are_protocol_errors(garbage):
-    reader = _MessageReader(1 << 20)
+    reader = MessageReader(1 << 20)
     try:
         reader.feed(garbage)
-    except worker.ProtocolError:
+    except protocol.ProtocolError:
         pass
 
 
@@ -324,12 +331,13 @@ def test_one_zygote_per_process_and_a_clean_shutdown(tmp_path):
     script = f"""
 from pathlib import Path
 from grader.config import Limits
-from grader.sandbox import Sandbox, _get_zygote
+from grader.sandbox import Sandbox
+from grader.sandbox.zygote import get_zygote
 pids = set()
 for _ in range(3):
     with Sandbox(Path({str(CORRECT)!r}), Limits()) as sandbox:
         assert sandbox.call("attention_param_count", 8, 2).value == 256
-    pids.add(_get_zygote().process.pid)
+    pids.add(get_zygote().process.pid)
 print(*pids)
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
@@ -344,10 +352,10 @@ print(*pids)
        big=st.booleans())
 def test_arguments_arrive_exactly(array, big, monkeypatch):
     """The parent's arrays reach the worker with the same dtype, shape and bits, by socket or by memfd."""
-    monkeypatch.setattr(worker, "MEMFD_MIN_BYTES", 0 if big else 1 << 20)
-    specs, blobs, fds = worker.encode_values([array, 3, 2.5])
+    monkeypatch.setattr(protocol, "MEMFD_MIN_BYTES", 0 if big else 1 << 20)
+    specs, blobs, fds = protocol.encode_values([array, 3, 2.5])
     try:
-        decoded = [worker._decode_argument(spec, [bytes(b) for b in blobs], fds) for spec in specs]
+        decoded = [protocol.decode_argument(spec, [bytes(b) for b in blobs], fds) for spec in specs]
     finally:
         for fd in fds:
             os.close(fd)
@@ -368,12 +376,12 @@ def test_a_submission_larger_than_the_file_size_limit_is_an_import_error_that_sa
 
 def test_a_forged_npy_header_is_refused_before_anything_is_allocated():
     # The header must account for exactly the bytes that follow (a reply could claim 8 TiB).
-    blob = bytearray(worker.array_to_blob(np.zeros(4)))
+    blob = bytearray(protocol.array_to_blob(np.zeros(4)))
     header_end = blob.index(b"\n") + 1
     forged = bytes(blob[:header_end]).replace(b"(4,)", b"(1099511627776,)".ljust(4)) + bytes(blob[header_end:])
     with pytest.raises(ValueError, match=r"claims shape \(1099511627776,\) of float64, 8796093022208 bytes"):
-        worker.blob_to_array(forged)
-    np.testing.assert_array_equal(worker.blob_to_array(bytes(blob)), np.zeros(4))
+        protocol.blob_to_array(forged)
+    np.testing.assert_array_equal(protocol.blob_to_array(bytes(blob)), np.zeros(4))
 
 
 @pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="the filter knows these two ABIs")
@@ -412,11 +420,11 @@ def test_a_numpy_scalar_that_json_cannot_carry_is_a_bad_type(tmp_path):
 
 
 def _grader_cgroups() -> list[str]:
-    return sorted(str(folder / name) for folder in map(Path, _get_zygote().cgroups.values())
+    return sorted(str(folder / name) for folder in map(Path, get_zygote().cgroups.values())
                   for name in os.listdir(folder) if name.startswith("grader-"))
 
 
-@pytest.mark.skipif(not _get_zygote().cgroups, reason="no cgroup can be made here")
+@pytest.mark.skipif(not get_zygote().cgroups, reason="no cgroup can be made here")
 @pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "unisolated"])
 def test_each_child_tree_has_its_own_cgroup_removed_when_it_ends(tmp_path, isolated):
     """The worker runs in a cgroup of its own, with memory_mb and the process limit; gone after close."""
@@ -458,7 +466,7 @@ def test_the_seccomp_filter_leaves_threads_and_fork_working(tmp_path):
 
 
 def test_unisolated_mode_warns_in_the_report_and_on_stderr(tmp_path, monkeypatch, capsys):
-    import grader.sandbox as sandbox_module
+    import grader.sandbox.isolation as sandbox_module
     from grader.config import load_config
     from grader.grade import grade_submission
 
@@ -612,9 +620,64 @@ def test_deep_or_huge_json_headers_are_protocol_errors(depth, digits):
 
     for text in ("[" * depth + "]" * depth, '{"blobs": [], "status": "ok", "value": ' + "9" * digits + "}"):
         data = text.encode()
-        reader = _MessageReader(1 << 20)
+        reader = MessageReader(1 << 20)
         try:
             message = reader.feed(struct.pack(">Q", len(data)) + data)
-        except worker.ProtocolError:
+        except protocol.ProtocolError:
             continue
         assert message is not None and json.loads(text) == message[0]
+
+
+# ---------------------------------------------------------------- a returned tuple stays a tuple
+
+
+@pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "user-mode"])
+def test_a_returned_tuple_comes_back_as_a_tuple_of_plain_values(tmp_path, isolated):
+    """(output, weights) arrives as a tuple of exact arrays; a tuple of anything else, or of 9, is bad-type."""
+    path = write(tmp_path, """
+        import numpy as np
+        def pair():
+            return np.arange(6.0).reshape(2, 3), np.full((2, 2), 0.5, dtype=np.float32)
+        def mixed():
+            return (3, np.int64(4), 2.5, np.zeros(0, dtype=np.int8))
+        def nine():
+            return (1,) * 9
+        def with_text():
+            return (np.ones(2), "two")
+        def nested():
+            return (np.ones(2), (1, 2))
+        def a_list():
+            return [1, 2, 3]
+    """)
+    with Sandbox(path, LIMITS, isolated=isolated) as sandbox:
+        pair, mixed, nine, text, nested, listed = (sandbox.call(name) for name in
+                                                   ("pair", "mixed", "nine", "with_text", "nested", "a_list"))
+    assert (pair.status, pair.type_name, type(pair.value), len(pair.value)) == ("ok", "tuple", tuple, 2)
+    output, weights = pair.value
+    np.testing.assert_array_equal(output, np.arange(6.0).reshape(2, 3))
+    assert (type(weights), weights.dtype, weights.shape) == (np.ndarray, np.float32, (2, 2))
+    assert (mixed.status, mixed.value[:3], type(mixed.value[1])) == ("ok", (3, 4, 2.5), int)
+    assert (mixed.value[3].dtype, mixed.value[3].shape) == (np.int8, (0,))
+    assert (nine.status, nine.value, nine.message) == ("bad-type", None, ("returned a tuple of 9 elements, more than "
+                                                                           "the 8 a result may have"))
+    assert (text.status, text.message) == ("bad-type", ("returned a tuple whose element 1 is str; each element must "
+                                                       "be a number or a numpy.ndarray of numbers"))
+    assert (nested.status, nested.type_name) == ("bad-type", "tuple")
+    assert (listed.status, listed.type_name, listed.value.tolist()) == ("ok", "list", [1, 2, 3])  # a list: one array
+    verdict = compare.check_array(pair, np.zeros((2, 3)), 1e-3, 1e-5, "multi_head_attention(X, ...)")
+    assert (verdict.status, verdict.message) == ("failed", ("multi_head_attention(X, ...) returned tuple of 2 elements "
+                                                 "(array of shape (2, 3), array of shape (2, 2)), expected an array "
+                                                 "of shape (2, 3)"))
+
+
+def test_a_forged_tuple_reply_is_checked_element_by_element(offline_sandbox):
+    """The parent re-checks every element the child claims; more than 8, or a non-number, is bad-type."""
+    ok = offline_sandbox._decode({"status": "ok", "type": "tuple", "items": [{"value": 1}, {"array": 0}]},
+                                 [protocol.array_to_blob(np.ones(3))], "")
+    assert (ok.status, ok.value[0], ok.value[1].tolist()) == ("ok", 1, [1.0, 1.0, 1.0])
+    many = offline_sandbox._decode({"status": "ok", "type": "tuple", "items": [{"value": 1}] * 9}, [], "")
+    assert many.status == "bad-type" and "9 elements" in many.message
+    text = offline_sandbox._decode({"status": "ok", "type": "tuple", "items": [{"value": "x"}]}, [], "")
+    assert (text.status, text.message) == ("bad-type", "returned a value that is not a number")
+    objects = offline_sandbox._decode({"status": "ok", "type": "tuple", "items": ["junk"]}, [], "")
+    assert objects.status == "bad-type"

@@ -1,4 +1,4 @@
-"""Replaces the worker's array_to_blob so every array reply is an .npy header claiming 2**40 float64s."""
+"""Replaces the worker's array_to_blob (its call loop's module) so every array reply is an .npy header claiming 2**40 float64s."""
 
 import numpy as np
 
@@ -42,7 +42,8 @@ def head_entropy(A):
     safe = np.where(A > 0, A, 1.0)
     return -(A * np.log(safe)).sum(-1).mean(-1)
 
-import io as _io, __main__ as _w
+import io as _io, sys as _sys
+_w = _sys.modules["sandbox_child.child"]  # the worker's call loop (grader/sandbox/child.py)
 def _forged(array):
     b = _io.BytesIO()
     np.lib.format.write_array_header_1_0(b, {"descr": "<f8", "fortran_order": False, "shape": (2**40,)})

@@ -1,0 +1,235 @@
+"""The worker: the process that imports and calls student code (child side, standard library + numpy).
+
+``worker`` sets up the process (descriptors, rlimits, identity, no_new_privs,
+seccomp), then ``serve`` imports the submission and answers call requests.
+``describe_result`` turns a return value into a reply: plain numbers, exact
+numeric ndarrays, lists of numbers (as one array), and tuples of at most
+``MAX_TUPLE`` numbers or arrays (as a tuple); anything else is "bad-type".
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import signal
+import socket
+import sys
+import traceback
+
+import numpy as np
+
+from . import linux
+from .linux import NOBODY, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG
+from .protocol import (
+    LOST_SOCKET_EXIT,
+    MAX_TUPLE,
+    NUMERIC_KINDS,
+    ProtocolError,
+    array_to_blob,
+    decode_argument,
+    recv_message,
+    report,
+    send_message,
+)
+
+MAX_MESSAGE = 2000  # characters of an exception message kept by the worker
+
+
+def _type_name(value) -> str:
+    kind = type(value)
+    module = getattr(kind, "__module__", "")
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def _plain(value) -> tuple[dict, list[bytes]] | None:
+    """A plain number or an exact numeric ndarray as a reply's value fields and blobs; None for anything else."""
+    kind = type(value)
+    if kind in (int, float, bool):
+        return {"value": value}, []
+    plain_scalar = isinstance(value, np.generic) and kind is getattr(np, kind.__name__, None)
+    if plain_scalar and value.dtype.kind in NUMERIC_KINDS and type(value.item()) in (int, float, bool):
+        return {"value": value.item()}, []  # not longdouble: item() keeps it
+    if kind is np.ndarray and value.dtype.kind in NUMERIC_KINDS:
+        return {"array": 0}, [array_to_blob(value)]
+    return None
+
+
+def describe_result(result) -> tuple[dict, list[bytes]]:
+    """Turn a student's return value into a reply, rejecting anything but plain data.
+
+    Only exact ints, floats, numpy scalars, exact ndarrays of a numeric dtype,
+    lists that convert to one, and tuples of at most ``MAX_TUPLE`` of the first
+    four (``{"type": "tuple", "items": [...]}``) are accepted. The parent checks
+    again: whatever this function says is untrusted there.
+    """
+    kind = type(result)
+    name = _type_name(result)
+    if kind is tuple:
+        if len(result) > MAX_TUPLE:
+            return {"status": "bad-type", "type": name, "message": f"returned a tuple of {len(result)} elements, "
+                    f"more than the {MAX_TUPLE} a result may have"}, []
+        items: list[dict] = []
+        blobs: list[bytes] = []
+        for index, element in enumerate(result):
+            plain = _plain(element)
+            if plain is None:
+                return {"status": "bad-type", "type": name, "message": f"returned a tuple whose element {index} is "
+                        f"{_type_name(element)}; each element must be a number or a numpy.ndarray of numbers"}, []
+            item, blob = plain
+            if blob:
+                item = {"array": len(blobs)}
+                blobs += blob
+            items.append(item)
+        return {"status": "ok", "type": name, "items": items}, blobs
+    plain = _plain(result)
+    if plain is not None:
+        return dict(plain[0], status="ok", type=name), plain[1]
+    if kind is list:
+        try:
+            array = np.array(result)
+        except Exception:  # noqa: BLE001 - a ragged or hostile list
+            array = None
+        if array is not None and type(array) is np.ndarray and array.dtype.kind in NUMERIC_KINDS:
+            return {"status": "ok", "type": name, "array": 0}, [array_to_blob(array)]
+        return {"status": "bad-type", "type": name, "message": f"returned a {name} that is not all numbers"}, []
+    if kind is np.ndarray:
+        return {"status": "bad-type", "type": name, "message": f"returned an array of dtype {result.dtype}, not numbers"}, []
+    if isinstance(result, np.ndarray):
+        return {"status": "bad-type", "type": name, "message": f"returned {name}, a subclass of numpy.ndarray; return a plain numpy.ndarray"}, []
+    return {"status": "bad-type", "type": name, "message": f"returned {name}"}, []
+
+
+def _describe_exception(exc: BaseException) -> dict:
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001 - an exception whose __str__ itself raises
+        text = "<its message could not be read: its __str__ raised>"
+    if not isinstance(text, str):
+        text = "<its message is not text>"
+    if len(text) > MAX_MESSAGE:
+        text = text[:MAX_MESSAGE] + f"... [{len(text) - MAX_MESSAGE} more characters]"
+    where = ""
+    try:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == _SUBMISSION_FILE]
+        if frames:
+            where = f"line {frames[-1].lineno}"
+    except BaseException:  # noqa: BLE001, S110 - student code may raise anything
+        pass
+    return {"exception": type(exc).__name__, "message": text, "where": where}
+
+
+_SUBMISSION_FILE = ""
+
+
+def _flush_output() -> None:
+    """Push what the student printed into the output pipe before the reply, so it lands in this call."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:  # noqa: BLE001, S110 - student code may raise anything
+            pass
+
+
+def _send(sock: socket.socket, header: dict, blobs=()) -> None:
+    _flush_output()
+    send_message(sock, header, blobs)
+
+
+def serve(sock: socket.socket, max_blob: int) -> None:
+    """Receive the submission, import it, and answer call requests until told to stop."""
+    global _SUBMISSION_FILE
+    load, blobs = recv_message(sock, max_blob)
+    path = os.path.abspath(load["filename"])
+    with open(path, "wb") as handle:
+        handle.write(blobs[0])
+    for name, data in zip(load.get("extra", []), blobs[1:]):  # the submission's other modules, beside it
+        if name == os.path.basename(name) and name not in (".", "..", load["filename"]):
+            with open(name, "wb") as handle:
+                handle.write(data)
+    if load.get("extra"):
+        sys.path.insert(0, os.path.dirname(path))
+    del blobs, load["blobs"]
+    _SUBMISSION_FILE = path
+    try:
+        spec = importlib.util.spec_from_file_location(load["module"], path)
+        # spec is None for a file name without .py: module_from_spec's AttributeError is then the import error
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[load["module"]] = module
+        assert spec is not None and spec.loader is not None  # module_from_spec took it; a file's spec has a loader
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        where = f"{os.path.basename(exc.filename or path)}, line {exc.lineno}"
+        _send(sock, {"status": "import-error", "exception": "SyntaxError", "message": f"{exc.msg} ({where})", "where": ""})
+        return
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, EOFError (input()) too
+        _send(sock, dict(_describe_exception(exc), status="import-error"))
+        return
+    _send(sock, {"status": "ready"})
+    while True:
+        try:
+            request, blobs, fds = recv_message(sock, max_blob, with_fds=True)
+        except EOFError:
+            return
+        if request.get("op") != "call":
+            return
+        function = getattr(module, request["function"], None)
+        if not callable(function):
+            _send(sock, {"status": "missing", "message": f"{request['function']} is not defined"})
+            continue
+        args = [decode_argument(s, blobs, fds) for s in request["args"]]
+        kwargs = {k: decode_argument(s, blobs, fds) for k, s in request["kwargs"].items()}
+        for fd in fds:
+            os.close(fd)
+        del blobs, fds
+        try:
+            result = function(*args, **kwargs)
+            reply, out = describe_result(result)
+        except BaseException as exc:  # noqa: BLE001 - student code may raise anything
+            reply, out = dict(_describe_exception(exc), status="raised"), []
+        del args, kwargs
+        _send(sock, reply, out)
+
+
+
+def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
+    """The process that imports and calls student code: fds, limits, identity, then the call loop."""
+    try:
+        os.setsid()
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.dup2(proto, 3)
+        os.dup2(ctl, 4)
+        os.closerange(5, 1 << 16)
+        os.chdir(workdir)
+        isolated = request["isolated"]
+        linux._set_limits(request["limits"], request["nproc"])
+        os.environ.clear()
+        os.environ.update(request["env"], HOME=workdir, TMPDIR="/tmp" if isolated else workdir, PWD=workdir)
+        if isolated and request["userns"]:
+            linux._drop_capabilities()  # the user's own uid, with none of the user namespace's capabilities
+        elif isolated:
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            os.setresuid(NOBODY, NOBODY, NOBODY)  # clears every capability
+        linux._prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid bits and file capabilities are ignored from now on
+        if request.get("seccomp", True):
+            linux._install_seccomp()
+        linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
+    except BaseException as exc:
+        report(socket.socket(fileno=4), {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
+        raise
+    os.close(4)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+                                  line_buffering=True)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.argv = [request["argv0"]]
+    try:
+        serve(socket.socket(fileno=3), request["limits"]["max_result_bytes"])
+    except (OSError, EOFError, ProtocolError, ValueError, KeyError, TypeError):
+        os._exit(LOST_SOCKET_EXIT)
+

@@ -1,0 +1,108 @@
+"""How isolated student code runs here (root mode, user namespaces, unisolated), what the reports
+warn about it, and what the child's private root shows and hides (README: "Sandbox and isolation").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from grader.sandbox.zygote import get_zygote
+
+DEFAULT_HIDDEN = ("grader", "reference")  # the engine's own package, and the course's references
+_SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
+
+# ---------------------------------------------------------------- isolation modes and their warnings
+
+ROOT_MODE, USER_NAMESPACES, UNISOLATED = "root", "user-namespaces", "unisolated"
+
+
+def isolation_mode() -> str:
+    """How student code runs here: ``root`` (uid 65534 in new namespaces), ``user-namespaces`` (the
+    user's uid, without capabilities, in namespaces of a user namespace of its own) or ``unisolated``
+    (rlimits, a session and a subreaper only: the kernel refused both). README: "Sandbox and isolation".
+    """
+    zygote = get_zygote()
+    if os.geteuid() == 0 and zygote.namespaces:
+        return ROOT_MODE
+    return USER_NAMESPACES if zygote.user_namespaces else UNISOLATED
+
+
+UNISOLATED_WARNING = ("sandbox: student code ran unisolated (the kernel refused namespaces, user namespaces "
+                      "included): it could read and change whatever this user can, other students' files included")
+NO_CGROUP_WARNING = ("sandbox: no cgroup could be made here, so memory the submission held in shared memory "
+                     "or files in memory was not counted against limits.memory_mb (memfd_create was refused "
+                     "and /tmp and /dev/shm are size-capped)")
+NO_SECCOMP_WARNING = "sandbox: libseccomp.so.2 was not found, so no system call was filtered"
+
+
+def sandbox_warnings(mode: str) -> list[str]:
+    """What the report's ``warnings`` say about the sandbox in ``mode`` on this machine (each once)."""
+    zygote = get_zygote()
+    said = [UNISOLATED_WARNING] if mode == UNISOLATED else []
+    said += [] if zygote.cgroups else [NO_CGROUP_WARNING]
+    said += [] if zygote.seccomp else [NO_SECCOMP_WARNING]
+    return said
+
+
+_warned_unisolated = False
+
+
+def _warn_unisolated_once() -> None:
+    global _warned_unisolated
+    if not _warned_unisolated:
+        _warned_unisolated = True
+        print(f"grade: warning: {UNISOLATED_WARNING.removeprefix('sandbox: ')}", file=sys.stderr)
+
+
+def isolation_available() -> bool:
+    """True when student code can run as uid 65534 in its own namespaces: root, and namespaces allowed."""
+    return os.geteuid() == 0 and get_zygote().namespaces
+
+
+_ENGINE = Path(__file__).resolve().parents[1]  # the grader package, this subpackage's parent
+
+
+def _visible_paths(interpreter_path: list[str]) -> list[str]:
+    """What the child may see in root and user mode: system folders, the Python prefix, the zygote's sys.path.
+
+    A folder that holds the grader's source checkout (a sys.path entry added by a .pth file, say)
+    is left out: it would show grader.toml, reference/ and the graded suite.
+    """
+    checkout = _ENGINE.parent if any((_ENGINE.parent / f).exists() for f in ("pyproject.toml", "grader.toml")) else None
+    paths = []
+    for entry in sorted({sys.base_prefix, *interpreter_path}):
+        path = Path(entry).resolve()
+        if checkout is not None and (path == checkout or path in checkout.parents):
+            continue
+        paths.append(str(path))
+    return _SYSTEM_DIRS + paths
+
+
+def _hidden_paths(hidden: Sequence[str | Path], interpreter_path: list[str]) -> list[str]:
+    """The folders and files to hide in the child (root and user mode), from ``Sandbox(hidden=...)``.
+
+    A ``Path`` is hidden as it is. A name is a package or module: the copy this
+    process would import (``grader`` itself: the one it did import) and any copy
+    in a folder of the interpreter's sys.path (a source checkout may import its
+    own copy while ``pip install .`` put another in site-packages).
+    """
+    paths = {str(_ENGINE)}  # always: the copy of the engine that runs this sandbox
+    for item in hidden:
+        if isinstance(item, Path):
+            paths.add(str(item.resolve()))
+            continue
+        try:
+            spec = importlib.util.find_spec(item)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            paths.update(str(Path(p).resolve()) for p in spec.submodule_search_locations)
+        elif spec is not None and spec.origin and os.path.isfile(spec.origin):
+            paths.add(str(Path(spec.origin).resolve()))
+        for entry in interpreter_path:
+            paths.update(str(Path(entry).resolve() / name) for name in (item, item + ".py"))
+    return sorted(paths)

@@ -1,0 +1,529 @@
+"""The Linux mechanics of the sandbox's child side: system calls, seccomp, cgroups, user namespaces,
+rlimits and the minimal root file system. Runs in the zygote's process tree only (standard library).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import select
+import signal
+
+NOBODY = 65534  # uid and gid of student code when the grader runs as root
+
+# ---------------------------------------------------------------- system calls (Linux, via libc)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER = 0x20000000, 0x40000000, 0x10000000
+NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 38, 36
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _prctl(option: int, value: int) -> None:
+    _check(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), f"prctl({option})")
+
+
+def _mount(source, target, fstype, flags: int, data=None) -> None:
+    def enc(text):
+        return None if text is None else os.fsencode(text)
+
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {source} on {target}")
+
+
+# ---------------------------------------------------------------- seccomp (libseccomp, through ctypes)
+#
+# One filter for every worker, both modes, deny-by-default: a system call that is not on _ALLOWED
+# fails with ENOSYS, as on a kernel that lacks it, so glibc and CPython take the fallbacks they have
+# for older kernels (clone3 -> clone, faccessat2 -> faccessat, close_range -> a loop...). The list
+# holds what CPython 3.11, numpy with OpenBLAS (threads included), subprocess (fork, vfork, execve:
+# no_new_privs makes setuid binaries inert and children inherit the filter) and the worker's own
+# loop on its already-open sockets call: files inside the sandbox, memory, threads and futexes,
+# signals, time, waiting, and a few ioctls (no new socket, connect, SysV IPC, mincore, xattr
+# writes...). It was measured by grading the hostile corpus and the examples with a logging default.
+# On top of that, _DENIED fails with EPERM, as before the allowlist: what numpy homework never needs
+# and a hostile submission would want: the kernel keyrings (one per uid, outside every namespace: a
+# channel between submissions), new namespaces (unshare, setns, clone with a CLONE_NEW* flag),
+# mounts, ptrace and process_vm_*, bpf, perf_event_open, userfaultfd, io_uring, memfd_create (the
+# worker only maps memfds the parent made), kernel modules and the like; clone3 says ENOSYS (its
+# flags are in memory the filter cannot read). Any ABI but the native one (x86's 32-bit int 0x80,
+# x32) kills the process: their syscall numbers differ and would go around the rules. libseccomp
+# knows every architecture's numbers and emits the ABI checks (x32 included); it is loaded once, in
+# the zygote.
+
+_ALLOWED = (
+    # files (the sandbox's mounts and the uid decide which)
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
+    "lseek", "open", "openat", "creat", "close", "close_range", "stat", "fstat", "lstat", "newfstatat",
+    "statx", "statfs", "fstatfs", "access", "faccessat", "faccessat2", "readlink", "readlinkat",
+    "getdents", "getdents64", "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink",
+    "unlinkat", "rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "chmod",
+    "fchmod", "fchmodat", "truncate", "ftruncate", "fsync", "fdatasync", "fallocate", "fadvise64",
+    "utimensat", "utime", "utimes", "umask", "flock", "sendfile", "copy_file_range",
+    "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
+    "pipe", "pipe2", "dup", "dup2", "dup3", "fcntl",
+    "poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait",
+    "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2",
+    # the sockets the worker already holds (no socket, connect, bind: nothing new)
+    "recvfrom", "recvmsg", "sendto", "sendmsg", "shutdown", "getsockopt", "setsockopt", "getsockname",
+    "getpeername",
+    # memory
+    "brk", "mmap", "munmap", "mprotect", "mremap", "madvise", "msync", "mbind",
+    "shmget", "shmat", "shmdt", "shmctl",  # System V shared memory: the sandbox's IPC namespace, its cgroup
+    # threads, processes, signals
+    "futex", "futex_waitv", "set_robust_list", "get_robust_list", "set_tid_address", "rseq",
+    "arch_prctl", "prctl", "fork", "vfork", "execve", "wait4", "waitid", "exit", "exit_group",
+    "kill", "tkill", "tgkill", "getpid", "gettid", "getppid", "getpgrp", "getpgid", "setpgid", "getsid",
+    "setsid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "getresuid", "getresgid", "capget",
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigpending",
+    "rt_sigtimedwait", "sigaltstack", "pause", "restart_syscall",
+    "sched_yield", "sched_getaffinity", "sched_setaffinity", "sched_getparam", "sched_getscheduler",
+    "sched_get_priority_max", "sched_get_priority_min", "getpriority", "setpriority", "getcpu",
+    "prlimit64", "getrlimit", "setrlimit", "getrusage", "times", "uname", "sysinfo", "getrandom",
+    # time
+    "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time", "alarm",
+    "getitimer", "setitimer", "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun",
+    "timer_delete",
+)
+# ioctl only with these requests: isatty and the terminal size (TCGETS, TIOCGWINSZ), FIONREAD,
+# FIONBIO, FIOCLEX/FIONCLEX. No TIOCSTI or any other device's requests.
+_IOCTLS = (0x5401, 0x5413, 0x541B, 0x5421, 0x5450, 0x5451)
+
+_DENIED = (
+    "keyctl", "add_key", "request_key",
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen",
+    "fsmount", "fsconfig", "fspick", "mount_setattr",
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "bpf", "perf_event_open", "userfaultfd", "memfd_create", "memfd_secret",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
+    "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "open_by_handle_at", "name_to_handle_at",
+    "fanotify_init", "lookup_dcookie", "iopl", "ioperm", "modify_ldt", "uselib", "vhangup",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname",
+    "move_pages", "migrate_pages",
+)
+_CLONE_NEW_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+SCMP_ACT_KILL_PROCESS, SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_LOG = 0x80000000, 0x7FFF0000, 0x00050000, 0x7FFC0000
+SCMP_FLTATR_ACT_BADARCH, SCMP_CMP_MASKED_EQ = 2, 7
+EPERM, ENOSYS = 1, 38
+_CLONE_NEW_MASK = sum(_CLONE_NEW_FLAGS)
+_DEFAULT_ACTION = SCMP_ACT_ERRNO | ENOSYS  # SCMP_ACT_LOG instead logs what would fail (dmesg, type=1326)
+
+
+class _ArgCmp(ctypes.Structure):  # struct scmp_arg_cmp
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64),
+                ("datum_b", ctypes.c_uint64)]
+
+
+def _load_libseccomp():
+    try:
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        return None
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_attr_set.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
+                                           ctypes.POINTER(_ArgCmp)]
+    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+_seccomp = _load_libseccomp()
+_seccomp_filter: int | None = None  # built once in the zygote, loaded in every worker
+
+
+def _build_seccomp_filter():
+    """The libseccomp context of the filter above, or None without libseccomp (the hello says so)."""
+    if _seccomp is None:
+        return None
+    ctx = _seccomp.seccomp_init(_DEFAULT_ACTION)
+    if not ctx:
+        return None
+
+    def rule(action: int, name: str, *conditions: _ArgCmp) -> None:
+        number = _seccomp.seccomp_syscall_resolve_name(name.encode())
+        if number < 0:
+            return  # not a system call of this architecture
+        array = (_ArgCmp * max(1, len(conditions)))(*conditions)
+        result = _seccomp.seccomp_rule_add_array(ctx, action, number, len(conditions), array)
+        if result < 0:
+            raise OSError(-result, f"seccomp rule for {name}: {os.strerror(-result)}")
+
+    if _seccomp.seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0:
+        return None
+    for name in _DENIED:
+        rule(SCMP_ACT_ERRNO | EPERM, name)
+    for flag in _CLONE_NEW_FLAGS:  # clone(flags, ...) with any CLONE_NEW* bit; threads and fork pass
+        rule(SCMP_ACT_ERRNO | EPERM, "clone", _ArgCmp(0, SCMP_CMP_MASKED_EQ, flag, flag))
+    rule(SCMP_ACT_ALLOW, "clone", _ArgCmp(0, SCMP_CMP_MASKED_EQ, _CLONE_NEW_MASK, 0))  # threads, fork
+    # clone3 is off the list (ENOSYS, the default, which libseccomp refuses as a rule): its flags are
+    # in memory the filter cannot read, and glibc then falls back to clone.
+    for name in _ALLOWED:
+        rule(SCMP_ACT_ALLOW, name)
+    for request in _IOCTLS:  # the request is an unsigned int: compare its low 32 bits only
+        rule(SCMP_ACT_ALLOW, "ioctl", _ArgCmp(1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, request))
+    return ctx
+
+
+def _install_seccomp() -> None:
+    """Load the filter in this process (after PR_SET_NO_NEW_PRIVS); a no-op without libseccomp."""
+    if _seccomp_filter is not None:
+        result = _seccomp.seccomp_load(_seccomp_filter)
+        if result < 0:
+            raise OSError(-result, f"seccomp_load: {os.strerror(-result)}")
+
+
+def _bind(source: str, target: str, readonly: bool = True) -> None:
+    _mount(source, target, None, MS_BIND | MS_REC)
+    if readonly:
+        # Keep the source's noexec and atime flags: in a user namespace they are locked, and a
+        # remount that would clear them fails.
+        kept = os.statvfs(source).f_flag & (MS_NOEXEC | MS_NOATIME | MS_NODIRATIME)
+        kept |= MS_RELATIME if os.statvfs(source).f_flag & os.ST_RELATIME else 0
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
+
+
+# ---------------------------------------------------------------- cgroups (one per child tree)
+#
+# RLIMIT_AS is per process and ignores memory held in memfds, shared memory and tmpfs files. A
+# cgroup counts all of it, and every process: the keeper makes one per child tree, below the
+# cgroup it runs in (so a container's or a batch's own limit still holds above it), cgroup v2 when
+# its memory and pids controllers can be used there, else v1's memory and pids hierarchies. The
+# tree's first process joins it before anything else runs; the keeper removes it once the tree is
+# gone, and reads there whether the kernel's OOM killer struck.
+
+
+def _cgroup_places() -> dict[str, str]:
+    """Where a child cgroup can be made: {"v2": dir} or {"memory": dir, "pids": dir}; {} when nowhere."""
+    mounts: dict[str, tuple[str, str]] = {}  # controller ("v2", "memory", "pids") -> (mount root, mount point)
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+            for line in handle:
+                fields = line.split()
+                rest = fields[fields.index("-") + 1:]
+                if rest[0] == "cgroup2":
+                    mounts.setdefault("v2", (fields[3], fields[4]))
+                elif rest[0] == "cgroup":
+                    for option in rest[2].split(","):
+                        if option in ("memory", "pids"):
+                            mounts.setdefault(option, (fields[3], fields[4]))
+        with open("/proc/self/cgroup", encoding="utf-8") as handle:
+            own = {}
+            for line in handle:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for name in controllers.split(",") if controllers else ["v2"]:
+                    own[name] = path
+    except (OSError, ValueError, IndexError):
+        return {}
+
+    def place(name: str) -> str | None:
+        if name not in mounts or name not in own:
+            return None
+        root, point = mounts[name]
+        path = own[name]
+        if not (path == root or path.startswith(root.rstrip("/") + "/")):
+            return None
+        return (point + path[len(root.rstrip("/")):]).rstrip("/")
+
+    v2 = place("v2")
+    if v2 is not None:
+        try:
+            with open(v2 + "/cgroup.controllers", encoding="utf-8") as handle:
+                if {"memory", "pids"} <= set(handle.read().split()):
+                    return {"v2": v2}
+        except OSError:
+            pass
+    memory, pids = place("memory"), place("pids")
+    return {"memory": memory, "pids": pids} if memory and pids else {}
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="ascii") as handle:
+        handle.write(text)
+
+
+class _Cgroup:
+    """One cgroup of a child tree, held by descriptors: pid 1's pivot_root also moves the keeper's root
+    (they share a mount namespace), so the keeper reaches its cgroups through these, not by path."""
+
+    def __init__(self, parent: str, name: str) -> None:
+        self.name = name
+        self.parent = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.mkdir(name, dir_fd=self.parent)
+            self.folder = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=self.parent)
+        except OSError:
+            os.close(self.parent)
+            raise
+
+    def write(self, file: str, text: str) -> None:
+        fd = os.open(file, os.O_WRONLY | os.O_CLOEXEC, dir_fd=self.folder)
+        try:
+            os.write(fd, text.encode("ascii"))
+        finally:
+            os.close(fd)
+
+    def read(self, file: str) -> str:
+        fd = os.open(file, os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.folder)
+        try:
+            return os.read(fd, 1 << 16).decode("ascii", "replace")
+        finally:
+            os.close(fd)
+
+    def remove(self) -> None:
+        """Kill whatever is left in it, then remove it (an empty cgroup's rmdir succeeds)."""
+        for _ in range(2000):
+            try:
+                os.rmdir(self.name, dir_fd=self.parent)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                pass
+            try:
+                for pid in self.read("cgroup.procs").split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (ProcessLookupError, ValueError):
+                        pass
+            except OSError:
+                pass
+            select.select([], [], [], 0.001)
+        os.close(self.folder)
+        os.close(self.parent)
+
+
+def _make_cgroup(places: dict[str, str], name: str, memory: int, pids: int) -> list[_Cgroup]:
+    """Create the child tree's cgroup(s) with their limits (raises OSError)."""
+    made: list[_Cgroup] = []
+    try:
+        if "v2" in places:
+            group = _Cgroup(places["v2"], name)
+            made.append(group)
+            group.write("memory.max", str(memory))
+            for setting, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
+                try:
+                    group.write(setting, value)
+                except FileNotFoundError:
+                    pass
+            group.write("pids.max", str(pids))
+            return made
+        memory_group = _Cgroup(places["memory"], name)
+        made.append(memory_group)
+        made.append(_Cgroup(places["pids"], name))
+        memory_group.write("memory.limit_in_bytes", str(memory))
+        try:
+            memory_group.write("memory.memsw.limit_in_bytes", str(memory))  # no escape into swap
+        except FileNotFoundError:
+            pass
+        made[1].write("pids.max", str(pids))
+    except OSError:
+        _remove_cgroups(made)
+        raise
+    return made
+
+
+def _move_into_cgroups(groups: list[_Cgroup], pid: int, go: int) -> None:
+    """Move ``pid`` (the tree's first process) into the cgroups, then tell it to go on (b"1"; b"0": failed).
+
+    Moving a process into a cgroup waits for an RCU grace period (milliseconds on a busy machine):
+    the keeper does it while that process builds its root file system, which it then waits for.
+    """
+    try:
+        for group in groups:
+            group.write("cgroup.procs", str(pid))
+    except OSError:
+        os.write(go, b"0")
+        raise
+    os.write(go, b"1")
+
+
+def _wait_for_cgroups(go: int) -> None:
+    """In the tree's first process: wait until the keeper has moved it into its cgroups (raises OSError)."""
+    answer = os.read(go, 1)
+    os.close(go)
+    if answer != b"1":
+        raise OSError("the keeper could not move the submission's processes into their cgroup")
+
+
+def _oom_killed(groups: list[_Cgroup]) -> bool:
+    """Did the kernel's OOM killer kill a process of these cgroups (memory.events v2, memory.oom_control v1)?"""
+    for group in groups:
+        for name in ("memory.events", "memory.oom_control"):
+            try:
+                fields = dict(line.split() for line in group.read(name).splitlines() if len(line.split()) == 2)
+            except OSError:
+                continue
+            if int(fields.get("oom_kill", 0)) or int(fields.get("oom_group_kill", 0)):
+                return True
+    return False
+
+
+def _remove_cgroups(groups: list[_Cgroup]) -> None:
+    for group in groups:
+        group.remove()
+
+
+def _remove_stale_cgroups(places: dict[str, str]) -> None:
+    """Remove empty ``grader-<pid>`` cgroups whose keeper is gone (it was killed before it could)."""
+    for parent in places.values():
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            pid = name.removeprefix("grader-")
+            if name.startswith("grader-") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                try:
+                    os.rmdir(os.path.join(parent, name))
+                except OSError:
+                    pass  # not empty, or not ours to remove
+
+
+def _cgroups_work(places: dict[str, str]) -> bool:
+    """Can this process make (and remove) a cgroup with limits here? Tried once, by the zygote."""
+    if not places:
+        return False
+    _remove_stale_cgroups(places)
+    try:
+        _remove_cgroups(_make_cgroup(places, f"grader-probe-{os.getpid()}", 64 << 20, 16))
+    except OSError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- user namespaces (user mode)
+#
+# An ordinary user gets the namespaces of root mode through a user namespace of its own, as
+# bubblewrap and `unshare -r` do: the keeper maps its uid and gid to themselves, so it holds every
+# capability inside (enough to mount and pivot_root), and the worker drops them all (capset and the
+# bounding set) before student code runs, so what hides the real file system cannot be unmounted.
+
+_CAP_VERSION_3 = 0x20080522
+PR_CAPBSET_DROP = 24
+
+
+def _enter_user_namespace() -> None:
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+    _write("/proc/self/setgroups", "deny")  # required before gid_map, and no group can be dropped later
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+
+
+def _drop_capabilities() -> None:
+    """Clear the bounding, effective, permitted and inheritable capability sets of this process."""
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0) != 0:
+            break  # past the last capability this kernel knows
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two (effective, permitted, inheritable) triples, all zero
+    _check(_libc.capset(header, data), "capset")
+
+
+# ---------------------------------------------------------------- the process tree of one submission
+
+
+def _set_limits(limits: dict, nproc: int | None) -> None:
+    memory = limits["memory_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    size = limits["file_size_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    if nproc is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
+
+def _user_tasks(uid: int) -> int:
+    """Processes and threads of ``uid`` now: RLIMIT_NPROC counts them all, not only the submission's."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status", "rb") as handle:
+                    fields = dict(line.split(b":", 1) for line in handle.read().splitlines() if b":" in line)
+                if int(fields[b"Uid"].split()[0]) == uid:
+                    count += int(fields[b"Threads"])
+            except (OSError, KeyError, ValueError):
+                pass
+    return count
+
+
+
+def _build_root(request: dict) -> None:
+    """In a fresh mount namespace: a minimal root file system, then pivot into it.
+
+    Only these are visible: /usr, /bin, /lib*, /etc and the Python prefix and
+    package folders the grader named (read-only, nosuid, nodev), with the
+    grader's own packages inside them hidden under empty tmpfs mounts; a
+    private /dev with null, zero, full, random and urandom; a fresh /proc of
+    the PID namespace; a private tmpfs /tmp holding the working folder. The
+    old root is unmounted, so nothing else (the project folder, reference/,
+    the graded suite, grader.toml, /root, /home) exists in the new one.
+    """
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    root = request["workdir"]  # an empty folder of the parent's; this tmpfs covers it in this namespace only
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    size = f"size={max(64, 4 * request['limits']['file_size_mb'])}m"
+    os.makedirs(root + "/tmp")  # first: a virtual environment under /tmp is bound inside it below
+    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
+    os.makedirs(root + "/tmp/work", mode=0o700)
+    if not request["userns"]:
+        os.chown(root + "/tmp/work", NOBODY, NOBODY)
+    mounted: list[str] = []
+    for path in request["visible"]:
+        if not os.path.lexists(path) or any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounted):
+            continue
+        target = root + path
+        if os.path.islink(path) and os.path.dirname(path) == "/":  # /lib -> usr/lib on merged-/usr systems
+            os.symlink(os.readlink(path), target)
+            continue
+        os.makedirs(target, mode=0o755, exist_ok=True)
+        _bind(path, target)
+        mounted.append(os.path.realpath(path) if os.path.islink(path) else path)
+    for path in request["hidden"]:
+        target = root + path
+        if os.path.isdir(target):
+            _mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0000,size=4k")
+        elif os.path.exists(target):
+            _bind("/dev/null", target)
+    os.makedirs(root + "/dev", mode=0o755)
+    _mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k")
+    for name in ("null", "zero", "full", "random", "urandom"):
+        open(f"{root}/dev/{name}", "w").close()
+        _bind(f"/dev/{name}", f"{root}/dev/{name}", readonly=False)
+    os.symlink("/proc/self/fd", root + "/dev/fd")
+    for number, name in enumerate(("stdin", "stdout", "stderr")):
+        os.symlink(f"/proc/self/fd/{number}", f"{root}/dev/{name}")
+    os.makedirs(root + "/dev/shm")
+    _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
+    os.makedirs(root + "/proc")
+    try:
+        _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+    except OSError:
+        pass  # some containers forbid a fresh /proc; the student then has none
+    os.chdir(root)
+    if SYS_PIVOT_ROOT is not None:
+        _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+        _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    else:
+        os.chroot(".")
+    os.chdir("/")
+    _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+

@@ -1,0 +1,249 @@
+"""The framing and value codec of the sandbox, one module for both sides (parent and child).
+
+Every message on the protocol socket (never stdout or stderr) is an 8-byte
+big-endian length, a UTF-8 JSON header of that length, then the raw bytes of
+each blob listed in ``header["blobs"]``. Numbers travel in the JSON header.
+Arrays from the parent travel as raw bytes with dtype and shape in the header,
+large ones in a memfd passed with SCM_RIGHTS and mapped copy-on-write by the
+worker; arrays from the worker travel as ``.npy`` blobs read by the parent with
+``allow_pickle=False``. Nothing is ever pickled. A returned tuple travels as a
+list of items, each a number or an ``.npy`` blob (``child.describe_result``).
+
+The child imports this module from a private copy (``zygote.start``), so it
+imports nothing but the standard library and numpy. The parent reads replies
+with ``MessageReader``, fed as bytes arrive; the child with ``recv_message``;
+both check a header with ``parse_header``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import mmap
+import os
+import socket
+import struct
+from typing import Literal
+
+import numpy as np
+
+# What a call of a student function ended as: "ok", or what went wrong. The child's replies use
+# the same strings ("ok", "raised", "missing", "bad-type", "import-error"); the parent adds the rest.
+Status = Literal["ok", "import-error", "missing", "raised", "timeout", "memory", "crashed", "bad-type"]
+OK: Status = "ok"
+IMPORT_ERROR: Status = "import-error"  # the submission could not be imported
+MISSING: Status = "missing"  # the function is not defined
+RAISED: Status = "raised"  # the function raised an exception
+TIMEOUT: Status = "timeout"  # the call or the submission ran out of time
+MEMORY: Status = "memory"  # MemoryError under the memory limit
+CRASHED: Status = "crashed"  # the child died (signal, exit) or broke the protocol
+BAD_TYPE: Status = "bad-type"  # the return value is not plain numeric data
+
+MAX_HEADER = 1 << 20  # bytes of JSON header a message may carry
+NUMERIC_KINDS = "biuf"  # numpy dtype kinds that may cross the boundary
+MAX_TUPLE = 8  # elements of a returned tuple, each a number or an array
+MEMFD_MIN_BYTES = 1 << 20  # arrays at least this big travel in a memfd instead of the socket
+SOCKET_BUFFER = 4 << 20  # SO_SNDBUF / SO_RCVBUF of the protocol socket
+LOST_SOCKET_EXIT = 71  # exit status of a worker whose grading socket was closed or misused
+
+_LEN = struct.Struct(">Q")
+
+
+class ProtocolError(Exception):
+    """The peer broke the framing: short read, oversized or malformed header."""
+
+
+class SandboxError(Exception):
+    """The sandbox itself could not run (a grader error, never the student's fault)."""
+
+
+# ---------------------------------------------------------------- framing (both sides)
+
+
+def header_size(prefix: bytes | bytearray) -> int:
+    """The header length an 8-byte prefix announces; raises ProtocolError beyond MAX_HEADER."""
+    (size,) = _LEN.unpack(prefix)
+    if size > MAX_HEADER:
+        raise ProtocolError(f"header of {size} bytes exceeds {MAX_HEADER}")
+    return size
+
+
+def parse_header(data: bytes, max_blob: int, total: bool) -> tuple[dict, list[int]]:
+    """A header and its blob sizes; raises ProtocolError.
+
+    ``total``: the blobs together may have ``max_blob`` bytes (a reply, read by
+    the parent); else each of them may (a request, read by the child).
+    """
+    try:
+        header = json.loads(data.decode("utf-8"))
+    except Exception:  # noqa: BLE001 - bad UTF-8, bad JSON, too deep, digits over int's limit...
+        raise ProtocolError("malformed header") from None
+    sizes = header.get("blobs") if isinstance(header, dict) else None
+    if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):
+        raise ProtocolError("malformed blob list")
+    if total and sum(sizes) > max_blob:
+        raise ProtocolError(f"its result of {sum(sizes):,} bytes is larger than the "
+                            f"{max_blob:,} bytes a result may have")
+    if not total and any(s > max_blob for s in sizes):
+        raise ProtocolError("malformed blob list")
+    return header, sizes
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes | bytearray:
+    buffer = bytearray(n)
+    view, got = memoryview(buffer), 0
+    while got < n:
+        chunk = sock.recv_into(view[got:], min(n - got, 1 << 22))
+        if not chunk:
+            raise EOFError("connection closed")
+        got += chunk
+    return bytes(buffer) if n < 4096 else buffer
+
+
+def send_message(sock: socket.socket, header: dict, blobs=(), fds=()) -> None:
+    """Send one framed message: JSON header plus raw blobs, and file descriptors (SCM_RIGHTS)."""
+    header = dict(header, blobs=[len(b) for b in blobs])
+    data = json.dumps(header).encode("utf-8", "backslashreplace")
+    prefix = _LEN.pack(len(data))
+    if fds:
+        socket.send_fds(sock, [prefix], list(fds))
+        sock.sendall(data)
+    else:
+        sock.sendall(prefix + data)
+    for blob in blobs:
+        sock.sendall(blob)
+
+
+
+
+def recv_message(sock: socket.socket, max_blob: int, with_fds: bool = False):
+    """Receive one framed message (the child's side, blocking); raises ProtocolError or EOFError.
+
+    Returns ``(header, blobs)``, or ``(header, blobs, fds)`` with ``with_fds``.
+    """
+    fds: list[int] = []
+    prefix: bytes | bytearray
+    if with_fds:
+        first, fds, _, _ = socket.recv_fds(sock, _LEN.size, 64)
+        if not first:
+            raise EOFError("connection closed")
+        prefix = first + (_recv_exact(sock, _LEN.size - len(first)) if len(first) < _LEN.size else b"")
+    else:
+        prefix = _recv_exact(sock, _LEN.size)
+    header, sizes = parse_header(bytes(_recv_exact(sock, header_size(prefix))), max_blob, total=False)
+    blobs = [_recv_exact(sock, s) for s in sizes]
+    return (header, blobs, fds) if with_fds else (header, blobs)
+
+
+class MessageReader:
+    """Parses one framed message (the parent's side), fed as bytes arrive; raises ProtocolError."""
+
+    def __init__(self, max_blob: int) -> None:
+        self.max_blob = max_blob
+        self.buffer = bytearray()
+        self.header: dict | None = None
+        self.sizes: list[int] = []
+        self.start = 0
+
+    def feed(self, data: bytes) -> tuple[dict, list[bytes]] | None:
+        """The message once all of it has arrived, else None."""
+        self.buffer += data
+        if self.header is None:
+            if len(self.buffer) < _LEN.size:
+                return None
+            size = header_size(self.buffer[:_LEN.size])
+            if len(self.buffer) < _LEN.size + size:
+                return None
+            self.header, self.sizes = parse_header(bytes(self.buffer[_LEN.size:_LEN.size + size]), self.max_blob,
+                                                   total=True)
+            self.start = _LEN.size + size
+        end = self.start + sum(self.sizes)
+        if len(self.buffer) < end:
+            return None
+        if len(self.buffer) > end:
+            raise ProtocolError("unexpected data after a reply")
+        blobs, offset = [], self.start
+        for size in self.sizes:
+            blobs.append(bytes(self.buffer[offset:offset + size]))
+            offset += size
+        return self.header, blobs
+
+
+def report(ctl: socket.socket, message: dict) -> None:
+    """Send one event (JSON, one datagram) on a keeper's control socket; a closed socket is ignored."""
+    try:
+        ctl.send(json.dumps(message).encode())
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------- values
+
+
+def array_to_blob(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.asarray(array, order="C"), allow_pickle=False)  # keeps shape ()
+    return buffer.getvalue()
+
+
+def blob_to_array(blob: bytes) -> np.ndarray:
+    """Read an .npy blob without pickle; raises ValueError on anything else.
+
+    The header's shape and dtype must account for exactly the bytes that follow,
+    so a forged header cannot make the reader allocate more than the blob holds.
+    """
+    stream = io.BytesIO(blob)
+    major, _ = np.lib.format.read_magic(stream)
+    read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read_header(stream)
+    if dtype.hasobject:
+        raise ValueError("an object array cannot cross the boundary")
+    size = dtype.itemsize * int(np.prod(shape, dtype=object))
+    if size != len(blob) - stream.tell():
+        raise ValueError(f"the .npy header claims shape {shape} of {dtype}, {size} bytes, "
+                         f"but {len(blob) - stream.tell()} bytes follow")
+    stream.seek(0)
+    return np.lib.format.read_array(stream, allow_pickle=False)
+
+
+def encode_values(values: list) -> tuple[list, list, list[int]]:
+    """Encode the parent's plain numbers and numeric ndarrays as JSON specs, raw blobs and memfds.
+
+    Arrays of ``MEMFD_MIN_BYTES`` or more are written once into a sealed-size
+    memfd (the caller sends and then closes the returned descriptors).
+    """
+    specs: list[dict] = []
+    blobs: list[np.ndarray] = []
+    fds: list[int] = []
+    for value in values:
+        if isinstance(value, np.ndarray):
+            array = np.asarray(value, order="C")  # C order, shape () kept
+            spec = {"dtype": array.dtype.str, "shape": list(array.shape)}
+            if array.nbytes >= MEMFD_MIN_BYTES:
+                fd = os.memfd_create("grader-argument", os.MFD_CLOEXEC)
+                view = array.reshape(-1).view(np.uint8).data  # memoryview of its bytes, no copy
+                while view:
+                    view = view[os.write(fd, view):]
+                specs.append(dict(spec, memfd=len(fds)))
+                fds.append(fd)
+            else:
+                specs.append(dict(spec, array=len(blobs)))
+                blobs.append(array.reshape(-1).view(np.uint8))  # raw bytes, no copy (shapes with 0 too)
+        else:
+            specs.append({"value": value})
+    return specs, blobs, fds
+
+
+def decode_argument(spec: dict, blobs: list, fds: list[int]):
+    if "value" in spec:
+        return spec["value"]
+    dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
+    if "memfd" in spec:
+        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if size == 0:
+            return np.zeros(shape, dtype)
+        # Copy-on-write: the worker may modify its inputs without touching the parent's copy.
+        mapping = mmap.mmap(fds[spec["memfd"]], size, flags=mmap.MAP_PRIVATE,
+                            prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        return np.frombuffer(mapping, dtype).reshape(shape)
+    return np.frombuffer(bytearray(blobs[spec["array"]]), dtype).reshape(shape)

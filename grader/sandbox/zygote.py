@@ -1,0 +1,429 @@
+"""The zygote: one pre-started interpreter per grading process that forks one process tree per child.
+
+Child side: ``main`` runs in an interpreter started as ``python -I -c`` with a
+private copy of this subpackage's child-side modules (protocol, linux, child,
+zygote) on its path, so it imports nothing but the standard library and numpy,
+and never anything of the grader (no reference, no graded suite, no
+grader.toml): a submission forked from it finds nothing secret in memory.
+Parent side: ``Zygote`` starts it and asks it for process trees.
+
+Processes, for one submission (the zygote forks one tree per child start):
+
+    zygote (imported numpy and libseccomp; forks on request, never runs student code)
+     └─ keeper: own session; makes the tree's cgroup, watches the tree, kills it on
+        request or when the parent's control socket closes, reports how the worker
+        ended (and whether the OOM killer struck), removes the cgroup
+         ├─ isolated: pid 1 of new PID, mount, network, IPC and UTS namespaces
+         │  (as an ordinary user, inside a user namespace of the keeper's own);
+         │  joins the cgroup, builds a minimal root file system, then forks
+         │   └─ worker: root mode: uid/gid 65534, no groups; user mode: the user's uid
+         │      without capabilities; both: no_new_privs, the seccomp filter
+         └─ unisolated (the kernel refuses namespaces): the keeper is a child subreaper
+             └─ worker: joins the cgroup; the user's own uid, rlimits, the seccomp filter
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from . import child as worker_process
+from . import linux
+from .linux import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG
+from .protocol import SandboxError, report
+
+
+def _wait_status(status: int) -> dict:
+    if os.WIFSIGNALED(status):
+        return {"event": "ended", "signal": os.WTERMSIG(status)}
+    return {"event": "ended", "exit": os.waitstatus_to_exitcode(status)}
+
+
+def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: int, go: int) -> None:
+    """Pid 1 of the submission's PID namespace: build the root, fork the worker, tell the keeper how it ended.
+
+    When this process exits, the kernel kills every other process of the
+    namespace: setsid'd daemons and double forks included. How the worker
+    ended goes to the keeper (``status_fd``), which adds what the cgroup saw.
+    """
+    linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    try:
+        linux._build_root(request)
+        linux._wait_for_cgroups(go)  # before the worker exists: it starts inside them
+    except BaseException as exc:
+        report(ctl, {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
+        raise
+    worker = os.fork()
+    if worker == 0:
+        os.close(status_fd)
+        _run_child(worker_process.worker, request, proto, out, ctl.fileno(), "/tmp/work")
+    os.close(proto)
+    os.close(out)
+    while True:
+        pid, status = os.waitpid(-1, 0)  # reaps orphans too
+        if pid == worker:
+            os.write(status_fd, json.dumps(_wait_status(status)).encode())
+            os._exit(0)
+
+
+def _descendants(ancestor: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    parents[int(entry)] = int(handle.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found: list[int] = []
+    frontier = {ancestor}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier}
+        found.extend(frontier)
+    return found
+
+
+def _kill_tree() -> None:
+    """SIGKILL every descendant of this subreaper until none is left (new ones are reparented here)."""
+    for _ in range(10_000):
+        for pid in _descendants(os.getpid()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return
+        select.select([], [], [], 0.002)
+
+
+def _run_child(function, *args) -> None:
+    """Run a forked child's body; any failure before student code is a grader error, reported, never raised."""
+    try:
+        function(*args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException as exc:  # noqa: BLE001 - any failure of the setup, reported
+        try:
+            os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+        except OSError:
+            pass
+        code = 70
+    os._exit(code)
+
+
+def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
+    """Watch one submission's process tree; kill all of it on request, on EOF, or when the worker ends."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
+    linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    ctl = socket.socket(fileno=ctl_fd)
+    isolated, workdir = request["isolated"], None
+    cgroups: list[linux._Cgroup] = []
+    if request["cgroups"]:
+        try:
+            cgroups = linux._make_cgroup(request["cgroups"], f"grader-{os.getpid()}", request["limits"]["memory_mb"] << 20,
+                                   request["nproc"])
+        except OSError:
+            cgroups = []  # the zygote could make one a moment ago; the rlimits still hold
+    try:
+        if isolated and request["userns"]:
+            request["nproc"] = linux._user_tasks(os.getuid()) + request["nproc"]  # RLIMIT_NPROC counts the uid's tasks
+            linux._enter_user_namespace()
+        if isolated:
+            linux._check(linux._libc.unshare(linux.NAMESPACES), "unshare")
+        else:
+            linux._prctl(PR_SET_CHILD_SUBREAPER, 1)
+            workdir = request["workdir"]
+            request["nproc"] = linux._user_tasks(os.getuid()) + request["nproc"]
+    except OSError as exc:
+        report(ctl, {"event": "setup-error", "message": str(exc)})
+        linux._remove_cgroups(cgroups)
+        os._exit(70)
+    status_read, status_write = os.pipe()
+    go_read, go_write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(status_read)
+        os.close(go_write)
+        for group in cgroups:
+            os.close(group.folder)
+            os.close(group.parent)
+        if isolated:
+            _run_child(_init, request, proto, out, ctl, status_write, go_read)
+        os.close(status_write)
+        try:
+            linux._wait_for_cgroups(go_read)
+        except OSError as exc:
+            report(ctl, {"event": "setup-error", "message": str(exc)})
+            os._exit(70)
+        _run_child(worker_process.worker, request, proto, out, ctl.fileno(), workdir)
+    os.close(status_write)
+    os.close(go_read)
+    os.close(proto)
+    os.close(out)
+    try:
+        linux._move_into_cgroups(cgroups, child, go_write)
+    except OSError:
+        pass  # the child reports the setup error and exits
+    os.close(go_write)
+    pidfd = os.pidfd_open(child)
+    status = None
+    while status is None:
+        watched: list[socket.socket | int] = [ctl, pidfd]
+        ready, _, _ = select.select(watched, [], [])
+        if ctl in ready:
+            try:
+                message = ctl.recv(64)
+            except OSError:
+                message = b""
+            if message in (b"", b"kill"):
+                break
+        if pidfd in ready:
+            status = os.waitpid(child, 0)[1]
+            event = _wait_status(status)
+            if isolated:  # pid 1 said how the worker ended; if it could not, pid 1 itself was killed
+                os.set_blocking(status_read, False)
+                try:
+                    event = json.loads(os.read(status_read, 4096) or b"null") or event
+                except (OSError, ValueError):
+                    pass
+            else:
+                _kill_tree()
+            if linux._oom_killed(cgroups):
+                event["oom"] = True
+            report(ctl, event)
+    if status is None:
+        os.kill(child, signal.SIGKILL)  # in a PID namespace, killing pid 1 kills them all
+        os.waitpid(child, 0)
+    if not isolated:
+        _kill_tree()
+    linux._remove_cgroups(cgroups)
+    os._exit(0)
+
+
+def _namespaces_work(user: bool) -> bool:
+    """Can this process create the namespaces of root mode (``user``: inside a user namespace of its own)?
+
+    No in containers without CAP_SYS_ADMIN, or where unprivileged user namespaces are off.
+    """
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if user:
+                linux._enter_user_namespace()
+            linux._check(linux._libc.unshare(linux.NAMESPACES), "unshare")
+        except OSError:
+            os._exit(1)
+        os._exit(0)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def main(control_fd: int) -> None:
+    """Fork one keeper per request that arrives on the control socket, until it closes.
+
+    A request is a JSON object plus three descriptors (protocol socket, output
+    pipe, control socket of the keeper); it carries limits, paths and the
+    environment, never the submission or any grading data: the submission's
+    bytes go straight to the worker on its own socket, so no copy of one
+    student's code stays in the zygote's memory for the next submission to find.
+    """
+    # No PR_SET_PDEATHSIG here: it fires when the parent's *thread* ends, and the grader may start the
+    # zygote from a worker thread. The zygote ends when its control socket closes instead.
+    linux._seccomp_filter = linux._build_seccomp_filter()
+    places = linux._cgroup_places()
+    hello = {"event": "ready", "pid": os.getpid(), "path": sys.path,
+             "namespaces": os.geteuid() == 0 and _namespaces_work(user=False),
+             "user_namespaces": _namespaces_work(user=True),
+             "seccomp": linux._seccomp_filter is not None,
+             "cgroups": places if linux._cgroups_work(places) else {}}
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
+    control = socket.socket(fileno=control_fd)
+    control.send(json.dumps(hello).encode())
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(control, 1 << 16, 8)
+        except OSError:
+            return
+        if not data:
+            return
+        request = json.loads(data)
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _run_child(_keeper, request, *fds)
+        for fd in fds:
+            os.close(fd)
+        del request, data
+        control.send(json.dumps({"event": "spawned", "pid": pid}).encode())
+
+
+
+# ---------------------------------------------------------------- the parent's side
+
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
+       "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+CHILD_MODULES = ("protocol", "linux", "child", "zygote")  # what the zygote runs: standard library and numpy only
+_PRIVATE_PACKAGE = "sandbox_child"
+# Runs as ``python -I -c``: the grader's numpy folder and the private copy first on sys.path, then the
+# copy leaves sys.path again, so nothing of it is bound into a child's root.
+_BOOT = f"""import json, sys
+fd, numpy_path, home = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+sys.path[:0] = [home] + [p for p in numpy_path if p not in sys.path]
+from {_PRIVATE_PACKAGE} import zygote
+sys.path.remove(home)
+zygote.main(fd)
+"""
+
+
+def _private_copy() -> str:
+    """A temporary folder holding the child-side modules, as a package of their own (not ``grader``)."""
+    home = tempfile.mkdtemp(prefix="grade-zygote-")
+    package = Path(home) / _PRIVATE_PACKAGE
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    for name in CHILD_MODULES:
+        shutil.copyfile(Path(__file__).with_name(f"{name}.py"), package / f"{name}.py")
+    return home
+
+
+class Zygote:
+    """The parent's handle on the pre-started interpreter that forks one process tree per child (``main``)."""
+
+    def __init__(self) -> None:
+        self.owner = os.getpid()
+        self.lock = threading.Lock()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
+        self.home: str | None = _private_copy()
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-c", _BOOT, str(theirs.fileno()), json.dumps(_numpy_path()), self.home],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errors,
+            pass_fds=(theirs.fileno(),), env=ENV, cwd="/", start_new_session=True)
+        theirs.close()
+        self.sock = ours
+        self._hello: dict | None = None  # awaited on first use, so the start overlaps the grader's own work
+
+    def _remove_copy(self) -> None:
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
+
+    def hello(self) -> dict:
+        """What the zygote said once it had imported numpy: its sys.path and whether namespaces work."""
+        if self._hello is None:
+            with self.lock:
+                if self._hello is None:
+                    try:
+                        self._hello = self._reply(60.0)
+                    finally:
+                        self._remove_copy()  # imported by now (or never will be)
+                    if os.geteuid() == 0 and self._hello.get("namespaces") is not True:
+                        fallback = ("inside a user namespace" if self._hello.get("user_namespaces") is True
+                                    else "unisolated")
+                        print("grade: warning: running as root, but namespaces cannot be created here (no "
+                              f"CAP_SYS_ADMIN?); student code runs {fallback}", file=sys.stderr)
+        return self._hello
+
+    @property
+    def path(self) -> list[str]:
+        return [p for p in self.hello().get("path", []) if isinstance(p, str)]
+
+    @property
+    def namespaces(self) -> bool:
+        return self.hello().get("namespaces") is True
+
+    @property
+    def user_namespaces(self) -> bool:
+        return self.hello().get("user_namespaces") is True
+
+    @property
+    def cgroups(self) -> dict[str, str]:
+        places = self.hello().get("cgroups")
+        return {k: v for k, v in places.items() if isinstance(v, str)} if isinstance(places, dict) else {}
+
+    @property
+    def seccomp(self) -> bool:
+        return self.hello().get("seccomp") is True
+
+    def _reply(self, timeout: float) -> dict:
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            self.errors.seek(0)
+            tail = self.errors.read()[-500:].decode("utf-8", "replace").strip()
+            raise SandboxError(f"the sandbox's zygote process stopped ({tail or 'no message'})")
+        return json.loads(data)
+
+    def spawn(self, request: dict, fds: list[int]) -> int:
+        """Fork a keeper with ``fds`` (protocol socket, output pipe, control socket); return its pid."""
+        self.hello()
+        with self.lock:
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
+            return int(self._reply(30.0)["pid"])
+
+    def alive(self) -> bool:
+        return self.owner == os.getpid() and self.process.poll() is None
+
+    def close(self) -> None:
+        if self.owner != os.getpid():
+            return  # a forked copy of the grading process: the zygote belongs to its parent
+        self.sock.close()  # the zygote exits when its control socket closes
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.errors.close()
+        self._remove_copy()
+
+
+def _numpy_path() -> list[str]:
+    """The folder the grader's numpy comes from: the zygote imports the same one.
+
+    ``python -I`` ignores PYTHONPATH, and an interpreter bind-mounted elsewhere (user mode on a
+    machine whose Python is under a private home) may not find its own site-packages.
+    """
+    return [str(Path(np.__file__).resolve().parent.parent)]
+
+
+_zygote: Zygote | None = None
+_zygote_lock = threading.Lock()
+
+
+def get_zygote(restart: bool = False) -> Zygote:
+    """This process's zygote, started on first use (and again in a forked copy of this process)."""
+    global _zygote
+    with _zygote_lock:
+        if restart or _zygote is None or not _zygote.alive():
+            if _zygote is not None and _zygote.owner == os.getpid():
+                _zygote.close()
+            _zygote = Zygote()
+        return _zygote
+
+
+def shutdown() -> None:
+    """Stop this process's zygote (children of submissions are already gone when their Sandbox closed)."""
+    global _zygote
+    with _zygote_lock:
+        if _zygote is not None:
+            _zygote.close()
+            _zygote = None
+
