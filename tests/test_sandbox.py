@@ -416,6 +416,24 @@ def test_a_numpy_scalar_that_json_cannot_carry_is_a_bad_type(tmp_path):
     assert (result.status, result.message) == ("bad-type", "returned numpy.longdouble")
 
 
+def test_an_int_that_json_cannot_carry_is_a_bad_type(tmp_path):
+    # 10**5000 has more digits than Python will print: it was a crashed call, "lost its connection".
+    path = write(tmp_path, """
+        def attention_param_count(d, h, d_k=None, bias=False):
+            return 10 ** 5000
+
+        def head_entropy(A):
+            return (0.5, 10 ** 5000)
+    """)
+    with Sandbox(path, LIMITS) as sandbox:
+        count = sandbox.call("attention_param_count", 768, 12)
+        pair = sandbox.call("head_entropy", 1)
+    assert count.status == pair.status == "bad-type"
+    assert count.message == "returned an int of 16610 bits, more than the 256 a result may have"
+    assert pair.message == ("returned a tuple whose element 1 is int; each element must be a number or a numpy.ndarray "
+                            "of numbers")
+
+
 # ---------------------------------------------------------------- cgroups, seccomp, isolation modes
 
 

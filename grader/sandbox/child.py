@@ -23,6 +23,7 @@ from . import linux
 from .linux import NOBODY, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG
 from .protocol import (
     LOST_SOCKET_EXIT,
+    MAX_INT_BITS,
     MAX_TUPLE,
     NUMERIC_KINDS,
     ProtocolError,
@@ -45,6 +46,8 @@ def _type_name(value) -> str:
 def _plain(value) -> tuple[dict, list[bytes]] | None:
     """A plain number or an exact numeric ndarray as a reply's value fields and blobs; None for anything else."""
     kind = type(value)
+    if kind is int and value.bit_length() > MAX_INT_BITS:
+        return None  # JSON could not carry it (Python refuses to print ints of over 4300 digits)
     if kind in (int, float, bool):
         return {"value": value}, []
     plain_scalar = isinstance(value, np.generic) and kind is getattr(np, kind.__name__, None)
@@ -65,6 +68,9 @@ def describe_result(result) -> tuple[dict, list[bytes]]:
     """
     kind = type(result)
     name = _type_name(result)
+    if kind is int and result.bit_length() > MAX_INT_BITS:
+        return {"status": "bad-type", "type": name, "message": f"returned an int of {result.bit_length()} bits, "
+                f"more than the {MAX_INT_BITS} a result may have"}, []
     if kind is tuple:
         if len(result) > MAX_TUPLE:
             return {"status": "bad-type", "type": name, "message": f"returned a tuple of {len(result)} elements, "

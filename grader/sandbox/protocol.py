@@ -42,6 +42,7 @@ BAD_TYPE: Status = "bad-type"  # the return value is not plain numeric data
 MAX_HEADER = 1 << 20  # bytes of JSON header a message may carry
 NUMERIC_KINDS = "biuf"  # numpy dtype kinds that may cross the boundary
 MAX_TUPLE = 8  # elements of a returned tuple, each a number or an array
+MAX_INT_BITS = 256  # largest plain int a result may hold (any count of parameters fits many times over)
 MEMFD_MIN_BYTES = 1 << 20  # arrays at least this big travel in a memfd instead of the socket
 SOCKET_BUFFER = 4 << 20  # SO_SNDBUF / SO_RCVBUF of the protocol socket
 LOST_SOCKET_EXIT = 71  # exit status of a worker whose grading socket was closed or misused
