@@ -12,7 +12,7 @@ from typing import cast
 
 import numpy as np
 
-from grader.causality import check_causality
+from grader.causality import check_causality, leaked
 from grader.compare import ERROR, FAILED, Verdict, check_array, check_count, check_raises
 from grader.diagnose import CAUSAL_LEAK, GENERIC, SEP, Explained, Search, generic, raised_value
 from grader.suite import Student
@@ -21,7 +21,8 @@ from grader.suite import Student
 def judge(case, student: Student, grading, expected: object,
           candidates: Callable[[Sequence[str] | None], Mapping[str, object]],
           catalogue: Mapping[str, Explained], search: Search | None = None, *,
-          expected_changed: object = None, keep: dict | None = None) -> tuple[Verdict, dict | None, str]:
+          expected_changed: object = None, keep: dict | None = None,
+          kind: str = "array") -> tuple[Verdict, dict | None, str]:
     """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis dict or None, student output).
 
     case: has function, args, kwargs, raises, changed_args, changed_from.
@@ -29,7 +30,9 @@ def judge(case, student: Student, grading, expected: object,
     expected_changed: a causality case's right output on ``case.changed_args``.
     candidates: called only on a failure, with the combination keys to compute (None: all of them,
     cheapest first); {combination key: its output on these inputs, or "raises <Type>"}.
-    catalogue: {code: explanation, section (and the verdict's phrase, ``says``)} for those codes.
+    catalogue: {code: explanation, section (and the verdict's phrase, ``says``)} for those codes, and the
+    assignment's texts of the generic findings (grader.diagnose.GENERIC's codes).
+    kind: the function's kind (grader.assignment.FunctionSpec): "array", "count" or "arrays".
     search: the submission's ``grader.diagnose.Search`` (what earlier failed tests of the function showed).
 
     The diagnosis dict holds the report's keys and, for ``grade.settle_diagnoses``,
@@ -49,7 +52,7 @@ def judge(case, student: Student, grading, expected: object,
         verdict = check_causality(result, changed, case.changed_from,
                                   (cast(np.ndarray, expected), cast(np.ndarray, expected_changed)),
                                   grading.rtol, grading.atol, what)
-    elif case.function == "attention_param_count":
+    elif kind == "count":
         verdict = check_count(result, cast(int, expected), what)  # a count's expected value is an int
     else:
         verdict = check_array(result, cast(np.ndarray, expected), grading.rtol, grading.atol, what)
@@ -60,9 +63,8 @@ def judge(case, student: Student, grading, expected: object,
     got = result.value if result.status == "ok" else raised_value(result.message)  # raising is evidence too
     found = (search or Search()).diagnose(case.function, got, expected, candidates, grading.rtol, grading.atol,
                                           catalogue)
-    if verdict.message.startswith("changing tokens") and " only changed " in verdict.message \
-            and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
-        found = generic(CAUSAL_LEAK)
+    if leaked(verdict) and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
+        found = generic(CAUSAL_LEAK, catalogue)
     if found is None:
         return verdict, None, output
     codes = dict.fromkeys(code for key in found.matches for code in key.split(SEP))
