@@ -6,10 +6,10 @@ assignment (grader.assignment), computed in this trusted process.
 
 import numpy as np
 
+from grader.assignment import Assignment, load_assignment
 from grader.compare import PASSED
 from grader.evidence import evidence
 from grader.fairness import trivially_passed
-from grader.assignment import Assignment, load_assignment
 from grader.judge import judge
 
 # (what, id(case)) → (case, value): a long-lived grading process (a batch worker) reuses the same
