@@ -65,7 +65,8 @@ class Assignment:
     combo_outputs(function, args, kwargs, keys): {key: output or "raises <Type>"}.
     catalogue: {misconception code: Explained}; findings: the generic findings' texts for this exercise
     (wrong-shape, non-finite, causal-leak), overriding the engine's neutral ones.
-    variants: the single misconception codes selftest grades; variant_source(code): one as a student file.
+    variants: the single misconception codes selftest grades; variant_source(code): one as a student file;
+    variant_function(code): the function it belongs to; run_combo(codes, *args, **kwargs): run switches in-process.
     trivial(function): {name: callable} of trivial implementations (grader.fairness);
     trivial_names and trivial_source(name): the same as student files, for selftest.
     source_checks: e.g. loop-over-heads. params: defaults of [assignment.params], passed to build_cases.
@@ -83,6 +84,7 @@ class Assignment:
     variants: tuple[str, ...] = ()
     variant_source: Callable[[str], str] = lambda code: ""
     variant_function: Callable[[str], str] = lambda code: ""
+    run_combo: Callable[..., object] | None = None  # run_combo(codes, *args, **kwargs): the switches' output
     trivial: Callable[[str], Mapping[str, Callable]] = lambda function: {}
     trivial_names: tuple[str, ...] = ()
     trivial_source: Callable[[str], str] = lambda name: ""

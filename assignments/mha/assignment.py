@@ -40,6 +40,7 @@ ASSIGNMENT = Assignment(
     variants=tuple(v.code for v in variants.VARIANTS),
     variant_source=variants.student_source,
     variant_function=lambda code: variants.CATALOGUE[code].function,
+    run_combo=variants.run_combo,
     trivial=trivial.implementations,
     trivial_names=tuple(trivial.SUBMISSIONS),
     trivial_source=trivial.student_source,
