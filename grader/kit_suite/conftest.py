@@ -31,6 +31,7 @@ class KitCase:
     changed_from: int = 0  # first token position that differs
     expected_changed: object = None  # causality cases: the expected output on changed_args
     trivial: str | None = None  # a trivial implementation that passes this case too (grader.fairness)
+    kind: str = "array"  # the function's kind (grader.assignment.FunctionSpec)
 
     @property
     def name(self):
@@ -58,8 +59,14 @@ def load_cases(folder=HERE):
             entry.get("changed_from", 0),
             None if entry.get("expected_changed") is None else _value(entry["expected_changed"], arrays),
             entry.get("trivial"),
+            entry.get("kind", "array"),
         ))
     return cases
+
+
+def load_findings(folder=HERE):
+    """{code: {"explanation", "section", "says"}}: the assignment's texts of the generic findings."""
+    return json.loads((folder / "cases.json").read_text(encoding="utf-8")).get("findings", {})
 
 
 def load_catalogue(folder=HERE):
