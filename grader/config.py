@@ -77,7 +77,9 @@ class Config:
 
 # (table, key, type, description): the single list of grader.toml's keys.
 KEYS: list[tuple[str, str, type, str]] = [
-    ("assignment", "name", str, "Name of the assignment, copied into every report."),
+    ("course", "assignments", list, "The course's assignments, each a folder assignments/<name>/ (grade --assignment NAME selects one)."),
+    ("course", "default", str, "The assignment graded without --assignment: the one this file's own tables describe."),
+    ("assignment", "name", str, "Name of the assignment, copied into every report (in assignments/<name>/grader.toml: default <name>)."),
     ("assignment", "suite", str, "Folder of the graded pytest suite, relative to grader.toml (default: the engine's suite, which reads the assignment's cases)."),
     ("assignment", "main_file", str, "In a submission made of several files, the name of the one to grade (default: the one that defines the exercise's functions)."),
     ("grading", "seed", int, "Seed of the private random generator that makes the inputs."),
@@ -159,9 +161,12 @@ def load_config(path: Path) -> Config:
     main_file = values.get(("assignment", "main_file"), "")
     if main_file and (Path(main_file).name != main_file or not main_file.endswith((".py", ".ipynb"))):
         raise ConfigError(f"{path}: assignment.main_file must be a file name ending in .py or .ipynb, got {main_file!r}")
+    folder = path.resolve().parent
+    own = folder.parent.name == "assignments"  # an assignment's own grader.toml: assignments/<name>/grader.toml
     config = Config(
-        root=path.resolve().parent,
-        assignment=values.get(("assignment", "name"), Config.assignment),
+        root=folder,
+        course=folder.parent.parent if own else None,
+        assignment=values.get(("assignment", "name"), folder.name if own else Config.assignment),
         suite=Path(values.get(("assignment", "suite"), str(Config.suite))),
         main_file=values.get(("assignment", "main_file"), Config.main_file),
         seed=values.get(("grading", "seed"), Config.seed),
@@ -180,6 +185,33 @@ def load_config(path: Path) -> Config:
 
 
 CONFIG_NAME = "grader.toml"
+
+
+def select_assignment(course_config: Path, name: str | None) -> Path:
+    """The grader.toml to grade assignment ``name`` with, given the course's root grader.toml.
+
+    None or the course's default: the root file itself. Another name must be listed in
+    [course] assignments; its file is assignments/<name>/grader.toml beside the root file.
+    Raises ConfigError naming the assignments there are.
+    """
+    if name is None:
+        return course_config
+    try:
+        data = tomllib.loads(Path(course_config).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {course_config}: {exc}") from None
+    course = data.get("course", {}) if isinstance(data.get("course"), dict) else {}
+    listed = [str(a) for a in course.get("assignments", [])]
+    default = str(course.get("default", data.get("assignment", {}).get("name", Config.assignment)))
+    if name == default:
+        return course_config
+    if name not in listed:
+        raise ConfigError(f"{course_config}: no assignment {name!r} in [course] assignments "
+                          f"(the course's assignments: {', '.join(listed) or default})")
+    own = Path(course_config).resolve().parent / "assignments" / name / CONFIG_NAME
+    if not own.is_file():
+        raise ConfigError(f"assignment {name!r} has no configuration file at {own}")
+    return own
 
 
 def find_config(start_points: list[Path]) -> tuple[Path, str | None]:

@@ -222,7 +222,7 @@ class Verdict:
     """A function's verdict: the switches that explain every failed test, in one sentence."""
 
     codes: tuple[str, ...]
-    sentence: str  # "multi_head_attention splits Q and K into heads in the wrong order, and does not scale …"
+    sentence: str  # "f splits Q and K into heads in the wrong order, and does not scale …"
     evidence: str  # what in the outputs shows it
 
     def as_dict(self) -> dict:

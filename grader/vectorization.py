@@ -45,7 +45,7 @@ _SPLITTERS = {"range", "split", "array_split", "hsplit", "dsplit", "enumerate", 
 
 @dataclass(frozen=True)
 class HeadLoop:
-    function: str  # where the loop is: multi_head_attention or a helper it calls
+    function: str  # where the loop is: the checked function or a helper it calls
     line: int  # 1-based line of the loop in the submission
     text: str  # the loop's first line, stripped, e.g. "for i in range(h):"
 
