@@ -187,3 +187,66 @@ def describe(config: Any) -> Described:
                          tuple(SourceCheck(**c) for c in data.get("source_checks", [])))
     found = load_assignment(config.assignment_dir)
     return Described(found.functions, found.source_checks)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A graded case built from a case builder's plain dict {group, id, function, args, kwargs, raises}."""
+
+    group: str  # points group in grader.toml
+    id: str  # unique within the group; the report's test name is f"{group}[{id}]"
+    function: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    raises: str | None = None  # an exception the function must raise instead of returning
+    changed_args: tuple | None = None  # causality cases: args with the tokens from `changed_from` on replaced
+    changed_from: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.group}[{self.id}]"
+
+
+def cases_from_dicts(found: Sequence[Mapping[str, Any]]) -> list[Case]:
+    """Case builders that return plain dicts, as Cases (args as a tuple)."""
+    return [Case(c["group"], c["id"], c["function"], tuple(c["args"]), dict(c.get("kwargs") or {}),
+                 c.get("raises"), None if c.get("changed_args") is None else tuple(c["changed_args"]),
+                 int(c.get("changed_from", 0))) for c in found]
+
+
+def _run(implementation: Callable, args: tuple, kwargs: dict) -> object:
+    """An in-process (trusted) call on copies of the inputs: its output, or "raises <Type>"."""
+    import copy
+
+    try:
+        return implementation(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    except Exception as exc:  # noqa: BLE001  (a variant that raises is evidence, as a student's raise is)
+        return f"raises {type(exc).__name__}"
+
+
+def single_switches(variants: Mapping[str, tuple[str, Callable]],
+                    catalogue: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
+    """Assignment fields for misconceptions that are single switches, never combined.
+
+    variants: {code: (function, implementation)}; catalogue: {code: (explanation, section)}.
+    Returns combos, combo_outputs, catalogue, variants, variant_function and run_combo.
+    """
+    def combos(function: str) -> list[str]:
+        return [code for code, (f, _) in variants.items() if f == function]
+
+    def combo_outputs(function: str, args: tuple, kwargs: dict, keys: Sequence[str]) -> dict:
+        return {key: _run(variants[key][1], args, kwargs) for key in keys}
+
+    def run_combo(codes: Sequence[str], *args, **kwargs):
+        [code] = codes
+        return variants[code][1](*args, **kwargs)
+
+    return {"combos": combos, "combo_outputs": combo_outputs, "run_combo": run_combo,
+            "catalogue": {code: Finding(text, section) for code, (text, section) in catalogue.items()},
+            "variants": tuple(variants), "variant_function": lambda code: variants[code][0]}
+
+
+def module_with(module_source: str, bindings: Mapping[str, str], header: str) -> str:
+    """A student file: a trusted module's source, then ``function = expression`` for each binding."""
+    lines = "".join(f"{name} = {expression}\n" for name, expression in bindings.items())
+    return f"# {header}\n{module_source.rstrip()}\n\n\n{lines}"

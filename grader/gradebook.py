@@ -84,9 +84,9 @@ def gradebook_rows(entries: list[Entry], reports: dict[str, dict], functions: Se
                             "status": entry.skip_status if entry.skip else "not-graded",
                             "diagnoses": "", "message": _safe(entry.skip or "")})
             else:
-                functions = report["functions"]
+                scored = report["functions"]
                 row.update({"score": report["score"], "max_score": report["max_score"],
-                            **{f: functions[f]["score"] if f in functions else "" for f in FUNCTIONS},
+                            **{f: scored[f]["score"] if f in scored else "" for f in FUNCTIONS},
                             "status": _status(report), "diagnoses": "; ".join(_diagnoses(report)),
                             "message": _message(report)})
             rows.append(row)

@@ -13,16 +13,46 @@ from typing import cast
 import numpy as np
 
 from grader.causality import check_causality, leaked
-from grader.compare import ERROR, FAILED, Verdict, check_array, check_count, check_raises
+from grader.compare import ERROR, FAILED, PASSED, Verdict, check_array, check_count, check_raises
 from grader.diagnose import CAUSAL_LEAK, GENERIC, SEP, Explained, Search, generic, raised_value
+from grader.sandbox import CallResult
 from grader.suite import Student
+
+
+def check_arrays(result: CallResult, expected: tuple, rtol: float, atol: float, what: str,
+                 outputs: Sequence[str] = ()) -> Verdict:
+    """A returned tuple checked part by part (grader.compare.check_array), each part named by ``outputs``."""
+    if result.status != "ok":
+        return check_array(result, np.asarray(0.0), rtol, atol, what)  # the call's own failure
+    value = result.value
+    if not isinstance(value, tuple) or len(value) != len(expected):
+        got = f"a tuple of {len(value)}" if isinstance(value, tuple) else (result.type_name or type(value).__name__)
+        return Verdict(FAILED, f"{what} returned {got}, expected a tuple of {len(expected)} "
+                               f"({', '.join(outputs) or 'arrays'})")
+    for index, (part, right) in enumerate(zip(value, expected)):
+        name = outputs[index] if index < len(outputs) else f"part {index}"
+        verdict = check_array(CallResult("ok", part, type(part).__name__), right, rtol, atol, f"{what}'s {name}")
+        if verdict.status != PASSED:
+            return verdict
+    return Verdict(PASSED)
+
+
+def joined(value: object) -> object:
+    """A tuple of arrays as one flat float array (for the diagnosis); anything else unchanged."""
+    if isinstance(value, tuple) and all(isinstance(p, (np.ndarray, int, float)) for p in value):
+        return np.concatenate([np.ravel(np.asarray(p, dtype=np.float64)) for p in value]) if value else np.zeros(0)
+    return value
+
+
+def _joined_candidates(candidates: Callable[[Sequence[str] | None], Mapping[str, object]]):
+    return lambda keys: {k: joined(v) for k, v in candidates(keys).items()}
 
 
 def judge(case, student: Student, grading, expected: object,
           candidates: Callable[[Sequence[str] | None], Mapping[str, object]],
           catalogue: Mapping[str, Explained], search: Search | None = None, *,
           expected_changed: object = None, keep: dict | None = None,
-          kind: str = "array") -> tuple[Verdict, dict | None, str]:
+          kind: str = "array", outputs: Sequence[str] = ()) -> tuple[Verdict, dict | None, str]:
     """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis dict or None, student output).
 
     case: has function, args, kwargs, raises, changed_args, changed_from.
@@ -54,6 +84,8 @@ def judge(case, student: Student, grading, expected: object,
                                   grading.rtol, grading.atol, what)
     elif kind == "count":
         verdict = check_count(result, cast(int, expected), what)  # a count's expected value is an int
+    elif kind == "arrays":
+        verdict = check_arrays(result, cast(tuple, expected), grading.rtol, grading.atol, what, outputs)
     else:
         verdict = check_array(result, cast(np.ndarray, expected), grading.rtol, grading.atol, what)
     if verdict.status not in (FAILED, ERROR) or result.status not in ("ok", "raised"):
@@ -61,6 +93,9 @@ def judge(case, student: Student, grading, expected: object,
     if keep is not None and case.changed_args is None and result.status == "ok":
         keep["got"] = result.value
     got = result.value if result.status == "ok" else raised_value(result.message)  # raising is evidence too
+    if kind == "arrays":  # a tuple's parts are compared as one: the diagnosis needs all of them to match
+        got, expected = joined(got), joined(expected)
+        candidates = _joined_candidates(candidates)
     found = (search or Search()).diagnose(case.function, got, expected, candidates, grading.rtol, grading.atol,
                                           catalogue)
     if leaked(verdict) and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens

@@ -91,7 +91,7 @@ def _candidates(assignment: Assignment, case, expected: object) -> tuple[dict, d
                if not matches(out, expected, 0.0, 0.0)}
     codes = dict.fromkeys(code for key in outputs for code in key.split("+"))
     explained = {code: {"explanation": CATALOGUE[code].explanation, "section": CATALOGUE[code].section,
-                        "says": CATALOGUE[code].says} for code in codes if code in CATALOGUE}
+                        "says": getattr(CATALOGUE[code], "says", "")} for code in codes if code in CATALOGUE}
     return outputs, explained
 
 
@@ -100,6 +100,8 @@ def _store(value, key: str, arrays: dict) -> dict:
     if isinstance(value, np.ndarray):
         arrays[key] = value
         return {"array": key}
+    if isinstance(value, tuple):  # a function of kind "arrays": each part stored on its own
+        return {"tuple": [_store(part, f"{key}.{i}", arrays) for i, part in enumerate(value)]}
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -148,6 +150,7 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Ki
             "expected_changed": None if changed is None else _store(changed, "expected.changed", arrays),
             "trivial": _trivial(described, case, config, expected, changed),
             "kind": described.spec(case.function).kind,
+            "outputs": list(described.spec(case.function).outputs),
         }
         np.savez(suite / entry["file"], allow_pickle=False, **arrays)
         manifest.append(entry)

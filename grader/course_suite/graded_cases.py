@@ -71,7 +71,8 @@ def test_case(case, student, grading, json_metadata, diagnosis_search):
     verdict, diagnosis, output = judge(case, student, grading, expected,
                                        lambda keys: candidates(assignment, case, keys), catalogue, diagnosis_search,
                                        expected_changed=expected_changed(assignment, case), keep=kept,
-                                       kind=assignment.spec(case.function).kind)
+                                       kind=assignment.spec(case.function).kind,
+                                       outputs=assignment.spec(case.function).outputs)
     visible = grading.visibility.get(case.group, "visible") == "visible"
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
                          evidence=evidence(case.args, expected, kept["got"]) if visible and "got" in kept else None)

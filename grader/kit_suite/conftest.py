@@ -32,6 +32,7 @@ class KitCase:
     expected_changed: object = None  # causality cases: the expected output on changed_args
     trivial: str | None = None  # a trivial implementation that passes this case too (grader.fairness)
     kind: str = "array"  # the function's kind (grader.assignment.FunctionSpec)
+    outputs: tuple = ()  # a tuple result's part names
 
     @property
     def name(self):
@@ -39,6 +40,8 @@ class KitCase:
 
 
 def _value(spec, arrays):
+    if "tuple" in spec:
+        return tuple(_value(part, arrays) for part in spec["tuple"])
     return arrays[spec["array"]] if "array" in spec else spec["value"]
 
 
@@ -60,6 +63,7 @@ def load_cases(folder=HERE):
             None if entry.get("expected_changed") is None else _value(entry["expected_changed"], arrays),
             entry.get("trivial"),
             entry.get("kind", "array"),
+            tuple(entry.get("outputs", ())),
         ))
     return cases
 

@@ -25,7 +25,7 @@ def test_case(case, student, grading, json_metadata, diagnosis_search):
     kept: dict = {}  # the returned value of a failed check, for the pictures (the kit's cases are all visible)
     verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda keys: stored(case, keys),
                                        CATALOGUE, diagnosis_search, expected_changed=case.expected_changed, keep=kept,
-                                       kind=case.kind)
+                                       kind=case.kind, outputs=case.outputs)
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
                          evidence=evidence(case.args, case.expected, kept["got"]) if "got" in kept else None)
     assert verdict.status == PASSED, verdict.message
