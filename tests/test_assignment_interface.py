@@ -10,7 +10,7 @@ from grader.assignment import SourceCheck, cases_from_dicts, import_file, load_a
 from grader.config import load_config
 from grader.grade import vectorization
 from grader.score import Score
-from grader.suite import TestOutcome
+from grader.suite import TestOutcome as Outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOPED = (ROOT / "reference" / "styles" / "loop_heads.py").read_text()
@@ -50,8 +50,8 @@ def test_plain_dict_cases_and_single_switches():
     assert fields["catalogue"]["boom"].section == "§2" and fields["variant_function"]("double") == "f"
 
 
-def _outcome(function: str, status: str = "passed") -> TestOutcome:
-    return TestOutcome(f"{function}[0]", "group", function, status, "", "")
+def _outcome(function: str, status: str = "passed") -> Outcome:
+    return Outcome(f"{function}[0]", "group", function, status, "", "")
 
 
 def test_vectorization_points_need_tests_of_the_checked_function():
