@@ -136,24 +136,24 @@ VARIANTS: dict[str, tuple[str, Callable]] = {
 
 # code -> (one-sentence explanation, section)
 CATALOGUE: dict[str, tuple[str, str]] = {
-    "wrong-split-order": ("X was reshaped from (..., T, h·d_k) straight to (..., h, T, d_k), which keeps the shape "
+    "wrong-split-order": (("X was reshaped from (..., T, h·d_k) straight to (..., h, T, d_k), which keeps the shape "
                           "but hands each head whole consecutive tokens instead of its d_k-wide slice of every "
-                          "token.", "§0.1, Exercise 0.1c"),
-    "split-by-d_k": ("The last axis was reshaped to (d_k, h) instead of (h, d_k), so head i receives the strided "
-                     "columns i, i+h, i+2h, ... instead of one consecutive chunk.", "§0.1, Exercise 0.1c"),
-    "split-swaps-last-axes": ("After cutting each token into (h, d_k) the last two axes were swapped instead of "
-                              "moving the head axis in front of time, giving (..., T, d_k, h).",
+                          "token."), "§0.1, Exercise 0.1c"),
+    "split-by-d_k": (("The last axis was reshaped to (d_k, h) instead of (h, d_k), so head i receives the strided "
+                     "columns i, i+h, i+2h, ... instead of one consecutive chunk."), "§0.1, Exercise 0.1c"),
+    "split-swaps-last-axes": (("After cutting each token into (h, d_k) the last two axes were swapped instead of "
+                              "moving the head axis in front of time, giving (..., T, d_k, h)."),
                               "§0.1, Exercise 0.1c"),
-    "split-assumes-4d": ("The split unpacks exactly (B, T, h·d_k), so it fails on unbatched input and on any other "
-                         "number of leading axes.", "§0.1, Exercise 0.1c"),
-    "wrong-merge-order": ("The heads were reshaped from (..., h, T, d_k) straight to (..., T, h·d_k) without first "
-                          "moving the head axis back behind time, so each token receives pieces of other tokens.",
+    "split-assumes-4d": (("The split unpacks exactly (B, T, h·d_k), so it fails on unbatched input and on any other "
+                         "number of leading axes."), "§0.1, Exercise 0.1c"),
+    "wrong-merge-order": (("The heads were reshaped from (..., h, T, d_k) straight to (..., T, h·d_k) without first "
+                          "moving the head axis back behind time, so each token receives pieces of other tokens."),
                           "§0.1, Exercise 0.1c"),
-    "merge-by-d_k": ("The head axis was moved to the end before joining, so each token's heads come out "
-                     "interleaved element by element instead of concatenated one after another.",
+    "merge-by-d_k": (("The head axis was moved to the end before joining, so each token's heads come out "
+                     "interleaved element by element instead of concatenated one after another."),
                      "§0.1, Exercise 0.1c"),
-    "merge-assumes-4d": ("The merge unpacks exactly (B, h, T, d_k), so it fails on unbatched input and on any "
-                         "other number of leading axes.", "§0.1, Exercise 0.1c"),
+    "merge-assumes-4d": (("The merge unpacks exactly (B, h, T, d_k), so it fails on unbatched input and on any "
+                         "other number of leading axes."), "§0.1, Exercise 0.1c"),
 }
 
 

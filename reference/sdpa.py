@@ -78,23 +78,23 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 
 # code -> (one-sentence explanation, section)
 CATALOGUE: dict[str, tuple[str, str]] = {
-    "missing-scale": ("The scores Q·Kᵀ were not divided by √d_k, so the softmax is sharper than attention "
-                      "defines it.", "§4.3"),
-    "scale-by-d_k": ("The scores were divided by d_k instead of √d_k, so the softmax is flatter than attention "
-                     "defines it.", "§4.3"),
-    "scale-by-sqrt-d_v": ("The scores were divided by √d_v, the width of the values, instead of √d_k, the width "
-                          "the dot products run over.", "§4.3"),
-    "mask-after-softmax": ("The hidden weights were set to zero after the softmax instead of masking the scores "
-                           "before it, so each query's remaining weights no longer sum to 1.", "§4.3"),
-    "mask-fills-zero": ("Hidden scores were set to 0 instead of −inf, so hidden keys still receive weight "
-                        "exp(0 − max) > 0.", "§4.3"),
-    "inverted-mask": ("The mask was read as True where a key is hidden, the opposite of the contract (and of "
-                      "PyTorch's boolean attn_mask), so each query attends to exactly the keys it must not see.",
+    "missing-scale": (("The scores Q·Kᵀ were not divided by √d_k, so the softmax is sharper than attention "
+                      "defines it."), "§4.3"),
+    "scale-by-d_k": (("The scores were divided by d_k instead of √d_k, so the softmax is flatter than attention "
+                     "defines it."), "§4.3"),
+    "scale-by-sqrt-d_v": (("The scores were divided by √d_v, the width of the values, instead of √d_k, the width "
+                          "the dot products run over."), "§4.3"),
+    "mask-after-softmax": (("The hidden weights were set to zero after the softmax instead of masking the scores "
+                           "before it, so each query's remaining weights no longer sum to 1."), "§4.3"),
+    "mask-fills-zero": (("Hidden scores were set to 0 instead of −inf, so hidden keys still receive weight "
+                        "exp(0 − max) > 0."), "§4.3"),
+    "inverted-mask": (("The mask was read as True where a key is hidden, the opposite of the contract (and of "
+                      "PyTorch's boolean attn_mask), so each query attends to exactly the keys it must not see."),
                       "§4.3"),
-    "softmax-wrong-axis": ("The softmax normalized over queries (axis −2) instead of over keys (axis −1), so a "
-                           "query's weights do not sum to 1.", "§4.3"),
-    "unstable-softmax": ("The softmax exponentiated the raw scores without subtracting each row's maximum, so "
-                         "logits near 1000 overflow to inf and the weights become NaN.", "§4.3"),
+    "softmax-wrong-axis": (("The softmax normalized over queries (axis −2) instead of over keys (axis −1), so a "
+                           "query's weights do not sum to 1."), "§4.3"),
+    "unstable-softmax": (("The softmax exponentiated the raw scores without subtracting each row's maximum, so "
+                         "logits near 1000 overflow to inf and the weights become NaN."), "§4.3"),
 }
 
 
@@ -150,7 +150,7 @@ def sdpa_ones(Q, K, V, mask=None):
 
 def sdpa_uniform(Q, K, V, mask=None):
     """Every query weighs every key alike, 1/T_k, whatever Q, K and the mask say."""
-    out, weights_shape = _shapes(Q, K, V)
+    _out, weights_shape = _shapes(Q, K, V)
     weights = np.full(weights_shape, 1.0 / np.shape(K)[-2])  # (..., T_q, T_k)
     return weights @ np.asarray(V), weights  # (..., T_q, d_v), (..., T_q, T_k)
 

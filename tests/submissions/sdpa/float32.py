@@ -1,6 +1,6 @@
 """A correct submission computing in float32."""
 
-import math  # noqa: F401
+import math
 
 import numpy as np
 

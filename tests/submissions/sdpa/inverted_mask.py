@@ -1,6 +1,6 @@
 """Misconception inverted-mask: reads True as hidden."""
 
-import math  # noqa: F401
+import math
 
 import numpy as np
 

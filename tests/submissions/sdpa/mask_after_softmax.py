@@ -1,6 +1,6 @@
 """Misconception mask-after-softmax: zeroes hidden weights after the softmax."""
 
-import math  # noqa: F401
+import math
 
 import numpy as np
 

@@ -1,6 +1,6 @@
 """Misconception mask-fills-zero: hidden scores set to 0 instead of -inf."""
 
-import math  # noqa: F401
+import math
 
 import numpy as np
 

@@ -1,6 +1,6 @@
 """Misconception scale-by-sqrt-d_v: divides by the square root of the value width."""
 
-import math  # noqa: F401
+import math
 
 import numpy as np
 

@@ -1,6 +1,6 @@
 """Misconception softmax-wrong-axis: normalizes over the queries."""
 
-import math  # noqa: F401
+import math
 
 import numpy as np
 

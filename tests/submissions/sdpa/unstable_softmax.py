@@ -1,6 +1,6 @@
 """Misconception unstable-softmax: no maximum subtracted."""
 
-import math  # noqa: F401
+import math
 
 import numpy as np
 
