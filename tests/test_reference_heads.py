@@ -45,7 +45,7 @@ def _same(a, b):
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(f"heads_example_{name[:-3]}", SUBMISSIONS / name)
+    spec = importlib.util.spec_from_file_location(f"heads_example_{Path(name).stem}", SUBMISSIONS / name)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -162,3 +162,11 @@ def test_each_trivial_implementation_fails_a_case_that_returns(function, descrip
     assert any(not _same(_run(trivial, c), _run(REFERENCE[function], c)) for c in returning)
     # As the cases' docstring says: no trivial implementation passes any case that returns.
     assert all(not _same(_run(trivial, c), _run(REFERENCE[function], c)) for c in returning)
+
+
+def test_starter_docstrings_are_the_references_and_bodies_raise():
+    starter = _load("../../../assignments/heads/starter.py")
+    for name, function in REFERENCE.items():
+        assert getattr(starter, name).__doc__ == function.__doc__, name
+        with pytest.raises(NotImplementedError):
+            getattr(starter, name)(np.zeros((2, 4)), 2) if name == "split_heads" else starter.merge_heads(np.zeros((1, 2, 4)))

@@ -46,7 +46,7 @@ def _close(a, b):
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(f"sdpa_example_{name[:-3]}", SUBMISSIONS / name)
+    spec = importlib.util.spec_from_file_location(f"sdpa_example_{Path(name).stem}", SUBMISSIONS / name)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -189,3 +189,10 @@ def test_each_trivial_implementation_fails_every_case_that_returns(description):
         for element in (0, 1):  # output and weights are checked and reported on their own
             assert isinstance(got, str) or not _close(got[element:element + 1], expected[element:element + 1]), \
                 (case["id"], element)
+
+
+def test_starter_docstring_is_the_references_and_body_raises():
+    starter = _load("../../../assignments/sdpa/starter.py")
+    assert starter.scaled_dot_product_attention.__doc__ == sdpa.scaled_dot_product_attention.__doc__
+    with pytest.raises(NotImplementedError):
+        starter.scaled_dot_product_attention(np.zeros((2, 3)), np.zeros((4, 3)), np.zeros((4, 1)))
