@@ -12,6 +12,12 @@ the zeros, ones and identity shortcuts pass no case (inputs are standard
 normal, so no output is constant, and the identity has the wrong number of
 axes). The error groups are therefore worth points only beside a passed case
 of another group (the engine's fairness rule).
+
+Misconceptions (``reference.heads.VARIANTS``), for seed 2026: every split code
+differs from the reference on cases of ``split_random`` and ``split_trap``,
+every merge code on ``merge_random`` and ``merge_trap``; the ``*-assumes-4d``
+codes differ only by raising on the unbatched and the 2-leading-axes cases
+(tests/test_reference_heads.py holds each code to a differing case).
 """
 
 from __future__ import annotations

@@ -13,6 +13,13 @@ ValueError" passes every case of ``sdpa_errors`` and no other; the zeros,
 ones, uniform-weights and identity shortcuts pass no case (standard normal
 inputs make no output constant and no row of weights uniform). The error group
 is therefore worth points only beside a passed case of another group.
+
+Misconceptions (``reference.sdpa.VARIANTS``), for seed 2026, and the groups
+where they differ from the reference: the three scale codes and
+softmax-wrong-axis in shapes, masks and stability; inverted-mask in masks and
+stability; mask-after-softmax and mask-fills-zero in masks only;
+unstable-softmax in stability only (tests/test_reference_sdpa.py holds each
+code to a differing case).
 """
 
 from __future__ import annotations
