@@ -32,7 +32,11 @@ assignment_option = click.option("--assignment", "assignment", default=None, met
 def _config_path(config_path: Path | None, *near: Path, assignment: str | None = None) -> Path:
     """grader.toml given, else searched (grader.config.find_config); a note when it is the installed one.
 
-    With ``assignment``, the file of that assignment of the course (grader.config.select_assignment)."""
+    With ``assignment`` (or the group's ``grade --assignment NAME COMMAND``), the file of that
+    assignment of the course (grader.config.select_assignment)."""
+    if assignment is None:
+        context = click.get_current_context(silent=True)
+        assignment = context.find_root().params.get("group_assignment") if context is not None else None
     if config_path is None:
         try:
             config_path, note = find_config([Path.cwd(), *near])
@@ -131,7 +135,9 @@ def _needs_the_course(command: str) -> None:
 
 @click.group(cls=_GradeGroup)
 @click.version_option(package_name="mha-grader")
-def main() -> None:
+@click.option("--assignment", "group_assignment", default=None, metavar="NAME",
+              help="The assignment for the command that follows (grade --assignment NAME selftest).")
+def main(group_assignment: str | None) -> None:
     """Grade exercise submissions against the course's trusted references (--assignment picks the exercise).
 
     `grade SUBMISSION.py` grades one file; the subcommands below do the rest.

@@ -168,3 +168,36 @@ def test_a_tuple_result_is_checked_part_by_part():
     flat = CallResult("ok", np.zeros(10), "numpy.ndarray")
     assert check_arrays(flat, expected, 1e-3, 1e-5, "f()", ("output", "weights")).message == (
         "f() returned numpy.ndarray, expected a tuple of 2 (output, weights)")
+
+
+@pytest.mark.parametrize("name", ["heads", "sdpa"])
+def test_the_reference_passes_every_graded_case_in_process(name):
+    """The judge on each case with the reference itself answering (in this process): all pass."""
+    import importlib
+
+    from grader.course_suite.graded_cases import expected_value
+    from grader.diagnose import Search
+    from grader.fairness import InProcess
+    from grader.judge import judge
+
+    graded = config(name)
+    assignment = load_assignment(graded.assignment_dir)
+    module = importlib.import_module(f"reference.{name}")
+    student = InProcess({f.name: getattr(module, f.name) for f in assignment.functions})
+    cases = assignment.build_cases(graded.seed, {"random_cases": graded.random_cases})
+    statuses = {}
+    for case in cases:
+        expected = None if case.raises else expected_value(assignment, case)
+        spec = assignment.spec(case.function)
+        verdict, _, _ = judge(case, student, graded, expected, lambda keys: {}, {}, Search(), kind=spec.kind,
+                              outputs=spec.outputs)
+        statuses[case.name] = verdict.status
+    assert set(statuses.values()) == {"passed"} and len(statuses) == len(cases) > 10
+    assert set(graded.points) == {c.group for c in cases}
+
+
+def test_grade_assignment_selftest_on_the_command_line():
+    result = CliRunner().invoke(main, ["--assignment", "heads", "selftest", "--config", str(COURSE)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == "selftest passed: 13 of 13 submissions as expected"
+    assert "\nwrong-split-order " in result.output and "\nwrong-merge-order " in result.output
