@@ -84,11 +84,12 @@ def _candidates(assignment: Assignment, case, expected: object) -> tuple[dict, d
     arrays each.
     """
     from grader.diagnose import matches
+    from grader.judge import joined
 
     CATALOGUE = assignment.catalogue
     keys = assignment.combos(case.function)
     outputs = {key: out for key, out in assignment.combo_outputs(case.function, case.args, case.kwargs, keys).items()
-               if not matches(out, expected, 0.0, 0.0)}
+               if not matches(joined(out), joined(expected), 0.0, 0.0)}
     codes = dict.fromkeys(code for key in outputs for code in key.split("+"))
     explained = {code: {"explanation": CATALOGUE[code].explanation, "section": CATALOGUE[code].section,
                         "says": getattr(CATALOGUE[code], "says", "")} for code in codes if code in CATALOGUE}

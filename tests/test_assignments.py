@@ -201,3 +201,38 @@ def test_grade_assignment_selftest_on_the_command_line():
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[-1] == "selftest passed: 13 of 13 submissions as expected"
     assert "\nwrong-split-order " in result.output and "\nwrong-merge-order " in result.output
+
+
+def test_sdpa_kit_stores_both_parts_of_each_result_and_judges_them(tmp_path):
+    """Built without the sandbox: the kit's stored (output, weights) pairs and mistakes, judged in process."""
+    import importlib.util
+
+    from grader.diagnose import Search
+    from grader.fairness import InProcess
+    from grader.judge import judge
+    from reference import sdpa
+
+    kit = build_kit(select_assignment(COURSE, "sdpa"), tmp_path / "kit")
+    spec = importlib.util.spec_from_file_location("sdpa_kit_conftest", tmp_path / "kit/public_cases/conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cases = module.load_cases(tmp_path / "kit/public_cases")
+    assert len(cases) == kit.cases and all(c.kind == "arrays" and c.outputs == ("output", "weights") for c in cases)
+    returning = [c for c in cases if not c.raises]
+    assert returning and all(isinstance(c.expected, tuple) and len(c.expected) == 2 for c in returning)
+    kit_config = load_config(tmp_path / "kit" / "grader.toml")
+    right = InProcess({sdpa.SDPA: sdpa.scaled_dot_product_attention})
+    wrong = InProcess({sdpa.SDPA: sdpa.variant("missing-scale")})
+    catalogue = load_assignment(ROOT / "assignments/sdpa").catalogue
+    named = set()
+    for case in cases:
+        verdict, _, _ = judge(case, right, kit_config, case.expected, lambda keys: {}, {}, Search(),
+                              kind=case.kind, outputs=case.outputs)
+        assert verdict.status == "passed", (case.name, verdict.message)
+        verdict, diagnosis, _ = judge(case, wrong, kit_config, case.expected,
+                                      lambda keys, c=case: c.candidates if keys is None else
+                                      {k: c.candidates[k] for k in keys if k in c.candidates},
+                                      catalogue, Search(), kind=case.kind, outputs=case.outputs)
+        if diagnosis:
+            named.add(diagnosis["code"])
+    assert named == {"missing-scale"}
