@@ -1,3 +1,3 @@
-"""An autograder for the multi-head attention exercise (§4.5)."""
+"""An exercise autograder: the engine (grader/) grades the course's assignments (assignments/, reference/)."""
 
 __version__ = "0.1.0"

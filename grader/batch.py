@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 from grader import __version__
+from grader.assignment import describe
 from grader.config import Config
 from grader.discover import BatchError, Entry, discover
 from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
@@ -58,16 +59,20 @@ class BatchResult:
 
 def config_hash(config: Config) -> str:
     """sha256 of everything that can change a score: the whole configuration object (every key of
-    grader.toml, so none can be forgotten), the grader's version and source, the reference and the
-    graded suite's files. Only ``root`` (where grader.toml lies) is left out: its suite is hashed by content."""
-    import reference
+    grader.toml, so none can be forgotten), the grader's version and source, the assignment's own trusted
+    files (its reference and case builders: grader.assignment.Assignment.trusted_files) and the graded
+    suite's files. Only ``root`` (where grader.toml lies) is left out: its suite is hashed by content."""
+    from grader.assignment import load_assignment
 
+    trusted: list[tuple[str, Path]] = []
+    if (config.assignment_dir / "assignment.py").is_file():
+        trusted = [(f"assignment/{i}", Path(p)) for i, p in
+                   enumerate(load_assignment(config.assignment_dir).trusted_files)]
     digest = hashlib.sha256()
     values = {field.name: getattr(config, field.name) for field in fields(config) if field.name != "root"}
     digest.update(json.dumps({"grader_version": __version__, "config": values}, sort_keys=True,
                              default=_plain).encode())
-    for name, folder in (("grader", Path(__file__).parent), ("reference", Path(reference.__file__).parent),
-                         ("suite", config.suite_dir)):
+    for name, folder in (("grader", Path(__file__).parent), *trusted, ("suite", config.suite_dir)):
         for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".json", ".toml"):
                 digest.update(f"{name}/{path.relative_to(folder).as_posix()}\0".encode())
@@ -158,7 +163,8 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     outdir = Path(outdir)
     clock = time.monotonic()
     render = _renderer(formats)
-    entries = discover(paths, exclude=outdir, main_file=config.main_file)
+    entries = discover(paths, exclude=outdir, main_file=config.main_file,
+                       functions=describe(config).function_names)
     if not entries:
         raise BatchError("no files found under " + ", ".join(str(p) for p in paths))
     reports_dir = outdir / "reports"

@@ -19,6 +19,11 @@ from grader.sandbox import CallResult
 LEAK_HINT = "the causal mask lets queries see later keys"
 
 
+def leaked(verdict: Verdict) -> bool:
+    """Whether ``verdict`` (of check_causality) found earlier outputs moved by later tokens: a leak."""
+    return verdict.status == FAILED and verdict.message.endswith(LEAK_HINT)
+
+
 def check_causality(first: CallResult, second: CallResult, changed_from: int,
                     expected: tuple[np.ndarray, np.ndarray], rtol: float, atol: float, what: str) -> Verdict:
     """Compare outputs before ``changed_from`` of two calls whose inputs differ only from that token on.

@@ -17,29 +17,42 @@ from pathlib import Path
 
 import click
 
-from grader.config import Config, ConfigError, find_config, load_config
+from grader.config import Config, ConfigError, find_config, load_config, select_assignment
 from grader.report import printable
 from grader.submission import SubmissionError
 
 CONFIG_HELP = "The course's grader.toml (default: the first found upward from here, then from the submission)."
 
 
-def _config_path(config_path: Path | None, *near: Path) -> Path:
-    """grader.toml given, else searched (grader.config.find_config); a note when it is the installed one."""
-    if config_path is not None:
-        return config_path
+ASSIGNMENT_HELP = ("The course's assignment to use (assignments/NAME, listed in grader.toml's [course]); "
+                   "default: the course's default.")
+assignment_option = click.option("--assignment", "assignment", default=None, metavar="NAME", help=ASSIGNMENT_HELP)
+
+
+def _config_path(config_path: Path | None, *near: Path, assignment: str | None = None) -> Path:
+    """grader.toml given, else searched (grader.config.find_config); a note when it is the installed one.
+
+    With ``assignment`` (or the group's ``grade --assignment NAME COMMAND``), the file of that
+    assignment of the course (grader.config.select_assignment)."""
+    if assignment is None:
+        context = click.get_current_context(silent=True)
+        assignment = context.find_root().params.get("group_assignment") if context is not None else None
+    if config_path is None:
+        try:
+            config_path, note = find_config([Path.cwd(), *near])
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+        if note:
+            click.echo(note, err=True)
     try:
-        found, note = find_config([Path.cwd(), *near])
+        return select_assignment(config_path, assignment)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    if note:
-        click.echo(note, err=True)
-    return found
 
 
-def _config(config_path: Path | None, seed: int | None, *near: Path) -> Config:
+def _config(config_path: Path | None, seed: int | None, *near: Path, assignment: str | None = None) -> Config:
     """The configuration to grade with: grader.toml (given or searched) with the flags on top."""
-    path = _config_path(config_path, *near)
+    path = _config_path(config_path, *near, assignment=assignment)
     try:
         return load_config(path).with_overrides(seed=seed)
     except ConfigError as exc:
@@ -115,17 +128,17 @@ class _GradeGroup(click.Group):
 
 def _needs_the_course(command: str) -> None:
     """Refuse, in one line, a command that needs the course's reference (absent from the student kit)."""
-    import importlib.util
-
-    if importlib.util.find_spec("reference") is None:
+    if not (Path(__file__).resolve().parent.parent / "assignments").is_dir() and not Path("assignments").is_dir():
         raise click.ClickException(f"`grade {command}` needs the course's grader, with its reference solution; "
                                    "the student kit only grades submissions (`grade FILE.py`)")
 
 
 @click.group(cls=_GradeGroup)
 @click.version_option(package_name="mha-grader")
-def main() -> None:
-    """Grade multi-head attention submissions (§4.5) against a vectorized reference.
+@click.option("--assignment", "group_assignment", default=None, metavar="NAME",
+              help="The assignment for the command that follows (grade --assignment NAME selftest).")
+def main(group_assignment: str | None) -> None:
+    """Grade exercise submissions against the course's trusted references (--assignment picks the exercise).
 
     `grade SUBMISSION.py` grades one file; the subcommands below do the rest.
     """
@@ -144,8 +157,9 @@ def main() -> None:
                    "html: the student's feedback page, with pictures.")
 @click.option("-v", "--all", "every", is_flag=True,
               help="List every failed test in the summary (default: the first four of each function).")
+@assignment_option
 def submission_command(path: Path, output: str | None, config_path: Path | None, seed: int | None, fmt: str,
-                       every: bool) -> None:
+                       every: bool, assignment: str | None) -> None:
     """Grade one .py or .ipynb submission and write its report.
 
     Prints a summary (points per function, one line per failed test) and
@@ -158,7 +172,7 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
     from grader.grade import grade_submission
     from grader.report import summary_text, write_atomic
 
-    config = _config(config_path, seed, path.parent)
+    config = _config(config_path, seed, path.parent, assignment=assignment)
     output = output or DEFAULT_OUTPUT[fmt]
     _check_output(output)
     # The progress line outside: after a Ctrl-C, _Interrupted gives the terminal back before the line is erased.
@@ -238,7 +252,8 @@ def _progress_on_terminal() -> Iterator[Callable[[str, int, int], None] | None]:
 @main.command("selftest")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
-def selftest_command(config_path: Path | None, seed: int | None) -> None:
+@assignment_option
+def selftest_command(config_path: Path | None, seed: int | None, assignment: str | None) -> None:
     """Check the grader on all known misconceptions.
 
     Grades the reference (full marks, no diagnosis), the starter (its
@@ -251,7 +266,7 @@ def selftest_command(config_path: Path | None, seed: int | None) -> None:
     _needs_the_course("selftest")
     from grader.selftest import run_selftest, table_text
 
-    config = _config(config_path, seed)
+    config = _config(config_path, seed, assignment=assignment)
     result = run_selftest(config)
     click.echo(table_text(result), nl=False)
     if not result.ok:
@@ -263,7 +278,8 @@ def selftest_command(config_path: Path | None, seed: int | None) -> None:
               help="Where to write the zip.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
               help="The course's grader.toml, copied into the zip (default: the first found upward from here).")
-def gradescope_zip_command(output: Path, config_path: Path | None) -> None:
+@assignment_option
+def gradescope_zip_command(output: Path, config_path: Path | None, assignment: str | None) -> None:
     """Build the autograder zip to upload to Gradescope.
 
     It holds setup.sh (installs the grader's pinned dependencies, makes sure the
@@ -276,7 +292,7 @@ def gradescope_zip_command(output: Path, config_path: Path | None) -> None:
     from grader.export.gradescope_zip import build_zip
 
     try:
-        names = build_zip(_config_path(config_path), output)
+        names = build_zip(_config_path(config_path, assignment=assignment), output)
     except (ConfigError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -403,7 +419,8 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="A new or empty folder.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the public cases (default: grading.seed + 1).")
-def student_kit_command(output: Path, config_path: Path | None, seed: int | None) -> None:
+@assignment_option
+def student_kit_command(output: Path, config_path: Path | None, seed: int | None, assignment: str | None) -> None:
     """Write the kit students receive to check their work before submitting.
 
     The starter, the exercise README, and the public (visible) cases with their
@@ -415,7 +432,7 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
     from grader.student_kit import KitError, build_kit
 
     try:
-        kit = build_kit(_config_path(config_path), output, seed=seed)
+        kit = build_kit(_config_path(config_path, assignment=assignment), output, seed=seed)
     except (ConfigError, KitError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -441,8 +458,10 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
                    "html writes each student's feedback page into OUTDIR/html/, linked from summary.html; repeatable.")
 @click.option("--allow-unisolated", is_flag=True,
               help="Grade even where the kernel allows no namespaces (submissions could then reach each other).")
+@assignment_option
 def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
-                  config_path: Path | None, seed: int | None, formats: tuple[str, ...], allow_unisolated: bool) -> None:
+                  config_path: Path | None, seed: int | None, formats: tuple[str, ...], allow_unisolated: bool,
+                  assignment: str | None) -> None:
     """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
 
     Understands Gradescope's export layout (submission_metadata.yml beside one
@@ -457,7 +476,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     from grader.report import write_atomic
     from grader.summary_html import render_html, summary_table
 
-    config = _config(config_path, seed)
+    config = _config(config_path, seed, assignment=assignment)
     try:
         if is_terminal():
             from rich.progress import (

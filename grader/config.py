@@ -37,7 +37,7 @@ class Config:
 
     root: Path = Path(".")  # the directory that holds grader.toml; relative paths start here
     assignment: str = "mha"
-    suite: Path = Path("assignments/mha/graded")
+    suite: Path = Path("")  # "": the engine's course suite (grader/course_suite), cases from the assignment
     main_file: str = ""  # in a folder submission, the file to grade ("": the one defining the exercise's functions)
     seed: int = 2026
     random_cases: int = 12
@@ -47,9 +47,27 @@ class Config:
     points: dict[str, Fraction] = field(default_factory=dict)
     visibility: dict[str, str] = field(default_factory=dict)
     limits: Limits = Limits()
+    params: dict[str, Any] = field(default_factory=dict)  # [assignment.params], passed to the case builders
+    course: Path | None = None  # the course folder (holds assignments/ and reference/); default: root
+
+    @property
+    def assignment_dir(self) -> Path:
+        """assignments/<name>/ in the course folder: the exercise's description (grader.assignment).
+
+        The course folder is the one holding grader.toml, or (a grader.toml copied elsewhere, without
+        an assignments/ folder beside it) the course installed beside the grader package.
+        """
+        folder = (self.course or self.root) / "assignments" / self.assignment
+        if self.course is None and not folder.is_dir():
+            installed = Path(__file__).resolve().parent.parent / "assignments" / self.assignment
+            if installed.is_dir():
+                return installed
+        return folder
 
     @property
     def suite_dir(self) -> Path:
+        if self.suite == Path(""):
+            return Path(__file__).resolve().parent / "course_suite"
         return self.suite if self.suite.is_absolute() else self.root / self.suite
 
     def with_overrides(self, *, seed: int | None = None) -> Config:
@@ -59,14 +77,16 @@ class Config:
 
 # (table, key, type, description): the single list of grader.toml's keys.
 KEYS: list[tuple[str, str, type, str]] = [
-    ("assignment", "name", str, "Name of the assignment, copied into every report."),
-    ("assignment", "suite", str, "Folder of the graded pytest suite, relative to grader.toml."),
+    ("course", "assignments", list, "The course's assignments, each a folder assignments/<name>/ (grade --assignment NAME selects one)."),
+    ("course", "default", str, "The assignment graded without --assignment: the one this file's own tables describe."),
+    ("assignment", "name", str, "Name of the assignment, copied into every report (in assignments/<name>/grader.toml: default <name>)."),
+    ("assignment", "suite", str, "Folder of the graded pytest suite, relative to grader.toml (default: the engine's suite, which reads the assignment's cases)."),
     ("assignment", "main_file", str, "In a submission made of several files, the name of the one to grade (default: the one that defines the exercise's functions)."),
     ("grading", "seed", int, "Seed of the private random generator that makes the inputs."),
-    ("grading", "random_cases", int, "Number of random-shape cases for multi_head_attention."),
+    ("grading", "random_cases", int, "Number of random-shape cases, for an assignment whose case builders draw them."),
     ("grading", "rtol", float, "Relative tolerance of array comparisons: passes when abs(got − expected) ≤ atol + rtol·abs(expected)."),
     ("grading", "atol", float, "Absolute tolerance of array comparisons."),
-    ("grading", "vectorization_points", float, "Points for a multi_head_attention that passes all its tests with no Python loop over heads (0: a note only)."),
+    ("grading", "vectorization_points", float, "Points for a function with a loop-over-heads source check that passes all its tests with no Python loop over heads (0: a note only)."),
     ("limits", "call_timeout_s", float, "Wall-clock limit of one call of a student function, in seconds."),
     ("limits", "submission_timeout_s", float, "Wall-clock limit of one submission's whole run, in seconds."),
     ("limits", "timeouts_per_function", int, "Timed-out calls of one function after which its remaining tests fail at once, not run (status timeout)."),
@@ -103,6 +123,10 @@ def load_config(path: Path) -> Config:
         if table in ("points", "visibility"):
             continue
         for key, value in entries.items():
+            if (table, key) == ("assignment", "params"):
+                if not isinstance(value, dict):
+                    raise ConfigError(f"{path}: [assignment.params] must be a table")
+                continue
             kind = _SCALARS.get((table, key))
             if kind is None:
                 raise ConfigError(f"{path}: unknown key {table}.{key}")
@@ -137,9 +161,12 @@ def load_config(path: Path) -> Config:
     main_file = values.get(("assignment", "main_file"), "")
     if main_file and (Path(main_file).name != main_file or not main_file.endswith((".py", ".ipynb"))):
         raise ConfigError(f"{path}: assignment.main_file must be a file name ending in .py or .ipynb, got {main_file!r}")
+    folder = path.resolve().parent
+    own = folder.parent.name == "assignments"  # an assignment's own grader.toml: assignments/<name>/grader.toml
     config = Config(
-        root=path.resolve().parent,
-        assignment=values.get(("assignment", "name"), Config.assignment),
+        root=folder,
+        course=folder.parent.parent if own else None,
+        assignment=values.get(("assignment", "name"), folder.name if own else Config.assignment),
         suite=Path(values.get(("assignment", "suite"), str(Config.suite))),
         main_file=values.get(("assignment", "main_file"), Config.main_file),
         seed=values.get(("grading", "seed"), Config.seed),
@@ -150,6 +177,7 @@ def load_config(path: Path) -> Config:
         points=points,
         visibility=visibility,
         limits=limits,
+        params=dict(data.get("assignment", {}).get("params", {})),
     )
     if not config.suite_dir.is_dir():
         raise ConfigError(f"{path}: assignment.suite {config.suite_dir} is not a folder")
@@ -157,6 +185,33 @@ def load_config(path: Path) -> Config:
 
 
 CONFIG_NAME = "grader.toml"
+
+
+def select_assignment(course_config: Path, name: str | None) -> Path:
+    """The grader.toml to grade assignment ``name`` with, given the course's root grader.toml.
+
+    None or the course's default: the root file itself. Another name must be listed in
+    [course] assignments; its file is assignments/<name>/grader.toml beside the root file.
+    Raises ConfigError naming the assignments there are.
+    """
+    if name is None:
+        return course_config
+    try:
+        data = tomllib.loads(Path(course_config).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {course_config}: {exc}") from None
+    course = data.get("course", {}) if isinstance(data.get("course"), dict) else {}
+    listed = [str(a) for a in course.get("assignments", [])]
+    default = str(course.get("default", data.get("assignment", {}).get("name", Config.assignment)))
+    if name == default:
+        return course_config
+    if name not in listed:
+        raise ConfigError(f"{course_config}: no assignment {name!r} in [course] assignments "
+                          f"(the course's assignments: {', '.join(listed) or default})")
+    own = Path(course_config).resolve().parent / "assignments" / name / CONFIG_NAME
+    if not own.is_file():
+        raise ConfigError(f"assignment {name!r} has no configuration file at {own}")
+    return own
 
 
 def find_config(start_points: list[Path]) -> tuple[Path, str | None]:

@@ -53,13 +53,15 @@ class Finding:
 
 
 WRONG_SHAPE, NON_FINITE, CAUSAL_LEAK = "wrong-shape", "non-finite", "causal-leak"
+# The generic findings' neutral texts; an assignment gives its own (grader.assignment.Assignment.findings),
+# passed in the catalogue under these codes.
 GENERIC: dict[str, Finding] = {
     WRONG_SHAPE: Finding("The result has a shape that neither the exercise nor any known misconception (alone or "
-                         "two together) gives.", "§4.5"),
+                         "two together) gives.", ""),
     NON_FINITE: Finding("The result holds NaN or inf where the right result is finite, and no known misconception "
-                        "(alone or two together) puts them there.", "§4.3"),
-    CAUSAL_LEAK: Finding("With causal=True, changing only later tokens changed the outputs at earlier positions: "
-                         "queries can see keys that come after them.", "§4.4"),
+                        "(alone or two together) puts them there.", ""),
+    CAUSAL_LEAK: Finding("Changing only later tokens changed the outputs at earlier positions: "
+                         "queries can see keys that come after them.", ""),
 }
 
 
@@ -157,15 +159,18 @@ def diagnose(got: object, expected: object, candidates: Mapping[str, object], rt
     if not counted and isinstance(got, (np.ndarray, int, float)) and not isinstance(got, bool):
         got = np.asarray(got)  # a scalar is an array of shape ()
         if got.shape != np.shape(cast(ArrayLike, expected)):  # expected: the reference's array or number
-            return generic(WRONG_SHAPE)
+            return generic(WRONG_SHAPE, catalogue)
         if got.dtype.kind in "fiu" and not np.isfinite(got).all():
-            return generic(NON_FINITE)
+            return generic(NON_FINITE, catalogue)
     return None
 
 
-def generic(code: str) -> Diagnosis:
-    """The Diagnosis of a generic finding (``wrong-shape``, ``non-finite`` or ``causal-leak``)."""
-    finding = GENERIC[code]
+def generic(code: str, catalogue: Mapping[str, Explained] | None = None) -> Diagnosis:
+    """The Diagnosis of a generic finding (``wrong-shape``, ``non-finite`` or ``causal-leak``).
+
+    Its texts are the catalogue's entry for ``code`` (the assignment's own), else the neutral GENERIC one.
+    """
+    finding = (catalogue or {}).get(code) or GENERIC[code]
     return Diagnosis(code, finding.explanation, finding.section)
 
 
@@ -217,7 +222,7 @@ class Verdict:
     """A function's verdict: the switches that explain every failed test, in one sentence."""
 
     codes: tuple[str, ...]
-    sentence: str  # "multi_head_attention splits Q and K into heads in the wrong order, and does not scale …"
+    sentence: str  # "f splits Q and K into heads in the wrong order, and does not scale …"
     evidence: str  # what in the outputs shows it
 
     def as_dict(self) -> dict:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,7 +51,8 @@ class Entry:
     skip_status: str = "not-a-submission"  # "error" when it is a submission that cannot be graded as it is
 
 
-def discover(paths: Iterable[Path], exclude: Path | None = None, main_file: str = "") -> list[Entry]:
+def discover(paths: Iterable[Path], exclude: Path | None = None, main_file: str = "",
+             functions: Sequence[str] = ()) -> list[Entry]:
     """Every submission under ``paths`` as an Entry, in a fixed order (sorted paths); raises BatchError.
 
     A folder holding ``submission_metadata.yml``, given on the command line or
@@ -65,7 +66,7 @@ def discover(paths: Iterable[Path], exclude: Path | None = None, main_file: str 
     """
     entries: list[Entry] = []
     exclude = exclude.resolve() if exclude is not None else None
-    walk = _Walk(exclude, main_file)
+    walk = _Walk(exclude, main_file, tuple(functions))
     for path in paths:
         path = Path(path)
         if not path.exists():
@@ -81,6 +82,7 @@ def discover(paths: Iterable[Path], exclude: Path | None = None, main_file: str 
 class _Walk:
     exclude: Path | None
     main_file: str
+    functions: tuple[str, ...] = ()  # the assignment's functions (grader.submission.choose_main)
 
     def _children(self, root: Path, folder: Path) -> tuple[list[Path], list[Path], list[Entry]]:
         """(files, folders, rows for links and unreadable folders) directly in ``folder``, never following links."""
@@ -168,7 +170,7 @@ class _Walk:
             yield Entry(path, _safe_key(_relative(root, path)), student,
                         _not_a_submission(path) if named else "not a submission: the folder holds no file")
             return
-        index, why = choose_main(candidates, self.main_file)
+        index, why = choose_main(candidates, self.main_file, self.functions)
         if index is None:
             first = (candidates or named)[0][1]
             names = ", ".join(n for n, _ in candidates)

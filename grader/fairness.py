@@ -51,12 +51,13 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 
 def trivially_passed(case, grading, expected: object, trivial: Mapping[str, Callable],
-                     expected_changed: object = None) -> str | None:
+                     expected_changed: object = None, kind: str = "array") -> str | None:
     """The description of the first of ``trivial`` ({description: implementation of case.function}) that
-    passes ``case`` as grader.judge judges it, or None when none does."""
+    passes ``case`` as grader.judge judges it, or None when none does. kind: the function's kind
+    (grader.assignment.FunctionSpec)."""
     for description, implementation in trivial.items():
         verdict, _, _ = judge(case, InProcess({case.function: implementation}), grading, expected,
-                              lambda keys: {}, {}, expected_changed=expected_changed)
+                              lambda keys: {}, {}, expected_changed=expected_changed, kind=kind)
         if verdict.status == PASSED:
             return description
     return None

@@ -16,6 +16,7 @@ from pathlib import Path
 from threadpoolctl import threadpool_limits
 
 from grader import __version__
+from grader.assignment import describe
 from grader.config import Config
 from grader.diagnose import GENERIC, Diagnosis, Finding, settle
 from grader.fairness import pay_for_work
@@ -155,13 +156,17 @@ def vectorization(source: str, outcomes: list[TestOutcome], result: Score, confi
     The source (a notebook's graded script) is parsed, never run
     (grader.vectorization). One note lists every loop over heads found. With
     grading.vectorization_points > 0, those points are added to max_score and
-    earned when multi_head_attention passes every test and has no loop over
-    heads. An analysis that could not finish (a source too large or too
+    earned when the checked function (the assignment's SourceCheck) has tests, passes every
+    one, and has no loop over heads. An analysis that could not finish (a source too large or too
     complex) gives no note, a warning, and none of those points: what it could
     not check is not paid. ``where`` names a line of the source in the note
     (a notebook's "cell 3, line 12"); default "line 12".
     """
-    analysis = analyse(source) if source else None
+    checks = describe(config).source_checks
+    if not checks:
+        return result, [], []
+    check = checks[0]  # the one kind of source check the engine runs: a Python loop over heads
+    analysis = analyse(source, check.function, check.heads_index, check.heads_param) if source else None
     loops = analysis.loops if analysis is not None else []
     worth = Fraction(str(config.vectorization_points))
     notes, warnings = [], []
@@ -171,12 +176,12 @@ def vectorization(source: str, outcomes: list[TestOutcome], result: Score, confi
     if loops:
         locate = where or (lambda line: f"line {line}")
         found = "; ".join(f"{loop.function}, {locate(loop.line)}: {loop.text}" for loop in loops)
-        notes.append({"code": "loop-over-heads", "function": "multi_head_attention", "line": loops[0].line,
-                      "message": f"multi_head_attention loops over the heads in Python ({found}); the exercise "
-                                 "computes all heads at once with one reshape and one transpose",
+        notes.append({"code": check.code, "function": check.function, "line": loops[0].line,
+                      "message": f"{check.function} loops over the heads in Python ({found}); {check.message}",
                       "score": 0, "max_score": as_number(worth)})
     if worth:
-        passed = all(o.status == "passed" for o in outcomes if o.function == "multi_head_attention")
+        tested = [o for o in outcomes if o.function == check.function]
+        passed = bool(tested) and all(o.status == "passed" for o in tested)  # no tests of it: nothing to pay
         checked = analysis is not None and analysis.complete
         earned = worth if passed and checked and not loops else Fraction(0)
         result = replace(result, total=result.total + earned, max_total=result.max_total + worth)

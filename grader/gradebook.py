@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Sequence
 
 from grader import __version__
 from grader.config import Config
 from grader.csvcells import csv_text
 from grader.discover import Entry
-from grader.report import FUNCTIONS, diagnosis_codes, printable
+from grader.report import diagnosis_codes, printable
 
-GRADEBOOK_COLUMNS = ("student_id", "name", "email", "file", "submission_id", "late", "score", "max_score", *FUNCTIONS,
-                     "status", "diagnoses", "message")
+# gradebook.csv's columns: these, one per function of the assignment (in its order), then TAIL_COLUMNS.
+HEAD_COLUMNS = ("student_id", "name", "email", "file", "submission_id", "late", "score", "max_score")
+TAIL_COLUMNS = ("status", "diagnoses", "message")
+
+
+def report_functions(reports) -> tuple[str, ...]:
+    """The functions the reports name, in the assignment's order (each report lists them in that order)."""
+    return tuple(dict.fromkeys(f for r in reports for f in (r or {}).get("functions", {})))
 SLOWEST_SHOWN = 10
 HISTOGRAM_BINS = 10
 
@@ -57,8 +64,11 @@ def _message(report: dict) -> str:
     return ""
 
 
-def gradebook_rows(entries: list[Entry], reports: dict[str, dict]) -> list[dict]:
-    """One row per student per file (a Gradescope group gives one row per member), in entry order."""
+def gradebook_rows(entries: list[Entry], reports: dict[str, dict], functions: Sequence[str] | None = None) -> list[dict]:
+    """One row per student per file (a Gradescope group gives one row per member), in entry order.
+
+    functions: the assignment's functions, one column each (default: those the reports name)."""
+    FUNCTIONS = tuple(functions) if functions is not None else report_functions(reports.values())
     rows = []
     for entry in entries:
         people = entry.student.get("group") or [entry.student]
@@ -74,9 +84,9 @@ def gradebook_rows(entries: list[Entry], reports: dict[str, dict]) -> list[dict]
                             "status": entry.skip_status if entry.skip else "not-graded",
                             "diagnoses": "", "message": _safe(entry.skip or "")})
             else:
-                functions = report["functions"]
+                scored = report["functions"]
                 row.update({"score": report["score"], "max_score": report["max_score"],
-                            **{f: functions[f]["score"] if f in functions else "" for f in FUNCTIONS},
+                            **{f: scored[f]["score"] if f in scored else "" for f in FUNCTIONS},
                             "status": _status(report), "diagnoses": "; ".join(_diagnoses(report)),
                             "message": _message(report)})
             rows.append(row)
@@ -84,8 +94,10 @@ def gradebook_rows(entries: list[Entry], reports: dict[str, dict]) -> list[dict]
 
 
 def gradebook_csv(rows: list[dict]) -> str:
-    """gradebook.csv: GRADEBOOK_COLUMNS, cells a spreadsheet would run as formulas neutralized (grader.csvcells)."""
-    return csv_text(GRADEBOOK_COLUMNS, [[row[c] for c in GRADEBOOK_COLUMNS] for row in rows])
+    """gradebook.csv: the rows' columns (HEAD_COLUMNS, the functions, TAIL_COLUMNS), cells a spreadsheet would
+    run as formulas neutralized (grader.csvcells)."""
+    columns = list(rows[0]) if rows else [*HEAD_COLUMNS, *TAIL_COLUMNS]
+    return csv_text(columns, [[row[c] for c in columns] for row in rows])
 
 
 def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config, fingerprint: str) -> dict:
@@ -136,7 +148,7 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
 def _function_stats(graded: list[tuple[Entry, dict]]) -> dict:
     """Per function of the exercise: mean and median of its points over the submissions with a score."""
     stats = {}
-    for function in FUNCTIONS:
+    for function in report_functions(r for _, r in graded):
         points = [r["functions"][function]["score"] for _, r in graded
                   if r["status"] == "graded" and function in r["functions"]]
         maxima = [r["functions"][function]["max_score"] for _, r in graded
@@ -156,7 +168,7 @@ def _student_row(entry: Entry, report: dict | None) -> dict:
     if report is None:
         return dict(row, status=entry.skip_status if entry.skip else "not-graded", message=_safe(entry.skip or ""))
     return dict(row, report=f"reports/{entry.key}.json", score=report["score"], max_score=report["max_score"],
-                functions={f: report["functions"][f]["score"] for f in FUNCTIONS if f in report["functions"]},
+                functions={f: v["score"] for f, v in report["functions"].items()},
                 status=_status(report), diagnoses=_diagnoses(report), message=_message(report))
 
 

@@ -12,16 +12,47 @@ from typing import cast
 
 import numpy as np
 
-from grader.causality import check_causality
-from grader.compare import ERROR, FAILED, Verdict, check_array, check_count, check_raises
+from grader.causality import check_causality, leaked
+from grader.compare import ERROR, FAILED, PASSED, Verdict, check_array, check_count, check_raises
 from grader.diagnose import CAUSAL_LEAK, GENERIC, SEP, Explained, Search, generic, raised_value
+from grader.sandbox import CallResult
 from grader.suite import Student
+
+
+def check_arrays(result: CallResult, expected: tuple, rtol: float, atol: float, what: str,
+                 outputs: Sequence[str] = ()) -> Verdict:
+    """A returned tuple checked part by part (grader.compare.check_array), each part named by ``outputs``."""
+    if result.status != "ok":
+        return check_array(result, np.asarray(0.0), rtol, atol, what)  # the call's own failure
+    value = result.value
+    if not isinstance(value, tuple) or len(value) != len(expected):
+        got = f"a tuple of {len(value)}" if isinstance(value, tuple) else (result.type_name or type(value).__name__)
+        return Verdict(FAILED, f"{what} returned {got}, expected a tuple of {len(expected)} "
+                               f"({', '.join(outputs) or 'arrays'})")
+    for index, (part, right) in enumerate(zip(value, expected)):
+        name = outputs[index] if index < len(outputs) else f"part {index}"
+        verdict = check_array(CallResult("ok", part, type(part).__name__), right, rtol, atol, f"{what}'s {name}")
+        if verdict.status != PASSED:
+            return verdict
+    return Verdict(PASSED)
+
+
+def joined(value: object) -> object:
+    """A tuple of arrays as one flat float array (for the diagnosis); anything else unchanged."""
+    if isinstance(value, tuple) and all(isinstance(p, (np.ndarray, int, float)) for p in value):
+        return np.concatenate([np.ravel(np.asarray(p, dtype=np.float64)) for p in value]) if value else np.zeros(0)
+    return value
+
+
+def _joined_candidates(candidates: Callable[[Sequence[str] | None], Mapping[str, object]]):
+    return lambda keys: {k: joined(v) for k, v in candidates(keys).items()}
 
 
 def judge(case, student: Student, grading, expected: object,
           candidates: Callable[[Sequence[str] | None], Mapping[str, object]],
           catalogue: Mapping[str, Explained], search: Search | None = None, *,
-          expected_changed: object = None, keep: dict | None = None) -> tuple[Verdict, dict | None, str]:
+          expected_changed: object = None, keep: dict | None = None,
+          kind: str = "array", outputs: Sequence[str] = ()) -> tuple[Verdict, dict | None, str]:
     """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis dict or None, student output).
 
     case: has function, args, kwargs, raises, changed_args, changed_from.
@@ -29,7 +60,9 @@ def judge(case, student: Student, grading, expected: object,
     expected_changed: a causality case's right output on ``case.changed_args``.
     candidates: called only on a failure, with the combination keys to compute (None: all of them,
     cheapest first); {combination key: its output on these inputs, or "raises <Type>"}.
-    catalogue: {code: explanation, section (and the verdict's phrase, ``says``)} for those codes.
+    catalogue: {code: explanation, section (and the verdict's phrase, ``says``)} for those codes, and the
+    assignment's texts of the generic findings (grader.diagnose.GENERIC's codes).
+    kind: the function's kind (grader.assignment.FunctionSpec): "array", "count" or "arrays".
     search: the submission's ``grader.diagnose.Search`` (what earlier failed tests of the function showed).
 
     The diagnosis dict holds the report's keys and, for ``grade.settle_diagnoses``,
@@ -49,8 +82,10 @@ def judge(case, student: Student, grading, expected: object,
         verdict = check_causality(result, changed, case.changed_from,
                                   (cast(np.ndarray, expected), cast(np.ndarray, expected_changed)),
                                   grading.rtol, grading.atol, what)
-    elif case.function == "attention_param_count":
+    elif kind == "count":
         verdict = check_count(result, cast(int, expected), what)  # a count's expected value is an int
+    elif kind == "arrays":
+        verdict = check_arrays(result, cast(tuple, expected), grading.rtol, grading.atol, what, outputs)
     else:
         verdict = check_array(result, cast(np.ndarray, expected), grading.rtol, grading.atol, what)
     if verdict.status not in (FAILED, ERROR) or result.status not in ("ok", "raised"):
@@ -58,11 +93,13 @@ def judge(case, student: Student, grading, expected: object,
     if keep is not None and case.changed_args is None and result.status == "ok":
         keep["got"] = result.value
     got = result.value if result.status == "ok" else raised_value(result.message)  # raising is evidence too
+    if kind == "arrays":  # a tuple's parts are compared as one: the diagnosis needs all of them to match
+        got, expected = joined(got), joined(expected)
+        candidates = _joined_candidates(candidates)
     found = (search or Search()).diagnose(case.function, got, expected, candidates, grading.rtol, grading.atol,
                                           catalogue)
-    if verdict.message.startswith("changing tokens") and " only changed " in verdict.message \
-            and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
-        found = generic(CAUSAL_LEAK)
+    if leaked(verdict) and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
+        found = generic(CAUSAL_LEAK, catalogue)
     if found is None:
         return verdict, None, output
     codes = dict.fromkeys(code for key in found.matches for code in key.split(SEP))

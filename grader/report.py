@@ -17,7 +17,6 @@ from grader.score import Score, as_number
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).parent / "schema" / "report.schema.json"
-FUNCTIONS = ("multi_head_attention", "attention_param_count", "head_entropy")
 FAILURES_SHOWN = 4  # failed tests listed per function in the text summary
 OUTPUT_CAP = 4000  # characters of student output kept per test in the report
 

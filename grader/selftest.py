@@ -5,14 +5,14 @@ Each is written out as a student file and graded exactly as a submission is
 
 - the reference scores full marks, with no diagnosis and no note;
 - the starter scores ``STARTER_SCORE`` (0: every stub raises NotImplementedError);
-- each single switch of ``reference.variants`` loses points in its own function and
+- each single switch of the assignment's ``variants`` loses points in its own function and
   only there, and every test it fails is diagnosed with its own code (none
   with another code, none without a diagnosis), which the function's verdict names;
 - every pair of switches within one function, judged in this process through
   the same judge, search and settling (``run_combinations``), is named exactly:
   both of its switches and nothing else, unless on every graded case it
   computes what a cheaper combination computes (then that one is named);
-- each trivial submission of ``reference.trivial`` (zeros, ones, always
+- each trivial submission of the assignment's ``trivial_names`` (for MHA: zeros, ones, always
   raising, zeros after checking shapes, per-token projection with 4·d² and a
   constant ln T_k, the inputs returned) scores ``TRIVIAL_SCORE``, 0 (see
   ``trivial_rows``).
@@ -28,10 +28,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from grader.assignment import load_assignment
 from grader.config import Config
-from grader.diagnose import Search
+from grader.diagnose import SEP, Search
 from grader.diagnose import matches as diagnose_matches
 from grader.fairness import InProcess, is_unpaid, pay_for_work, trivially_passed
 from grader.grade import grade_submission, settle_diagnoses
@@ -39,8 +40,6 @@ from grader.judge import judge
 from grader.report import _num, diagnosis_codes  # the summary's number format
 from grader.score import as_number, score
 from grader.suite import TestOutcome
-from reference import trivial as trivial_submissions
-from reference import variants
 
 STARTER_SCORE = 0  # the starter's documented score: every stub raises
 
@@ -93,7 +92,15 @@ def check_starter(report: dict) -> list[str]:
     return [] if report["score"] == STARTER_SCORE else [f"scored {report['score']}, documented {STARTER_SCORE}"]
 
 
-def check_variant(variant: variants.Variant, report: dict) -> list[str]:
+class Switch(NamedTuple):
+    """One misconception switch: its code and the function it belongs to."""
+
+    code: str
+    function: str
+
+
+def check_variant(variant: Switch, report: dict) -> list[str]:
+    """check_named for one switch (anything with ``code`` and ``function``)."""
     return check_named(variant.function, (variant.code,), report["functions"], report["tests"])
 
 
@@ -131,40 +138,38 @@ def run_selftest(config: Config, reference: Path | None = None, starter: Path | 
                  combinations: bool = True) -> SelftestResult:
     """Grade the reference, the starter and every variant with ``config``; one Row each, in that order.
 
-    reference, starter: the files to grade (default: reference/mha.py, and
-    starter.py beside the graded suite's folder); codes: the variants to grade
-    (default: all of ``reference.variants.VARIANTS``); trivial: the trivial
-    submissions to grade (default: all of ``reference.trivial.SUBMISSIONS``);
-    combinations: also grade the correct solutions in other styles and check
-    every pair of switches within one function (``run_combinations``).
+    reference, starter: the files to grade (default: the assignment's reference file and starter,
+    grader.assignment); codes: the variants to grade (default: all of the assignment's
+    ``variants``); trivial: the trivial submissions to grade (default: all of its
+    ``trivial_names``); combinations: also grade the correct solutions in other styles
+    (its ``styles`` folder) and check every pair of switches within one function (``run_combinations``).
     """
-    reference = reference or Path(variants.__file__).with_name("mha.py")
-    starter = starter or config.suite_dir.parent / "starter.py"
+    assignment = load_assignment(config.assignment_dir)
+    reference = reference or assignment.reference_file
+    starter = starter or assignment.starter
     rows = [
         _row("reference", report := grade_submission(reference, config).report, check_reference(report)),
         _row("starter", report := grade_submission(starter, config).report, check_starter(report)),
     ]
     with tempfile.TemporaryDirectory(prefix="grade-selftest-") as folder:
-        for variant in variants.VARIANTS:
-            if codes is not None and variant.code not in codes:
+        for code in assignment.variants:
+            if codes is not None and code not in codes:
                 continue
-            path = Path(folder) / f"variant_{variant.code.replace('-', '_')}.py"
-            path.write_text(variants.student_source(variant.code), encoding="utf-8")
+            path = Path(folder) / f"variant_{code.replace('-', '_')}.py"
+            path.write_text(assignment.variant_source(code), encoding="utf-8")
             report = grade_submission(path, config).report
-            rows.append(_row(variant.code, report, check_variant(variant, report)))
+            rows.append(_row(code, report, check_variant(Switch(code, assignment.variant_function(code)), report)))
     rows += trivial_rows(config, trivial)
     if combinations:
-        rows += run_styles(config)
+        if assignment.styles is not None:
+            rows += run_styles(config, assignment.styles)
         rows += run_combinations(config)
     return SelftestResult(rows)
 
 
 # ---------------------------------------------------------------- correct solutions in other styles
 
-STYLES = Path(variants.__file__).with_name("styles")  # einsum, loops over heads, split and stack, float32, in place
-
-
-def run_styles(config: Config, folder: Path = STYLES) -> list[Row]:
+def run_styles(config: Config, folder: Path) -> list[Row]:
     """Grade each correct solution of ``folder``: full marks and no diagnosis, as the reference (a note allowed)."""
     rows = []
     for path in sorted(folder.glob("*.py")):
@@ -193,17 +198,25 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
     functions answer as the reference); its diagnoses are settled as
     ``grade_submission`` settles them, and must name exactly its switches.
     """
-    cases = _load_suite_module(config.suite_dir, "cases").build_cases(config.seed, config.random_cases)
-    graded = _load_suite_module(config.suite_dir, "graded_mha")  # expected values and candidates, cached per case
+    assignment = load_assignment(config.assignment_dir)
+    if assignment.run_combo is None:
+        return []
+    cases = assignment.build_cases(config.seed, {"random_cases": config.random_cases, **assignment.params,
+                                                 **config.params})
+    suite = _load_suite_module(Path(__file__).parent / "course_suite", "graded_cases")  # expected values, cached
+    graded = _Graded(suite, assignment)
     trivially: dict[int, str | None] = {}  # id(case) -> the trivial implementation that passes it (grader.fairness)
+    catalogue = {**assignment.findings, **assignment.catalogue}
     rows = []
-    for function in (variants.MHA, variants.COUNT, variants.ENTROPY):
-        for codes in variants.combos(function, size):
-            if len(codes) != size or (keys is not None and variants.SEP.join(codes) not in keys):
+    for function in assignment.function_names:
+        kind = assignment.spec(function).kind
+        for key in assignment.combos(function):
+            codes = tuple(key.split(SEP))
+            if len(codes) != size or (keys is not None and key not in keys):
                 continue
             # Our own switches, run in this process (reference code, never a student's): grading each
             # pair as a file in the sandbox would cost about a second; the single switches are graded so.
-            student, search = InProcess({function: functools.partial(variants.run_combo, codes)}), Search()
+            student, search = InProcess({function: functools.partial(assignment.run_combo, codes)}), Search()
             outcomes = []
             for case in cases:
                 if case.function != function:  # the other functions are the reference's: they pass
@@ -212,10 +225,11 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
                 expected = None if case.raises else graded.expected_value(case)
                 if id(case) not in trivially:
                     trivially[id(case)] = trivially_passed(case, config, expected,
-                                                           trivial_submissions.implementations(case.function),
-                                                           graded.expected_changed(case))
+                                                           assignment.trivial(case.function),
+                                                           graded.expected_changed(case), kind)
                 verdict, diagnosis, _ = judge(case, student, config, expected, functools.partial(graded.candidates, case),
-                                              variants.CATALOGUE, search, expected_changed=graded.expected_changed(case))
+                                              catalogue, search, expected_changed=graded.expected_changed(case),
+                                              kind=kind)
                 outcomes.append(TestOutcome(case.name, case.group, case.function, verdict.status, verdict.message,
                                             "", diagnosis, trivially[id(case)]))
             settled, verdicts = settle_diagnoses(outcomes)
@@ -227,13 +241,13 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
             tests = [{"status": o.status, "diagnosis": o.diagnosis, "function": o.function, "message": o.message}
                      for o in settled]
             problems = check_named(function, codes, functions, tests)
-            name = variants.SEP.join(codes)
+            name = SEP.join(codes)
             named = (functions[function].get("verdict") or {}).get("codes")
             if problems and named and _same_outputs(graded, cases, function, codes, tuple(named)):
                 # On every graded case the pair computes what the named combination computes: no output can
                 # tell them apart, and naming the cheaper one is right (e.g. √d keeps 1e3 scores from overflowing).
                 problems = check_named(function, tuple(named), functions, tests)
-                name += f" (outputs of {variants.SEP.join(named)})"
+                name += f" (outputs of {SEP.join(named)})"
             report = {"status": "graded", "error": None, "score": as_number(points.total),
                       "max_score": as_number(points.max_total), "functions": functions,
                       "tests": [dict(t, name=o.name) for t, o in zip(tests, settled)]}
@@ -241,9 +255,25 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
     return rows
 
 
+class _Graded:
+    """The course suite's per-case cache of expected values and candidates, for one assignment."""
+
+    def __init__(self, suite, assignment) -> None:
+        self.suite, self.assignment = suite, assignment
+
+    def expected_value(self, case):
+        return self.suite.expected_value(self.assignment, case)
+
+    def expected_changed(self, case):
+        return self.suite.expected_changed(self.assignment, case)
+
+    def candidates(self, case, keys):
+        return self.suite.candidates(self.assignment, case, keys)
+
+
 def _same_outputs(graded, cases, function: str, codes: tuple[str, ...], other: tuple[str, ...]) -> bool:
     """Whether combinations ``codes`` and ``other`` give the same outputs on every case of ``function``."""
-    keys = [variants.SEP.join(codes), variants.SEP.join(other)]
+    keys = [SEP.join(codes), SEP.join(other)]
     for case in cases:
         if case.function == function and not case.raises:
             mine, theirs = graded.candidates(case, keys).values()
@@ -273,14 +303,15 @@ def check_trivial(report: dict) -> list[str]:
 
 
 def trivial_rows(config: Config, names: Sequence[str] | None = None) -> list[Row]:
-    """Grade each trivial submission of ``reference.trivial.SUBMISSIONS`` (or ``names``): one Row each."""
+    """Grade each trivial submission of the assignment's ``trivial_names`` (or ``names``): one Row each."""
+    assignment = load_assignment(config.assignment_dir)
     rows = []
     with tempfile.TemporaryDirectory(prefix="grade-selftest-trivial-") as folder:
-        for name in trivial_submissions.SUBMISSIONS:
+        for name in assignment.trivial_names:
             if names is not None and name not in names:
                 continue
             path = Path(folder) / f"trivial_{name.replace('-', '_')}.py"
-            path.write_text(trivial_submissions.student_source(name), encoding="utf-8")
+            path.write_text(assignment.trivial_source(name), encoding="utf-8")
             report = grade_submission(path, config).report
             rows.append(_row(f"trivial: {name}", report, check_trivial(report)))
     return rows

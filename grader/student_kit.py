@@ -21,16 +21,15 @@ on the same inputs, so a kit can name the misconception offline; cases.json's
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 import grader
+from grader.assignment import Assignment, as_json, load_assignment
 from grader.config import Config, load_config
 
 KIT_SUITE = Path(__file__).parent / "kit_suite"
@@ -50,74 +49,50 @@ class Kit:
     points: dict[str, float]  # the kit's points per visible group
 
 
-def _load_cases_module(suite: Path):
-    path = suite / "cases.py"
-    if not path.is_file():
-        raise KitError(f"{suite} has no cases.py to build the public cases from")
-    spec = importlib.util.spec_from_file_location("_kit_source_cases", path)
-    if spec is None or spec.loader is None:
-        raise KitError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
-
-
-def expected_value(case) -> object:
+def expected_value(assignment: Assignment, case) -> object:
     """The reference's output for ``case`` in float64, as the graded suite computes it; None when it must raise."""
-    from reference import mha
-
     if case.raises:
         return None
-    args = [np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in case.args]
-    expected = getattr(mha, case.function)(*args, **case.kwargs)
-    if isinstance(expected, np.ndarray) and not np.isfinite(expected).all():
+    expected = assignment.expected(case, case.args)
+    if any(isinstance(p, np.ndarray) and not np.isfinite(p).all()
+           for p in (expected if isinstance(expected, tuple) else (expected,))):
         raise KitError(f"the reference's output for {case.name} is not finite")
     return expected
 
 
-def _changed_expected(case) -> object:
+def _changed_expected(assignment: Assignment, case) -> object:
     """A causality case's expected output on its changed tokens, as the graded suite computes it."""
-    from reference import mha
-
-    args = [np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in case.changed_args]
-    return getattr(mha, case.function)(*args, **case.kwargs)
+    return assignment.expected(case, case.changed_args)
 
 
-def _trivial(case, config: Config, expected: object, changed: object) -> str | None:
-    """Which trivial implementation (reference.trivial) passes ``case``, as the graded suite decides it."""
+def _trivial(assignment: Assignment, case, config: Config, expected: object, changed: object) -> str | None:
+    """Which of the assignment's trivial implementations passes ``case``, as the graded suite decides it."""
     from grader.fairness import trivially_passed
-    from reference import trivial
 
-    return trivially_passed(case, config, expected, trivial.implementations(case.function), changed)
+    return trivially_passed(case, config, expected, assignment.trivial(case.function), changed,
+                            assignment.spec(case.function).kind)
 
 
-def _candidates(case, expected: object) -> tuple[dict, dict]:
+def _candidates(assignment: Assignment, case, expected: object) -> tuple[dict, dict]:
     """Outputs of the known misconceptions, alone and two together, on ``case``'s inputs, and their texts.
 
-    Uses ``reference.variants`` (``combo_outputs(function, args, kwargs)``:
-    {combination key: output or "raises <Type>"}, cheapest first, and
-    ``CATALOGUE``: code -> object with ``explanation``, ``section``, ``says``)
-    when the grader has it; otherwise there is nothing to store. Only outputs
-    and texts go into the kit, never the variants' code. A combination whose
+    Uses the assignment's ``combo_outputs`` ({combination key: output or "raises <Type>"},
+    cheapest first) and ``catalogue`` (code -> ``explanation``, ``section``, ``says``).
+    Only outputs and texts go into the kit, never the variants' code. A combination whose
     output equals ``expected`` on these inputs is left out: the diagnosis never
     names it there, and the two model-size cases would otherwise store ~190
     arrays each.
     """
-    try:
-        from reference.variants import CATALOGUE, combo_outputs  # type: ignore[import-not-found]
-    except ImportError:
-        return {}, {}
     from grader.diagnose import matches
+    from grader.judge import joined
 
-    outputs = {key: out for key, out in combo_outputs(case.function, case.args, case.kwargs).items()
-               if not matches(out, expected, 0.0, 0.0)}
+    CATALOGUE = assignment.catalogue
+    keys = assignment.combos(case.function)
+    outputs = {key: out for key, out in assignment.combo_outputs(case.function, case.args, case.kwargs, keys).items()
+               if not matches(joined(out), joined(expected), 0.0, 0.0)}
     codes = dict.fromkeys(code for key in outputs for code in key.split("+"))
     explained = {code: {"explanation": CATALOGUE[code].explanation, "section": CATALOGUE[code].section,
-                        "says": CATALOGUE[code].says} for code in codes if code in CATALOGUE}
+                        "says": getattr(CATALOGUE[code], "says", "")} for code in codes if code in CATALOGUE}
     return outputs, explained
 
 
@@ -126,6 +101,8 @@ def _store(value, key: str, arrays: dict) -> dict:
     if isinstance(value, np.ndarray):
         arrays[key] = value
         return {"array": key}
+    if isinstance(value, tuple):  # a function of kind "arrays": each part stored on its own
+        return {"tuple": [_store(part, f"{key}.{i}", arrays) for i, part in enumerate(value)]}
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -136,8 +113,8 @@ def _store(value, key: str, arrays: dict) -> dict:
 def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Kit:
     """Write the student kit for grader.toml at ``config_path`` into the new or empty folder ``target``."""
     config = load_config(config_path)
-    assignment = config.suite_dir.parent
-    starter = assignment / "starter.py"
+    described = load_assignment(config.assignment_dir)
+    starter = described.starter
     if not starter.is_file():
         raise KitError(f"no starter at {starter}")
     target = Path(target)
@@ -147,7 +124,7 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Ki
     if seed == config.seed:  # the kit would hold the graded inputs and their expected outputs
         raise KitError(f"the kit's seed must differ from grading.seed ({config.seed}): its cases and expected "
                        "outputs would be the graded ones")
-    cases = _load_cases_module(config.suite_dir).build_cases(seed, config.random_cases)
+    cases = described.build_cases(seed, {"random_cases": config.random_cases, **described.params, **config.params})
     public = [c for c in cases if config.visibility.get(c.group, "visible") == "visible"]
 
     suite = target / SUITE_FOLDER
@@ -157,11 +134,10 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Ki
     manifest, catalogue = [], {}
     for index, case in enumerate(public):
         arrays: dict[str, np.ndarray] = {}
-        expected = None if case.raises else expected_value(case)
-        candidates, explained = ({}, {}) if case.raises else _candidates(case, expected)
+        expected = None if case.raises else expected_value(described, case)
+        candidates, explained = ({}, {}) if case.raises else _candidates(described, case, expected)
         catalogue.update(explained)
-        expected = None if case.raises else expected_value(case)
-        changed = None if case.changed_args is None else _changed_expected(case)
+        changed = None if case.changed_args is None else _changed_expected(described, case)
         entry = {
             "group": case.group, "id": case.id, "function": case.function, "file": f"cases/{index:03d}.npz",
             "args": [_store(a, f"arg.{i}", arrays) for i, a in enumerate(case.args)],
@@ -173,18 +149,23 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Ki
             [_store(a, f"changed.{i}", arrays) for i, a in enumerate(case.changed_args)],
             "changed_from": case.changed_from,
             "expected_changed": None if changed is None else _store(changed, "expected.changed", arrays),
-            "trivial": _trivial(case, config, expected, changed),
+            "trivial": _trivial(described, case, config, expected, changed),
+            "kind": described.spec(case.function).kind,
+            "outputs": list(described.spec(case.function).outputs),
         }
         np.savez(suite / entry["file"], allow_pickle=False, **arrays)
         manifest.append(entry)
-    store = {"format": 1, "seed": seed, "catalogue": catalogue, "cases": manifest}
+    findings = {code: {"explanation": f.explanation, "section": f.section, "says": f.says}
+                for code, f in described.findings.items()}
+    store = {"format": 1, "seed": seed, "catalogue": catalogue, "findings": findings, "cases": manifest,
+             "assignment": as_json(described)}
     (suite / "cases.json").write_text(json.dumps(store, indent=1) + "\n", encoding="utf-8")
 
     points = {group: value for group, value in config.points.items() if any(c.group == group for c in public)}
     (target / "grader.toml").write_text(_kit_toml(config, seed, points), encoding="utf-8")
     shutil.copyfile(starter, target / "starter.py")
-    readme = assignment / "README.md"
-    statement = readme.read_text(encoding="utf-8") if readme.is_file() else "# Multi-head attention (§4.5)\n"
+    readme = described.statement
+    statement = readme.read_text(encoding="utf-8") if readme.is_file() else f"# {described.name}\n"
     (target / "README.md").write_text(statement.rstrip("\n") + "\n\n" + _CHECKING, encoding="utf-8")
     package = Path(grader.__file__).resolve().parent
     shutil.copytree(package, target / "grader", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

@@ -90,16 +90,15 @@ def defined_functions(path: Path, functions: Sequence[str]) -> set[str]:
     return names & set(functions)
 
 
-def choose_main(candidates: Sequence[tuple[str, Path]], main_file: str = "") -> tuple[int | None, str]:
+def choose_main(candidates: Sequence[tuple[str, Path]], main_file: str = "",
+                functions: Sequence[str] = ()) -> tuple[int | None, str]:
     """Which of a folder submission's (name, path) files is the one to grade: (its index, "") or (None, why).
 
     In order: the file named ``main_file`` (grader.toml's assignment.main_file); the one
-    file that defines the most of the exercise's functions (grader.report.FUNCTIONS);
+    file that defines the most of the exercise's ``functions``;
     the only candidate. Several files that no rule separates give None and the
     reason (e.g. "none defines any of ..."), so that nothing is picked silently.
     """
-    from grader.report import FUNCTIONS
-
     if not candidates:
         return None, "no .py or .ipynb file in the submission"
     if main_file:
@@ -108,10 +107,10 @@ def choose_main(candidates: Sequence[tuple[str, Path]], main_file: str = "") -> 
             return named[0], ""
     if len(candidates) == 1:
         return 0, ""
-    counts = [len(defined_functions(path, FUNCTIONS)) for _, path in candidates]
+    counts = [len(defined_functions(path, functions)) for _, path in candidates]
     best = max(counts)
     if best and counts.count(best) == 1:
         return counts.index(best), ""
     if best:
         return None, f"{counts.count(best)} of them define {best} of the exercise's functions"
-    return None, f"none defines any of {', '.join(FUNCTIONS)}"
+    return None, f"none defines any of {', '.join(functions)}"

@@ -111,7 +111,7 @@ class _GraderSession:
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self.started += 1
-        if self.progress is not None:  # "graded_mha.py::test_case[mha_random[00-...]]" -> "mha_random[00-...]"
+        if self.progress is not None:  # "graded_cases.py::test_case[group[00-...]]" -> "group[00-...]"
             self.progress(nodeid.partition("[")[2][:-1] or nodeid, self.started, self.total)
 
     def pytest_json_modifyreport(self, json_report: dict) -> None:

@@ -4,8 +4,9 @@ The exercise asks for all heads at once (one reshape, one transpose, batched
 products), not one head per iteration. This module reads the submission's
 source with ``ast`` in the grading process; it never imports or runs it.
 
-Method: take the module-level ``multi_head_attention`` (the last definition,
-as Python would) and its heads parameter (the sixth, ``h``). Names bound to
+Method: take the module-level function the assignment names (the last definition,
+as Python would) and its heads parameter (the assignment's ``SourceCheck`` gives its
+position and name, e.g. the sixth, ``h``). Names bound to
 ``h`` itself, or to ``range``/``split``/``array_split``/``enumerate``/``zip``
 called with it (``parts = np.split(Q, h, axis=-1)``), count as heads too. A
 ``for`` loop, a comprehension or a ``while`` loop is a loop over heads when its
@@ -44,7 +45,7 @@ _SPLITTERS = {"range", "split", "array_split", "hsplit", "dsplit", "enumerate", 
 
 @dataclass(frozen=True)
 class HeadLoop:
-    function: str  # where the loop is: multi_head_attention or a helper it calls
+    function: str  # where the loop is: the checked function or a helper it calls
     line: int  # 1-based line of the loop in the submission
     text: str  # the loop's first line, stripped, e.g. "for i in range(h):"
 
@@ -147,18 +148,23 @@ def _loops(function: _Function, heads: set[str], lines: list[str], budget: _Budg
             for probe, line in function.loops if _names(probe, budget) & heads]
 
 
-def find_head_loops(source: str, function: str = "multi_head_attention") -> list[HeadLoop]:
+def find_head_loops(source: str, function: str | None = None, heads_index: int = 5,
+                    heads_param: str = "h") -> list[HeadLoop]:
     """Loops over heads in ``function`` of this source and in the module-level helpers it calls.
 
     Returns [] when the source cannot be parsed (the sandboxed import reports
     that), has no such function, or could not be analysed within the bounds
     (``analyse`` tells that case apart). Never executes the source.
     """
-    return analyse(source, function).loops
+    return analyse(source, function, heads_index, heads_param).loops
 
 
-def analyse(source: str, function: str = "multi_head_attention") -> Analysis:
-    """``find_head_loops``, saying whether the analysis ran to the end; never raises, never runs the source."""
+def analyse(source: str, function: str | None = None, heads_index: int = 5, heads_param: str = "h") -> Analysis:
+    """``find_head_loops``, saying whether the analysis ran to the end; never raises, never runs the source.
+
+    function: the function to analyse (None: the last module-level one whose parameter number
+    ``heads_index`` is called ``heads_param``); its heads are that parameter.
+    """
     if len(source) > MAX_SOURCE_CHARS:
         return Analysis(complete=False, reason=f"the source has {len(source):,} characters, more than the "
                                                f"{MAX_SOURCE_CHARS:,} the analysis reads")
@@ -172,15 +178,21 @@ def analyse(source: str, function: str = "multi_head_attention") -> Analysis:
     try:
         if time.monotonic() > budget.deadline:
             raise _OutOfBudget(f"parsing it took more than {MAX_SECONDS:g} s")
-        return Analysis(_find(tree, source, function, budget))
+        return Analysis(_find(tree, source, function, budget, heads_index, heads_param))
     except _OutOfBudget as exc:
         return Analysis(complete=False, reason=str(exc))
     except RecursionError:
         return Analysis(complete=False, reason="the source is nested too deeply to analyse")
 
 
-def _find(tree: ast.Module, source: str, function: str, budget: _Budget) -> list[HeadLoop]:
+def _find(tree: ast.Module, source: str, function: str | None, budget: _Budget, heads_index: int,
+          heads_param: str) -> list[HeadLoop]:
     defs = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    if function is None:
+        named = [name for name, node in defs.items()
+                 if [a.arg for a in (*node.args.posonlyargs, *node.args.args)][heads_index:heads_index + 1]
+                 == [heads_param]]
+        function = named[-1] if named else ""
     if function not in defs:
         return []
     indexed: dict[str, _Function] = {}
@@ -193,7 +205,7 @@ def _find(tree: ast.Module, source: str, function: str, budget: _Budget) -> list
     target = get(function)
     lines = source.splitlines()
     params = [a.arg for a in (*target.node.args.posonlyargs, *target.node.args.args)]
-    heads = _head_names(target, {params[5] if len(params) > 5 else "h"}, budget)
+    heads = _head_names(target, {params[heads_index] if len(params) > heads_index else heads_param}, budget)
     found = set(_loops(target, heads, lines, budget))
     searched: set[tuple[str, frozenset[str]]] = set()
     for call in target.calls:

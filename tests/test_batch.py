@@ -23,6 +23,7 @@ from grader.config import load_config
 from grader.discover import discover
 
 ROOT = Path(__file__).resolve().parent.parent
+MHA_FUNCTIONS = ("multi_head_attention", "attention_param_count", "head_entropy")  # the MHA assignment's
 SUBMISSIONS = ROOT / "tests" / "submissions"
 
 # Gradescope's "export submissions" zip: submission_metadata.yml maps each submission folder to its
@@ -133,7 +134,7 @@ def stable_reports(out: Path) -> dict[str, dict]:
 
 
 def test_discover_reads_gradescope_and_canvas_identities(klass):
-    entries = {e.key: e for e in discover([klass])}
+    entries = {e.key: e for e in discover([klass], functions=MHA_FUNCTIONS)}
     assert sorted(entries) == [
         "canvas__doejane_LATE_501_9001_mha.py", "canvas__empty_504_9004_mha.py", "canvas__essay_506_9006_notes.txt",
         "canvas__hangs_503_9003_mha.py", "canvas__picture_505_9005_mha.py", "canvas__roekim_502_9002_mha.py",
@@ -161,7 +162,7 @@ def test_discover_plain_files_and_notebooks(tmp_path):
     (tmp_path / ".hidden.py").write_text("x = 1\n")
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "alice.cpython-311.pyc").write_bytes(b"\0\0")
-    entries = discover([tmp_path])
+    entries = discover([tmp_path], functions=MHA_FUNCTIONS)
     assert [(e.key, e.student, e.skip) for e in entries] == [
         ("alice.py", {"id": "alice", "source": "file"}, None),
         ("bob.ipynb", {"id": "bob", "source": "file"}, None)]
@@ -450,7 +451,7 @@ def test_a_folder_submission_is_graded_through_its_main_file(tmp_path, course):
     for path in (SUBMISSIONS / "with_helper").glob("*.py"):
         shutil.copy(path, folder / path.name)
     (folder / "README.txt").write_text("my notes\n")
-    entries = discover([export])
+    entries = discover([export], functions=MHA_FUNCTIONS)
     assert [(e.key, e.path.name, [n for n, _ in e.helpers], e.skip) for e in entries] == [
         ("submission_2001__mha.py", "mha.py", ["attention_utils.py"], None)]
     out = tmp_path / "out"
@@ -474,11 +475,11 @@ def test_two_candidate_files_that_no_rule_separates_give_an_error_row(tmp_path):
     (export / "submission_metadata.yml").write_text("submission_1:\n  :submitters:\n  - :sid: '7'\n")
     shutil.copy(SUBMISSIONS / "correct.py", export / "submission_1" / "a.py")
     shutil.copy(SUBMISSIONS / "wrong_reshape.py", export / "submission_1" / "b.py")
-    [entry] = discover([export])
+    [entry] = discover([export], functions=MHA_FUNCTIONS)
     assert entry.skip_status == "error"
     assert entry.skip == ("not graded: cannot tell which file to grade among a.py, b.py: 2 of them define 3 of the "
                           "exercise's functions (grader.toml's assignment.main_file can name it)")
-    [chosen] = discover([export], main_file="b.py")
+    [chosen] = discover([export], main_file="b.py", functions=MHA_FUNCTIONS)
     assert (chosen.path.name, chosen.skip, [n for n, _ in chosen.helpers]) == ("b.py", None, ["a.py"])
 
 
@@ -500,7 +501,7 @@ def test_alias_bomb_metadata_is_refused_in_bounded_time_and_memory(tmp_path):
     tracemalloc.start()
     with pytest.raises(Exception, match=r"submission_metadata.yml: it uses a YAML alias \(line 2, column 8\), "
                                          "which Gradescope's exports never do$") as raised:
-        discover([export])
+        discover([export], functions=MHA_FUNCTIONS)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert type(raised.value).__name__ == "BatchError"
@@ -514,14 +515,14 @@ def test_alias_bomb_metadata_is_refused_in_bounded_time_and_memory(tmp_path):
     (klass / "alice" / "sub" / "submission_metadata.yml").write_text(ALIAS_BOMB)
     shutil.copy(SUBMISSIONS / "correct.py", klass / "alice" / "sub" / "mha.py")
     shutil.copy(SUBMISSIONS / "correct.py", klass / "bob.py")
-    entries = discover([klass])
+    entries = discover([klass], functions=MHA_FUNCTIONS)
     assert [(e.key, e.skip) for e in entries] == [
         ("bob.py", None), ("alice__sub__mha.py", None),
         ("alice__sub__submission_metadata.yml", "not a submission: .yml extension, expected .py or .ipynb")]
     # At depth 1 (an export inside the folder given), a bad metadata file is that folder's row, not the batch's end.
     (klass / "export").mkdir()
     (klass / "export" / "submission_metadata.yml").write_text(ALIAS_BOMB)
-    bad = [e for e in discover([klass]) if e.key == "export__submission_metadata.yml"]
+    bad = [e for e in discover([klass], functions=MHA_FUNCTIONS) if e.key == "export__submission_metadata.yml"]
     assert len(bad) == 1 and bad[0].skip.startswith("not a submission: cannot read the Gradescope metadata")
 
 
@@ -532,7 +533,7 @@ def test_links_are_never_followed(tmp_path):
     shutil.copy(SUBMISSIONS / "correct.py", klass / "alice" / "mha.py")
     (klass / "alice" / "loop").symlink_to(klass / "alice")
     (klass / "alice" / "secret.py").symlink_to(ROOT / "reference" / "mha.py")
-    entries = discover([klass])
+    entries = discover([klass], functions=MHA_FUNCTIONS)
     assert [(e.key, e.skip) for e in entries] == [
         ("alice__loop", "not a submission: a symbolic link (links are never followed)"),
         ("alice__secret.py", "not a submission: a symbolic link (links are never followed)"),
@@ -577,7 +578,7 @@ def test_a_folder_nested_too_deep_is_one_row(tmp_path):
     deep.mkdir(parents=True)
     shutil.copy(SUBMISSIONS / "correct.py", deep / "mha.py")
     shutil.copy(SUBMISSIONS / "correct.py", tmp_path / "class" / "bob.py")
-    entries = discover([tmp_path / "class"])
+    entries = discover([tmp_path / "class"], functions=MHA_FUNCTIONS)
     assert [(e.key, e.skip) for e in entries] == [
         ("bob.py", None),
         ("alice__" + "d__" * 31 + "d", "not a submission: a folder nested more than 32 levels deep (not searched)")]
@@ -589,7 +590,7 @@ def test_the_files_of_one_canvas_submission_are_one_submission(tmp_path):
     for path in (SUBMISSIONS / "with_helper").glob("*.py"):
         shutil.copy(path, tmp_path / f"doejane_501_9001_{path.name}")
     shutil.copy(SUBMISSIONS / "correct.py", tmp_path / "roekim_502_9002_mha.py")
-    entries = discover([tmp_path])
+    entries = discover([tmp_path], functions=MHA_FUNCTIONS)
     assert [(e.key, [(n, p.name) for n, p in e.helpers], e.student["id"]) for e in entries] == [
         ("doejane_501_9001_mha.py", [("attention_utils.py", "doejane_501_9001_attention_utils.py")], "501"),
         ("roekim_502_9002_mha.py", [], "502")]

@@ -79,7 +79,7 @@ def test_broken_config_is_a_one_line_error(tmp_path):
 def test_help_documents_the_command():
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0, result.output
-    assert "Grade multi-head attention submissions" in result.output
+    assert "Grade exercise submissions against the course's trusted references" in result.output
     sub = CliRunner().invoke(main, ["submission", "--help"])
     assert "Where to write the report; - for stdout." in sub.output
 
@@ -169,3 +169,15 @@ def test_a_slow_grade_shows_the_test_being_graded_on_a_terminal_only(monkeypatch
         assert progress is None
         time.sleep(0.1)
     assert capsys.readouterr() == ("", "")
+
+
+def test_assignment_option_selects_the_course_default_or_refuses_an_unknown_one(tmp_path):
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(main, ["--assignment", "mha", str(SUBMISSIONS / "correct.py"), "-o", str(out),
+                                       "--config", CONFIG])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["assignment"] == "mha"
+    result = CliRunner().invoke(main, ["submission", str(SUBMISSIONS / "correct.py"), "--assignment", "nope",
+                                       "-o", str(out), "--config", CONFIG])
+    assert result.exit_code == 1
+    assert "no assignment 'nope' in [course] assignments (the course's assignments: mha" in result.output

@@ -7,14 +7,15 @@ import sys
 
 from conftest import ROOT
 
+from grader.assignment import load_assignment
 from grader.fairness import is_unpaid, pay_for_work, trivially_passed
 from grader.suite import TestOutcome as Outcome
 from reference import trivial
 
 
-def _load(name: str):
+def _load(name: str, folder: str = "assignments/mha/graded"):
     """A module of the graded suite under a private name (the suite's own session imports it as itself)."""
-    spec = importlib.util.spec_from_file_location(f"_fairness_{name}", ROOT / "assignments/mha/graded" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_fairness_{name}", ROOT / folder / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
@@ -23,15 +24,17 @@ def _load(name: str):
 
 
 build_cases = _load("cases").build_cases
-graded_mha = _load("graded_mha")  # its expected values
+graded_mha = _load("graded_cases", "grader/course_suite")  # its expected values
+MHA_ASSIGNMENT = load_assignment(ROOT / "assignments/mha")
 
 
 def test_exactly_these_course_cases_are_passed_by_a_trivial_implementation(config):
     found = {}
     for case in build_cases(config.seed, config.random_cases):
-        expected = None if case.raises else graded_mha.expected_value(case)
+        expected = None if case.raises else graded_mha.expected_value(MHA_ASSIGNMENT, case)
         passed = trivially_passed(case, config, expected, trivial.implementations(case.function),
-                                  graded_mha.expected_changed(case))
+                                  graded_mha.expected_changed(MHA_ASSIGNMENT, case),
+                                  MHA_ASSIGNMENT.spec(case.function).kind)
         if passed:
             found[case.name] = passed
     # GPT-2's counts with bias and Gemma's d_k = 256 counts stay: no placeholder passes them.

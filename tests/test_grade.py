@@ -155,7 +155,7 @@ def test_a_hidden_test_that_breaks_is_not_named_in_the_grader_error(config, monk
     assert (report["status"], report["score"]) == ("error", 0)
     assert report["error"] == "a graded test whose group is not visible broke before reaching a verdict: RuntimeError"
     visible = grade_submission(SUBMISSIONS / "correct.py", config).report
-    assert visible["error"].startswith("graded test graded_mha.py::test_case[mha_random[00-")
+    assert visible["error"].startswith("graded test graded_cases.py::test_case[mha_random[00-")
     assert visible["error"].endswith("broke before reaching a verdict: RuntimeError: shapes (2, 5, 8) and (2, 5, 6)")
 
 

@@ -15,13 +15,16 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
+from grader.assignment import describe
 from grader.report import to_json, write_atomic
 from grader.submission import SUBMISSION_SUFFIXES, choose_main
 
 
-def find_submission(folder: Path, main_file: str = "") -> tuple[Path | None, list[tuple[str, Path]], str]:
+def find_submission(folder: Path, main_file: str = "",
+                    functions: Sequence[str] = ()) -> tuple[Path | None, list[tuple[str, Path]], str]:
     """The file to grade under ``folder``, the .py files beside it, or None and a message for the student.
 
     The same rule as ``grade batch`` (grader.submission.choose_main): the file named
@@ -38,7 +41,7 @@ def find_submission(folder: Path, main_file: str = "") -> tuple[Path | None, lis
     if not found:
         return None, [], ("No .py or .ipynb file was found in your submission. "
                           "Upload your solution as one .py or .ipynb file.")
-    index, why = choose_main([(p.name, p) for p in found], main_file)
+    index, why = choose_main([(p.name, p) for p in found], main_file, functions)
     if index is None:
         names = ", ".join(str(p.relative_to(folder)) for p in found)
         return None, [], (f"Your submission holds {len(found)} Python files or notebooks ({names}) and "
@@ -76,7 +79,7 @@ def run(root: Path) -> dict:
     users = ", ".join(f"{u.get('name')} <{u.get('email')}>" for u in metadata.get("users", []) if isinstance(u, dict))
     print(f"submission {metadata.get('id', '?')} by {users or 'unknown users'}")
     config = load_config(Path(__file__).resolve().parents[2] / "grader.toml")
-    path, helpers, problem = find_submission(root / "submission", config.main_file)
+    path, helpers, problem = find_submission(root / "submission", config.main_file, describe(config).function_names)
     if path is None:
         return zero_result(problem)
     try:

@@ -21,7 +21,7 @@ import math
 
 from grader.export.pictures import Picture, report_pictures
 from grader.export.visibility import is_visible, student_view
-from grader.report import FUNCTIONS, summary_text
+from grader.report import summary_text
 
 STDOUT_VISIBILITY = "hidden"  # run_autograder's own log is for the instructor
 
@@ -44,7 +44,7 @@ def results(report: dict) -> dict:
     }
     if report["status"] == "error":
         return dict(base, score=0, output=f"This submission could not be graded: {report['error']}", tests=[])
-    numbers = _numbers(report["tests"])
+    numbers = _numbers(report["tests"], list(report.get("functions", {})))
     tests = [{
         "name": test["name"],
         "number": number,
@@ -69,10 +69,12 @@ def _html_output(text: str, pictures: list[Picture]) -> str:
     return f"<pre>{html.escape(text)}</pre>{figures}"
 
 
-def _numbers(tests: list[dict]) -> list[str]:
-    """Gradescope's "number" orders tests: "<function index>.<test index within it>"."""
+def _numbers(tests: list[dict], functions: list[str]) -> list[str]:
+    """Gradescope's "number" orders tests: "<function index>.<test index within it>"; functions: the
+    assignment's functions in its order (the report's ``functions``)."""
     counters: dict[str, int] = {}
     numbers = []
+    FUNCTIONS = functions
     for test in tests:
         counters[test["function"]] = counters.get(test["function"], 0) + 1
         index = FUNCTIONS.index(test["function"]) + 1 if test["function"] in FUNCTIONS else len(FUNCTIONS) + 1

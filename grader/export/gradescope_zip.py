@@ -2,8 +2,9 @@
 
 Gradescope unpacks the zip in /autograder/source, runs setup.sh once to build
 the image, copies run_autograder to /autograder/run_autograder and runs it for
-each submission. The zip carries grader/, reference/, the assignment folder
-holding the graded suite, grader.toml, pyproject.toml, README.md and
+each submission. The zip carries grader/, the assignment's folder
+(assignments/<name>/) and its trusted files (its reference: grader.assignment.Assignment.trusted_files),
+the graded suite when it is not the engine's, grader.toml, pyproject.toml, README.md and
 requirements.txt, which pins every runtime dependency at the version installed
 where the zip is built (the versions the grader was tested with).
 """
@@ -16,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 import grader
+from grader.assignment import load_assignment
 from grader.config import load_config
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -64,12 +66,20 @@ def build_zip(config_path: Path, target: Path) -> list[str]:
     """
     config = load_config(config_path)
     root = config.root
-    suite = config.suite_dir.resolve()
-    if not suite.is_relative_to(root):
-        raise ValueError(f"the graded suite {suite} is not inside {root}; the zip cannot carry it")
-    assignment_folder = root / suite.relative_to(root).parts[0]
     package = Path(grader.__file__).resolve().parent
-    reference = package.parent / "reference"
+    suite = config.suite_dir.resolve()
+    course = config.assignment_dir.resolve().parent.parent  # the folder holding assignments/ and reference/
+    folders = [(package, "grader")]
+    if not suite.is_relative_to(package):
+        if not suite.is_relative_to(root):
+            raise ValueError(f"the graded suite {suite} is not inside {root}; the zip cannot carry it")
+        folders.append((suite, suite.relative_to(root).as_posix()))
+    assignment = load_assignment(config.assignment_dir)
+    for trusted in (assignment.folder, *assignment.trusted_files):
+        trusted = Path(trusted).resolve()
+        if not trusted.is_relative_to(course):
+            raise ValueError(f"the assignment's file {trusted} is not inside {course}; the zip cannot carry it")
+        folders.append((trusted, trusted.relative_to(course).as_posix()))
     files: dict[str, bytes | Path] = {
         "setup.sh": TEMPLATES / "setup.sh",
         "run_autograder": TEMPLATES / "run_autograder",
@@ -79,7 +89,10 @@ def build_zip(config_path: Path, target: Path) -> list[str]:
     for name in ("pyproject.toml", "README.md"):
         if (root / name).is_file():
             files[name] = root / name
-    for folder, prefix in ((package, "grader"), (reference, "reference"), (assignment_folder, assignment_folder.name)):
+    for folder, prefix in folders:
+        if folder.is_file():
+            files[prefix] = folder
+            continue
         for path in sorted(folder.rglob("*")):
             if path.is_file() and not any(part in _SKIP for part in path.parts) and path.suffix != ".pyc":
                 files[f"{prefix}/{path.relative_to(folder).as_posix()}"] = path

@@ -1,8 +1,9 @@
 """Pictures of what went wrong, drawn from a native report (PNG images as data: URLs).
 
-- a failed array result of multi_head_attention: the expected output, the student's
-  and where they differ, as heatmaps of tokens × features, one row per batch element;
-- a failed head_entropy: per-head bars of the expected entropy against the student's;
+- a failed array result: the expected output, the student's and where they differ, as
+  heatmaps of tokens × features, one row per batch element;
+- a failed result that reduces its one input's last two axes (an entropy per head of
+  attention weights (..., h, T, T) → (..., h)): per-head bars of the expected values against the student's;
 - the head-split and head-merge misconceptions (``wrong-split-order``,
   ``wrong-merge-order``): which columns of which tokens each head received against
   what it should have received, drawn from index arithmetic for the shape of the
@@ -67,7 +68,7 @@ def report_pictures(report: dict) -> ReportPictures:
             continue
         if expected.shape != got.shape:
             continue
-        if test["function"] == "head_entropy":
+        if _per_head(evidence, expected):
             found.tests[index] = [Picture(f"{test['name']}: entropy of each head, expected and yours",
                                           _png(_entropy_bars(expected, got)), index)]
         else:
@@ -78,6 +79,13 @@ def report_pictures(report: dict) -> ReportPictures:
         if picture is not None:
             found.functions[function] = [picture]
     return found
+
+
+def _per_head(evidence: dict, expected: np.ndarray) -> bool:
+    """Whether a result reduces the last two axes of its only input (one value per head): drawn as bars."""
+    inputs = evidence.get("inputs") or []
+    shape = inputs[0].get("shape") if len(inputs) == 1 and isinstance(inputs[0], dict) else None
+    return isinstance(shape, list) and expected.ndim == len(shape) - 2
 
 
 def head_shape(evidence: dict) -> tuple[int, int, int, int] | None:

@@ -31,6 +31,8 @@ class KitCase:
     changed_from: int = 0  # first token position that differs
     expected_changed: object = None  # causality cases: the expected output on changed_args
     trivial: str | None = None  # a trivial implementation that passes this case too (grader.fairness)
+    kind: str = "array"  # the function's kind (grader.assignment.FunctionSpec)
+    outputs: tuple = ()  # a tuple result's part names
 
     @property
     def name(self):
@@ -38,6 +40,8 @@ class KitCase:
 
 
 def _value(spec, arrays):
+    if "tuple" in spec:
+        return tuple(_value(part, arrays) for part in spec["tuple"])
     return arrays[spec["array"]] if "array" in spec else spec["value"]
 
 
@@ -58,8 +62,15 @@ def load_cases(folder=HERE):
             entry.get("changed_from", 0),
             None if entry.get("expected_changed") is None else _value(entry["expected_changed"], arrays),
             entry.get("trivial"),
+            entry.get("kind", "array"),
+            tuple(entry.get("outputs", ())),
         ))
     return cases
+
+
+def load_findings(folder=HERE):
+    """{code: {"explanation", "section", "says"}}: the assignment's texts of the generic findings."""
+    return json.loads((folder / "cases.json").read_text(encoding="utf-8")).get("findings", {})
 
 
 def load_catalogue(folder=HERE):

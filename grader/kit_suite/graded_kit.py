@@ -1,6 +1,6 @@
 """The kit's suite: the same checks, messages and diagnoses as the course's graded suite, on the public cases."""
 
-from conftest import load_catalogue  # type: ignore[import-not-found]  # the kit's conftest.py, importable under pytest
+from conftest import load_catalogue, load_findings  # type: ignore[import-not-found]  # the kit's conftest.py, importable under pytest
 
 from grader.compare import PASSED
 from grader.diagnose import Finding
@@ -8,7 +8,7 @@ from grader.evidence import evidence
 from grader.judge import judge
 
 CATALOGUE = {code: Finding(entry["explanation"], entry["section"], entry.get("says", ""))
-             for code, entry in load_catalogue().items()}
+             for code, entry in {**load_findings(), **load_catalogue()}.items()}
 
 
 def stored(case, keys):
@@ -24,7 +24,8 @@ def test_case(case, student, grading, json_metadata, diagnosis_search):
                          trivial=case.trivial)
     kept: dict = {}  # the returned value of a failed check, for the pictures (the kit's cases are all visible)
     verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda keys: stored(case, keys),
-                                       CATALOGUE, diagnosis_search, expected_changed=case.expected_changed, keep=kept)
+                                       CATALOGUE, diagnosis_search, expected_changed=case.expected_changed, keep=kept,
+                                       kind=case.kind, outputs=case.outputs)
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
                          evidence=evidence(case.args, case.expected, kept["got"]) if "got" in kept else None)
     assert verdict.status == PASSED, verdict.message

@@ -1,12 +1,16 @@
-"""The graded suite: one test per case, its verdict and diagnosis recorded for the report."""
+"""The course's graded suite: one test per case of the run's assignment, its verdict and diagnosis recorded.
+
+Expected values, misconception outputs and trivial implementations come from the
+assignment (grader.assignment), computed in this trusted process.
+"""
 
 import numpy as np
 
+from grader.assignment import Assignment, load_assignment
 from grader.compare import PASSED
 from grader.evidence import evidence
 from grader.fairness import trivially_passed
 from grader.judge import judge
-from reference import mha, trivial, variants
 
 # (what, id(case)) → (case, value): a long-lived grading process (a batch worker) reuses the same
 # cases for every submission, so each expected value and each case's variant outputs are computed
@@ -24,47 +28,51 @@ def _once_per_case(what, case, compute):
     return _PER_CASE[(what, id(case))][1]
 
 
-def expected_value(case):
+def expected_value(assignment: Assignment, case):
     """The reference's output for a case, computed in float64 in this (trusted) process."""
-    return _once_per_case("expected", case, _compute_expected)
+    return _once_per_case("expected", case, lambda c: _compute_expected(assignment, c, c.args))
 
 
-def expected_changed(case):
+def expected_changed(assignment: Assignment, case):
     """A causality case's expected output on its changed tokens (None for other cases)."""
-    if case.changed_args is None:
+    if getattr(case, "changed_args", None) is None:
         return None
-    return _once_per_case("expected-changed", case, lambda c: _compute_expected(c, c.changed_args))
+    return _once_per_case("expected-changed", case, lambda c: _compute_expected(assignment, c, c.changed_args))
 
 
-def _compute_expected(case, args=None):
-    args = [np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in args or case.args]
-    expected = getattr(mha, case.function)(*args, **case.kwargs)
-    assert not isinstance(expected, np.ndarray) or np.isfinite(expected).all(), (
+def _compute_expected(assignment: Assignment, case, args):
+    expected = assignment.expected(case, args)
+    parts = expected if isinstance(expected, tuple) else (expected,)
+    assert all(not isinstance(p, np.ndarray) or np.isfinite(p).all() for p in parts), (
         f"grader error: the reference's output for {case.name} is not finite")
     return expected
 
 
-def candidates(case, keys):
+def candidates(assignment: Assignment, case, keys):
     """The outputs of the misconception combinations ``keys`` (None: all) on the case's inputs, each computed once."""
     known = _once_per_case("variants", case, lambda c: {})  # combination key -> output, filled as asked
-    todo = [k for k in (keys if keys is not None else map(variants.SEP.join, variants.combos(case.function)))
-            if k not in known]
+    wanted = list(keys) if keys is not None else assignment.combos(case.function)
+    todo = [k for k in wanted if k not in known]
     if todo:
-        known.update(variants.combo_outputs(case.function, case.args, case.kwargs, todo))
-    wanted = keys if keys is not None else map(variants.SEP.join, variants.combos(case.function))
+        known.update(assignment.combo_outputs(case.function, case.args, case.kwargs, todo))
     return {k: known[k] for k in wanted}
 
 
 def test_case(case, student, grading, json_metadata, diagnosis_search):
+    assignment = load_assignment(grading.assignment_dir)
+    catalogue = {**assignment.findings, **assignment.catalogue}
     json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
-    expected = None if case.raises else expected_value(case)
+    expected = None if case.raises else expected_value(assignment, case)
     # Which trivial implementation (zeros, always raising, 4·d², ...) passes this case too, if any.
     json_metadata.update(trivial=_once_per_case("trivial", case, lambda c: trivially_passed(
-        c, grading, expected, trivial.implementations(c.function), expected_changed(c))))
+        c, grading, expected, assignment.trivial(c.function), expected_changed(assignment, c),
+        assignment.spec(c.function).kind)))
     kept: dict = {}  # the returned value of a failed check, for the pictures of a visible test
-    verdict, diagnosis, output = judge(case, student, grading, expected, lambda keys: candidates(case, keys),
-                                       variants.CATALOGUE, diagnosis_search, expected_changed=expected_changed(case),
-                                       keep=kept)
+    verdict, diagnosis, output = judge(case, student, grading, expected,
+                                       lambda keys: candidates(assignment, case, keys), catalogue, diagnosis_search,
+                                       expected_changed=expected_changed(assignment, case), keep=kept,
+                                       kind=assignment.spec(case.function).kind,
+                                       outputs=assignment.spec(case.function).outputs)
     visible = grading.visibility.get(case.group, "visible") == "visible"
     json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
                          evidence=evidence(case.args, expected, kept["got"]) if visible and "got" in kept else None)

@@ -1,0 +1,30 @@
+"""Misconception mask-after-softmax: zeroes hidden weights after the softmax."""
+
+import math
+
+import numpy as np
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
+    if Q.ndim < 2 or K.ndim < 2 or V.ndim < 2 or Q.shape[-1] != K.shape[-1] or K.shape[-2] != V.shape[-2]:
+        raise ValueError(f"shapes disagree: Q {Q.shape}, K {K.shape}, V {V.shape}")
+    lead = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    if mask is not None:
+        mask = np.asarray(mask)
+        target = (*lead, Q.shape[-2], K.shape[-2])
+        if mask.dtype != bool:
+            raise ValueError(f"mask must be boolean, got {mask.dtype}")
+        try:
+            ok = np.broadcast_shapes(mask.shape, target) == target
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"mask {mask.shape} does not broadcast to {target}")
+    scores = Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1])
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    w = np.exp(scores)
+    w = w / w.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        w = np.where(mask, w, 0.0)
+    return w @ V, w
