@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 import sys
 import tempfile
 from collections import Counter
@@ -310,7 +311,7 @@ def trivial_rows(config: Config, names: Sequence[str] | None = None) -> list[Row
         for name in assignment.trivial_names:
             if names is not None and name not in names:
                 continue
-            path = Path(folder) / f"trivial_{name.replace('-', '_')}.py"
+            path = Path(folder) / f"trivial_{re.sub(r'[^A-Za-z0-9]+', '_', name).strip('_')}.py"  # a name may hold "/"
             path.write_text(assignment.trivial_source(name), encoding="utf-8")
             report = grade_submission(path, config).report
             rows.append(_row(f"trivial: {name}", report, check_trivial(report)))

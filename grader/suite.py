@@ -132,6 +132,9 @@ def run_suite(sandbox: Student, config: Config, progress: Progress | None = None
             "-p", "pytest_jsonreport.plugin", "--json-report", "--json-report-file=none",
             "--json-report-omit", "log", "traceback", "streams", "warnings", "keywords", "collectors",
             "-p", "no:cacheprovider", "-p", "no:stepwise", "-qq", "--tb=line", "--no-header",
+            # Suites of two kits (or of the course and a kit) in one process have modules of the same
+            # names: imported under unique names, they cannot collide.
+            "--import-mode=importlib",
             # Per-session and per-test machinery the graded suite does not use: their gc.collect() passes
             # and fd capture cost more than the tests (student output is captured in the sandbox).
             "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging", "-s"]
