@@ -224,11 +224,12 @@ def _run(implementation: Callable, args: tuple, kwargs: dict) -> object:
         return f"raises {type(exc).__name__}"
 
 
-def single_switches(variants: Mapping[str, tuple[str, Callable]],
-                    catalogue: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
+def single_switches(variants: Mapping[str, tuple[str, Callable]], catalogue: Mapping[str, tuple[str, str]],
+                    says: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Assignment fields for misconceptions that are single switches, never combined.
 
-    variants: {code: (function, implementation)}; catalogue: {code: (explanation, section)}.
+    variants: {code: (function, implementation)}; catalogue: {code: (explanation, section)};
+    says: {code: the verdict's phrase after the function's name} (else the verdict names the code).
     Returns combos, combo_outputs, catalogue, variants, variant_function and run_combo.
     """
     def combos(function: str) -> list[str]:
@@ -242,7 +243,8 @@ def single_switches(variants: Mapping[str, tuple[str, Callable]],
         return variants[code][1](*args, **kwargs)
 
     return {"combos": combos, "combo_outputs": combo_outputs, "run_combo": run_combo,
-            "catalogue": {code: Finding(text, section) for code, (text, section) in catalogue.items()},
+            "catalogue": {code: Finding(text, section, (says or {}).get(code, ""))
+                          for code, (text, section) in catalogue.items()},
             "variants": tuple(variants), "variant_function": lambda code: variants[code][0]}
 
 

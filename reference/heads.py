@@ -198,6 +198,18 @@ def raise_value_error(*args, **kwargs):
     raise ValueError("not implemented")
 
 
+# The verdict's phrase for each misconception, after the function's name ("split_heads ...").
+SAYS: dict[str, str] = {
+    "wrong-split-order": "reshapes straight to (..., h, T, d_k), so each head gets whole tokens",
+    "split-by-d_k": "cuts each token into (d_k, h) instead of (h, d_k), so each head gets strided columns",
+    "split-swaps-last-axes": "swaps the last two axes instead of moving the heads in front of time",
+    "split-assumes-4d": "works only on input of exactly three axes",
+    "wrong-merge-order": "reshapes straight back to (..., T, h·d_k) without moving the heads behind time",
+    "merge-by-d_k": "lays the heads out as (d_k, h) instead of (h, d_k) in each token",
+    "merge-assumes-4d": "works only on input of exactly four axes",
+}
+
+
 # function -> {description: implementation}
 TRIVIAL: dict[str, dict[str, Callable]] = {
     SPLIT: {"constant zeros of the right shape": split_zeros, "constant ones of the right shape": split_ones,

@@ -126,6 +126,17 @@ def variant(code: str | None) -> Callable:
     return attention
 
 
+# The verdict's phrase for each misconception, after the function's name.
+SAYS: dict[str, str] = {
+    "missing-scale": "does not scale the scores",
+    "scale-by-d_k": "divides the scores by d_k instead of √d_k",
+    "scale-by-sqrt-d_v": "divides the scores by √d_v instead of √d_k",
+    "mask-after-softmax": "masks the weights after the softmax instead of the scores before it",
+    "mask-fills-zero": "sets hidden scores to 0 instead of −inf",
+    "inverted-mask": "hides the keys the mask allows and shows those it hides",
+    "softmax-wrong-axis": "normalizes over the queries instead of the keys",
+    "unstable-softmax": "exponentiates the scores without subtracting each row's maximum",
+}
 VARIANTS: dict[str, Callable] = {code: variant(code) for code in CATALOGUE}
 
 

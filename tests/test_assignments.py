@@ -72,6 +72,17 @@ def test_example_submissions(name):
         if code is not None:
             verdicts = [v for v in (f["verdict"] for f in report["functions"].values()) if v]
             assert [v["codes"] for v in verdicts] == [[code]], path.name
+            # the verdict says what the code does, in a phrase of the exercise's own, not the code's name
+            assert code not in verdicts[0]["sentence"], verdicts[0]["sentence"]
+
+
+def test_verdicts_of_the_new_exercises_read_as_sentences():
+    report = grade_submission(EXAMPLES / "heads" / "wrong_split_order.py", config("heads")).report
+    assert report["functions"]["split_heads"]["verdict"]["sentence"] == (
+        "split_heads reshapes straight to (..., h, T, d_k), so each head gets whole tokens (§0.1, Exercise 0.1c).")
+    report = grade_submission(EXAMPLES / "sdpa" / "inverted_mask.py", config("sdpa")).report
+    assert report["functions"]["scaled_dot_product_attention"]["verdict"]["sentence"] == (
+        "scaled_dot_product_attention hides the keys the mask allows and shows those it hides (§4.3).")
 
 
 @pytest.mark.parametrize("name", ["heads", "sdpa"])

@@ -45,7 +45,7 @@ ASSIGNMENT = Assignment(
     build_cases=lambda seed, params: cases_from_dicts(_cases.build_cases(seed, dict(params))),
     expected=_expected,
     reference_file=REFERENCE,
-    **single_switches(heads.VARIANTS, heads.CATALOGUE),
+    **single_switches(heads.VARIANTS, heads.CATALOGUE, heads.SAYS),
     variant_source=_variant_source,
     trivial=lambda function: heads.TRIVIAL.get(function, {}),
     trivial_names=TRIVIAL_NAMES,

@@ -43,7 +43,7 @@ ASSIGNMENT = Assignment(
     build_cases=lambda seed, params: cases_from_dicts(_cases.build_cases(seed, dict(params))),
     expected=_expected,
     reference_file=REFERENCE,
-    **single_switches({code: (sdpa.SDPA, f) for code, f in sdpa.VARIANTS.items()}, sdpa.CATALOGUE),
+    **single_switches({code: (sdpa.SDPA, f) for code, f in sdpa.VARIANTS.items()}, sdpa.CATALOGUE, sdpa.SAYS),
     variant_source=_variant_source,
     trivial=lambda function: sdpa.TRIVIAL.get(function, {}),
     trivial_names=tuple(sdpa.TRIVIAL[sdpa.SDPA]),
