@@ -54,7 +54,11 @@ def load_submission(path: Path) -> Submission:
 
 
 def read_regular_file(path: Path) -> bytes:
-    """The bytes of ``path``, which must be a regular file reached without following a link (raises OSError)."""
+    """The bytes of ``path``, which must be a regular file reached without following a link (raises OSError).
+
+    A submission that is a link could point at the reference or grader.toml,
+    which the grading process (root, outside the sandbox) can read.
+    """
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):

@@ -19,7 +19,6 @@ import os
 import select
 import signal
 import socket
-import stat
 import tempfile
 import time
 from collections.abc import Sequence
@@ -53,6 +52,7 @@ from grader.sandbox.protocol import (
     send_message,
 )
 from grader.sandbox.zygote import ENV, get_zygote
+from grader.submission import read_regular_file
 
 __all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT", "CallResult",
            "Sandbox", "SandboxError", "Status"]
@@ -142,7 +142,7 @@ class Sandbox:
                  hidden: Sequence[str | Path] = DEFAULT_HIDDEN) -> None:
         # source: the submission's bytes when the caller already read (and hashed) them; extra: the
         # (file name, bytes) of the submission's other modules, written beside it in the child's folder.
-        self.source = _read_regular_file(Path(submission)) if source is None else source
+        self.source = read_regular_file(Path(submission)) if source is None else source
         self.extra = [(Path(name).name, data) for name, data in extra]
         self.filename = Path(submission).name
         self.limits = limits
@@ -514,19 +514,3 @@ def _clip(text: object, limit: int = 2000) -> str:
     if len(text) > limit:
         text = text[:limit] + f"... [{len(text) - limit} more characters]"
     return text.encode("utf-8", "replace").decode("utf-8")
-
-
-def _read_regular_file(path: Path) -> bytes:
-    """The bytes of ``path``, which must be a regular file and not a symbolic link (raises OSError).
-
-    A submission that is a link could point at the reference or grader.toml,
-    which the grading process (root, outside the sandbox) can read.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
-        os.close(fd)
