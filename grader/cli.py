@@ -126,9 +126,23 @@ class _GradeGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-def _needs_the_course(command: str) -> None:
-    """Refuse, in one line, a command that needs the course's reference (absent from the student kit)."""
-    if not (Path(__file__).resolve().parent.parent / "assignments").is_dir() and not Path("assignments").is_dir():
+def _needs_the_course(command: str, config_path: Path | None = None) -> None:
+    """Refuse, in one line, a command that needs the course's reference (absent from the student kit).
+
+    Refused inside a kit (its grader.toml, given or found upward from here, sits beside its public
+    cases: a Gradescope zip built from it would grade only on cases students have), and where the
+    grader has no course beside it.
+    """
+    from grader.student_kit import SUITE_FOLDER
+
+    if config_path is None:
+        try:
+            config_path, _ = find_config([Path.cwd()])
+        except ConfigError:
+            config_path = None
+    in_kit = config_path is not None and (Path(config_path).parent / SUITE_FOLDER / "graded_kit.py").is_file()
+    no_course = not (Path(__file__).resolve().parent.parent / "assignments").is_dir() and not Path("assignments").is_dir()
+    if in_kit or no_course:
         raise click.ClickException(f"`grade {command}` needs the course's grader, with its reference solution; "
                                    "the student kit only grades submissions (`grade FILE.py`)")
 
@@ -263,7 +277,7 @@ def selftest_command(config_path: Path | None, seed: int | None, assignment: str
     every pair of misconceptions within one function (each must be named by
     both), and prints a table. Exits 1 if any of that fails.
     """
-    _needs_the_course("selftest")
+    _needs_the_course("selftest", config_path)
     from grader.selftest import run_selftest, table_text
 
     config = _config(config_path, seed, assignment=assignment)
@@ -288,7 +302,7 @@ def gradescope_zip_command(output: Path, config_path: Path | None, assignment: s
     /autograder/submission and always writes /autograder/results/results.json;
     AUTOGRADER_ROOT overrides /autograder) and the grader's source.
     """
-    _needs_the_course("gradescope-zip")
+    _needs_the_course("gradescope-zip", config_path)
     from grader.export.gradescope_zip import build_zip
 
     try:
@@ -428,7 +442,7 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
     `grade` run inside the kit grades against them. No reference code, no
     hidden case.
     """
-    _needs_the_course("student-kit")
+    _needs_the_course("student-kit", config_path)
     from grader.student_kit import KitError, build_kit
 
     try:
@@ -471,7 +485,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     summary.html, and prints the summary. Exits 1 when a submission could not be
     graded by the grader itself (its row says why).
     """
-    _needs_the_course("batch")
+    _needs_the_course("batch", config_path)
     from grader.batch import BatchError, is_terminal, log_line, run_batch
     from grader.report import write_atomic
     from grader.summary_html import render_html, summary_table

@@ -176,6 +176,19 @@ def test_kit_refuses_a_seed_it_cannot_honour(kit):
         "E   pytest.UsageError: the kit's cases are stored, drawn with seed 2027: --seed does not apply here")
 
 
+@pytest.mark.parametrize("command", [["gradescope-zip", "-o", "autograder.zip"], ["selftest"], ["batch", ".", "-o", "out"],
+                                     ["student-kit", "-o", "kit2"]])
+def test_the_course_commands_refuse_to_run_inside_a_kit(kit, command, monkeypatch):
+    # Even with the course's grader installed: a zip built from the kit's grader.toml would grade every
+    # student on the public cases alone, whose expected outputs the students have.
+    monkeypatch.chdir(kit)
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 1, result.output
+    assert result.output.strip().endswith("needs the course's grader, with its reference solution; the student kit "
+                                          "only grades submissions (`grade FILE.py`)")
+    assert not (kit / "autograder.zip").exists() and not (kit / "out").exists() and not (kit / "kit2").exists()
+
+
 def test_kit_refuses_a_folder_that_is_not_empty(tmp_path, course):
     (tmp_path / "notes.txt").write_text("mine")
     result = CliRunner().invoke(main, ["student-kit", "-o", str(tmp_path), "--config", str(course)])
