@@ -59,6 +59,17 @@ def _config(config_path: Path | None, seed: int | None, *near: Path, assignment:
         raise click.ClickException(str(exc)) from None
 
 
+def _check_kit_seed(config: Config, seed: int | None) -> None:
+    """Refuse, before grading, a --seed the student kit cannot honour: its cases are stored, not drawn."""
+    if seed is None:
+        return
+    from grader.student_kit import stored_seed
+
+    stored = stored_seed(config.suite_dir)
+    if stored is not None and stored != seed:
+        raise click.ClickException(f"the kit's cases are stored, drawn with seed {stored}: --seed does not apply here")
+
+
 def _check_output(output: str) -> None:
     """Refuse, before grading, a report path that could not be written: no grading is lost to a typo."""
     if output == "-":
@@ -187,6 +198,7 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
     from grader.report import summary_text, write_atomic
 
     config = _config(config_path, seed, path.parent, assignment=assignment)
+    _check_kit_seed(config, seed)
     output = output or DEFAULT_OUTPUT[fmt]
     _check_output(output)
     # The progress line outside: after a Ctrl-C, _Interrupted gives the terminal back before the line is erased.

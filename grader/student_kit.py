@@ -36,6 +36,14 @@ KIT_SUITE = Path(__file__).parent / "kit_suite"
 SUITE_FOLDER = "public_cases"
 
 
+def stored_seed(suite: Path) -> int | None:
+    """The seed a kit's stored cases were drawn with, or None when ``suite`` is not a kit's."""
+    try:
+        return int(json.loads((suite / "cases.json").read_text(encoding="utf-8"))["seed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 class KitError(Exception):
     """The kit cannot be built (missing starter, suite without cases.py, target not empty)."""
 

@@ -168,12 +168,15 @@ def test_kit_refuses_the_grading_seed(tmp_path, course):
 
 
 def test_kit_refuses_a_seed_it_cannot_honour(kit):
+    # Refused in one line before anything is graded, and an earlier report stays as it was.
     (kit / "correct.py").write_bytes((SUBMISSIONS / "correct.py").read_bytes())
+    (kit / "report.json").write_text("earlier")
     process = subprocess.run([sys.executable, "-c", RUN_IN_KIT, "correct.py", "--seed", "5", "-o", "report.json"],
                              cwd=kit, capture_output=True, text=True, timeout=120, check=False)
     assert process.returncode == 1
-    assert process.stderr.strip().endswith(
-        "E   pytest.UsageError: the kit's cases are stored, drawn with seed 2027: --seed does not apply here")
+    assert process.stderr == "Error: the kit's cases are stored, drawn with seed 2027: --seed does not apply here\n"
+    assert (kit / "report.json").read_text() == "earlier"
+    (kit / "report.json").unlink()
 
 
 @pytest.mark.parametrize("command", [["gradescope-zip", "-o", "autograder.zip"], ["selftest"], ["batch", ".", "-o", "out"],
