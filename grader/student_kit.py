@@ -198,7 +198,7 @@ def _kit_toml(config: Config, seed: int, points: dict) -> str:
 _CHECKING = """## Checking your work with this kit
 
 This folder holds the starter, the public test cases with their expected outputs, and the grader.
-With numpy, pytest, pytest-json-report, click, nbformat and threadpoolctl installed, run from this folder:
+With numpy, pytest, click, nbformat and threadpoolctl installed, run from this folder:
 
 ```sh
 python -m grader starter.py

@@ -2,17 +2,18 @@
 
 pytest runs in this (trusted) process; the suite's ``student`` fixture is the
 ``Sandbox``, so student code only ever runs in the sandbox's child. Each test
-records its verdict with pytest-json-report's ``json_metadata``; the JSON report
-pytest-json-report builds is the record read back here.
+records its verdict in its ``record`` fixture (a dict kept on the test's item),
+read back here once every test has run. One session serves many submissions
+(``SuiteSession``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
+import queue
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import pytest
@@ -75,97 +76,205 @@ class TimeBudget:
 CALL_TIMEOUT = "the call did not finish within"  # how grader.sandbox words a call's own timeout
 
 GRADING_KEY = pytest.StashKey[Config]()  # the suite's conftest reads the config from here
+RECORD_KEY = pytest.StashKey[dict]()  # what a test recorded (its verdict), on its item
+
+Progress = Callable[[str, int, int], None]  # (test name, its number from 1, number of tests), as each test starts
 
 
-class _GraderSession:
-    """The pytest plugin that hands the suite its sandbox and config, and keeps the JSON report."""
+@dataclass
+class _Run:
+    """One submission's turn in a session: its student, its diagnosis search and what its tests recorded."""
 
-    def __init__(self, sandbox: Student, config: Config, progress: Progress | None = None) -> None:
-        self.sandbox, self.config, self.progress = sandbox, config, progress
-        self.json_report: dict | None = None
+    student: Student
+    progress: Progress | None
+    search: Search = field(default_factory=Search)
+    broken: dict[str, str] = field(default_factory=dict)  # nodeid -> the crash of a test that broke
+
+
+class SuiteSession:
+    """One pytest session over the graded suite: collected once, then run for submission after submission.
+
+    pytest runs on a thread of its own: the ``pytest_runtestloop`` below takes
+    each submission's sandbox from a queue, runs every collected test against
+    it (``pytest_runtest_protocol``, the hook pytest's own loop calls) and hands
+    back its outcomes. A batch worker keeps one session for all its
+    submissions, so pytest's start, plugins and collection (about 40 ms of CPU
+    a submission) are paid once. Each run gets a fresh ``student``,
+    ``record`` and ``diagnosis_search``: nothing of one submission reaches the
+    next one's tests. Calls to ``run`` are serialized.
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.config, self.key = config, _session_key(config)
+        self.jobs: queue.Queue[_Run | None] = queue.Queue()
+        self.results: queue.Queue[list[TestOutcome] | SuiteError] = queue.Queue()
+        self.lock = threading.Lock()
         self.collect_errors: list[str] = []
-        self.total, self.started = 0, 0
+        self.failure: SuiteError | None = None  # set when the session ended without serving (pytest failed)
+        self.current: _Run | None = None
+        self.thread = threading.Thread(target=self._main, name="graded-suite", daemon=True)
+        self.thread.start()
+
+    # ------------------------------------------------------------ the caller's side
+
+    def run(self, student: Student, progress: Progress | None = None) -> list[TestOutcome]:
+        """Run every graded test once against ``student``; raises SuiteError when the suite could not run or a
+        test broke. progress: called as each test starts, e.g. to show it on a terminal."""
+        with self.lock:
+            self.jobs.put(_Run(TimeBudget(student, self.config.limits.timeouts_per_function), progress))
+            while True:
+                try:
+                    result = self.results.get(timeout=0.5)
+                    break
+                except queue.Empty:
+                    if not self.thread.is_alive() and self.results.empty():
+                        result = self.failure or SuiteError("the graded suite's session stopped")
+                        break
+        if isinstance(result, SuiteError):
+            raise result
+        return result
+
+    def close(self) -> None:
+        self.jobs.put(None)
+        self.thread.join(timeout=10)
+
+    # ------------------------------------------------------------ the pytest thread
+
+    def _main(self) -> None:
+        suite = self.config.suite_dir
+        args = [str(suite), "-c", str(suite / "pytest.ini"), "--rootdir", str(suite),
+                "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "no:terminal", "-p", "no:faulthandler",
+                # Suites of two kits (or of the course and a kit) in one process have modules of the same
+                # names: imported under unique names, they cannot collide.
+                "--import-mode=importlib",
+                # Per-session and per-test machinery the graded suite does not use: their gc.collect() passes
+                # and fd capture cost more than the tests (student output is captured in the sandbox).
+                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging", "-s"]
+        saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only the plugins named above
+        try:
+            code = pytest.main(args, plugins=[self])
+        except BaseException as exc:  # noqa: BLE001 - whatever stopped pytest, the callers are told
+            code, self.collect_errors = pytest.ExitCode.INTERNAL_ERROR, [*self.collect_errors, repr(exc)]
+        finally:
+            if saved is None:
+                os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+            else:
+                os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+        if self.failure is None and not self._closed:
+            why = self.collect_errors[-1] if self.collect_errors else "no message"
+            self.failure = SuiteError(f"the graded suite in {suite} did not run (pytest exit code {int(code)}): {why}")
+        while not self._closed:  # answer what is asked of a session that cannot serve
+            if self.jobs.get() is None:
+                break
+            self.results.put(self.failure or SuiteError("the graded suite's session stopped"))
+
+    _closed = False
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[GRADING_KEY] = self.config
-
-    @pytest.fixture
-    def student(self) -> Student:
-        return self.sandbox
-
-    @pytest.fixture
-    def grading(self) -> Config:
-        return self.config
-
-    @pytest.fixture(scope="session")
-    def diagnosis_search(self) -> Search:
-        """The diagnosis search of this submission (grader.diagnose.Search): one per session, never shared."""
-        return Search()
+        config.option.tbstyle = "native"  # a broken test's traceback without the repr of its (large) arguments
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # the suite's own error (a grader error): its last line says why
             self.collect_errors.append(str(report.longrepr).strip().splitlines()[-1])
 
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.total = len(session.items)
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        items = session.items
+        if self.collect_errors:
+            self.failure = SuiteError(f"the graded suite in {self.config.suite_dir} did not run: {self.collect_errors[-1]}")
+        elif not items:
+            self.failure = SuiteError(f"the graded suite in {self.config.suite_dir} collected no tests")
+        while (run := self.jobs.get()) is not None:
+            if self.failure is not None:
+                self.results.put(self.failure)
+                continue
+            self.current = run
+            try:
+                for index, item in enumerate(items):
+                    if run.progress is not None:  # "graded_cases.py::test_case[group[00-...]]" -> "group[00-...]"
+                        run.progress(item.nodeid.partition("[")[2][:-1] or item.nodeid, index + 1, len(items))
+                    item.stash[RECORD_KEY] = {}
+                    item.ihook.pytest_runtest_protocol(item=item, nextitem=items[index + 1] if index + 1 < len(items)
+                                                       else None)  # None: session fixtures end with the run
+                self.results.put(self._outcomes(items, run))
+            except BaseException as exc:  # noqa: BLE001 - a bug of ours: this run fails, the session goes on
+                self.results.put(SuiteError(f"internal grader error: {type(exc).__name__}: {exc}"))
+            finally:
+                self.current = None
+        self._closed = True
+        return True
 
-    def pytest_runtest_logstart(self, nodeid: str) -> None:
-        self.started += 1
-        if self.progress is not None:  # "graded_cases.py::test_case[group[00-...]]" -> "group[00-...]"
-            self.progress(nodeid.partition("[")[2][:-1] or nodeid, self.started, self.total)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and self.current is not None:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            self.current.broken.setdefault(report.nodeid, crash.message if crash is not None else report.outcome)
 
-    def pytest_json_modifyreport(self, json_report: dict) -> None:
-        self.json_report = json_report
+    @pytest.fixture
+    def student(self) -> Student:
+        assert self.current is not None
+        return self.current.student
+
+    @pytest.fixture
+    def grading(self) -> Config:
+        return self.config
+
+    @pytest.fixture
+    def record(self, request: pytest.FixtureRequest) -> dict:
+        """Where a test records its verdict: group, function, name, status, message, output, diagnosis, ..."""
+        return request.node.stash[RECORD_KEY]
+
+    @pytest.fixture
+    def diagnosis_search(self) -> Search:
+        """The diagnosis search of this submission (grader.diagnose.Search): one per run, never shared."""
+        assert self.current is not None
+        return self.current.search
+
+    def _outcomes(self, items: list[pytest.Item], run: _Run) -> list[TestOutcome] | SuiteError:
+        outcomes = []
+        for item in items:
+            meta = item.stash.get(RECORD_KEY, {})
+            if "status" not in meta:
+                crash = run.broken.get(item.nodeid, "no verdict recorded")
+                if self.config.visibility.get(meta.get("group", ""), "visible") != "visible":  # its id holds inputs
+                    return SuiteError("a graded test whose group is not visible broke before reaching a verdict: "
+                                      f"{crash.split(':', 1)[0]}")
+                return SuiteError(f"graded test {item.nodeid} broke before reaching a verdict: {crash}")
+            outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
+                                        meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis"),
+                                        meta.get("trivial"), meta.get("evidence")))
+        return outcomes
 
 
-Progress = Callable[[str, int, int], None]  # (test name, its number from 1, number of tests), as each test starts
+def _session_key(config: Config) -> tuple:
+    """What a session was collected from: the config, and the suite's and the assignment's files as they were."""
+    files = []
+    for folder in (config.suite_dir, config.assignment_dir):
+        try:
+            files += sorted((entry.path, entry.stat().st_mtime_ns, entry.stat().st_size)
+                            for entry in os.scandir(folder) if entry.is_file())
+        except OSError:
+            pass
+    return (config, tuple(files))
 
 
-def run_suite(sandbox: Student, config: Config, progress: Progress | None = None) -> list[TestOutcome]:
-    """Run every graded test once; raises SuiteError when the suite could not run or a test broke.
+_session: SuiteSession | None = None
+_session_lock = threading.Lock()
 
-    progress: called as each test starts, e.g. to show it on a terminal.
+
+def run_suite(student: Student, config: Config, progress: Progress | None = None) -> list[TestOutcome]:
+    """Run every graded test once against ``student``, in this process's session for ``config``.
+
+    The session is kept for the next submission graded with the same config
+    (a batch worker's); another config, or a changed suite, gets a new one.
+    Raises SuiteError when the suite could not run or a test broke.
     """
-    session = _GraderSession(TimeBudget(sandbox, config.limits.timeouts_per_function), config, progress)
-    suite = config.suite_dir
-    args = [str(suite), "-c", str(suite / "pytest.ini"), "--rootdir", str(suite),
-            "-p", "pytest_jsonreport.plugin", "--json-report", "--json-report-file=none",
-            "--json-report-omit", "log", "traceback", "streams", "warnings", "keywords", "collectors",
-            "-p", "no:cacheprovider", "-p", "no:stepwise", "-qq", "--tb=line", "--no-header",
-            # Suites of two kits (or of the course and a kit) in one process have modules of the same
-            # names: imported under unique names, they cannot collide.
-            "--import-mode=importlib",
-            # Per-session and per-test machinery the graded suite does not use: their gc.collect() passes
-            # and fd capture cost more than the tests (student output is captured in the sandbox).
-            "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging", "-s"]
-    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only the plugins named above
-    try:
-        with contextlib.redirect_stdout(io.StringIO()) as console:
-            code = pytest.main(args, plugins=[session])
-    finally:
-        if saved is None:
-            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
-    report = session.json_report
-    if report is None or code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        why = session.collect_errors[-1] if session.collect_errors else \
-            " / ".join(console.getvalue().strip().splitlines()[-3:])
-        raise SuiteError(f"the graded suite in {suite} did not run (pytest exit code {int(code)}): {why}")
-    outcomes = []
-    for test in report["tests"]:
-        meta = test.get("metadata") or {}
-        if "status" not in meta:
-            stage = test.get("call") or test.get("setup") or {}
-            crash = str((stage.get("crash") or {}).get("message", test.get("outcome")))
-            if config.visibility.get(meta.get("group", ""), "visible") != "visible":  # its id holds the inputs' shapes
-                raise SuiteError("a graded test whose group is not visible broke before reaching a verdict: "
-                                 f"{crash.split(':', 1)[0]}")
-            raise SuiteError(f"graded test {test['nodeid']} broke before reaching a verdict: {crash}")
-        outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
-                                    meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis"),
-                                    meta.get("trivial"), meta.get("evidence")))
-    if not outcomes:
-        raise SuiteError(f"the graded suite in {suite} collected no tests")
-    return outcomes
+    global _session
+    with _session_lock:
+        if _session is None or _session.key != _session_key(config):
+            if _session is not None:
+                _session.close()
+            _session = SuiteSession(config)
+        session = _session
+    return session.run(student, progress)

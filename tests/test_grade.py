@@ -90,6 +90,39 @@ def test_same_seed_same_report_other_seed_other_cases(config):
     assert [t["name"] for t in other["tests"]] != [t["name"] for t in first["tests"]]
 
 
+def _without_times(report: dict) -> dict:
+    report = {k: v for k, v in report.items() if k not in ("duration_s", "started_at")}
+    report["tests"] = [{k: v for k, v in t.items() if k != "seconds"} for t in report["tests"]]
+    return report
+
+
+def test_one_session_grades_submission_after_submission_each_as_if_alone(config):
+    """The graded suite is collected once per process; nothing of one submission reaches the next one's tests."""
+    import grader.suite
+
+    grader.suite.run_suite(_NoStudent(), replace(config, seed=config.seed + 1))  # another session than config's
+    alone = grade_submission(SUBMISSIONS / "wrong_reshape.py", config).report  # a fresh session
+    session = grader.suite._session
+    for name in ("correct.py", "nan_entropy.py", "wrong_merge.py", "wrong_reshape.py"):
+        report = grade_submission(SUBMISSIONS / name, config).report
+    assert grader.suite._session is session
+    assert _without_times(report) == _without_times(alone)
+    assert report["score"] == 39.1667 and report["functions"]["multi_head_attention"]["verdict"]["codes"] == [
+        "wrong-split-order", "wrong-merge-order"]
+
+
+class _NoStudent:
+    """A student whose every call fails at once."""
+
+    def call(self, function, *args, **kwargs):
+        from grader.sandbox import CallResult
+
+        return CallResult("missing", message=f"{function} is not defined")
+
+    def restart(self):
+        pass
+
+
 def test_grader_failure_still_gives_an_error_report(config, tmp_path, validate_report):
     broken = tmp_path / "suite"
     broken.mkdir()

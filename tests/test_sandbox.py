@@ -142,6 +142,45 @@ def test_big_arguments_travel_in_a_memfd_and_stay_the_parents(tmp_path):
     np.testing.assert_array_equal(X, before)
 
 
+def test_a_big_argument_is_written_once_sealed_and_no_child_can_change_it(tmp_path):
+    """Every call gets the same sealed memfd: writes, resizes and shared mappings of it all fail in the child."""
+    path = write(tmp_path, """
+        import mmap, os
+
+        def scribble(X):
+            total = float(X.sum())
+            X[...] = -1.0  # its own copy-on-write pages
+            changed = 0
+            for fd in range(3, 64):
+                try:
+                    if not os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:"):
+                        continue
+                except OSError:
+                    continue
+                for change in (lambda: os.pwrite(fd, b"x", 0), lambda: os.ftruncate(fd, 8),
+                               lambda: mmap.mmap(fd, 8, flags=mmap.MAP_SHARED, prot=mmap.PROT_WRITE)):
+                    try:
+                        change()
+                        changed += 1
+                    except OSError:
+                        pass
+            return total, changed
+    """)
+    X = np.random.default_rng(1).standard_normal((400_000,))  # 3.2 MB
+    total = float(X.sum())
+    with Sandbox(path, LIMITS) as sandbox:
+        first = sandbox.call("scribble", X)
+        sandbox.restart()
+        second = sandbox.call("scribble", X)
+    assert first.status == second.status == "ok"
+    assert first.value == second.value == (pytest.approx(total), 0)
+    assert not X.flags.writeable  # nor can the grader change it while its memfd is kept
+    one, two = protocol.encode_values([X])[2], protocol.encode_values([X])[2]
+    assert os.fstat(one[0]).st_ino == os.fstat(two[0]).st_ino  # written once
+    for fd in one + two:
+        os.close(fd)
+
+
 def test_zero_dimensional_results_keep_their_shape(tmp_path):
     path = write(tmp_path, """
         import numpy as np

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 HERE = Path(__file__).parent
 
@@ -84,6 +83,6 @@ def pytest_generate_tests(metafunc):
 
         seed = json.loads((HERE / "cases.json").read_text(encoding="utf-8"))["seed"]
         if metafunc.config.stash[GRADING_KEY].seed != seed:
-            raise pytest.UsageError(f"the kit's cases are stored, drawn with seed {seed}: --seed does not apply here")
+            raise ValueError(f"the kit's cases are stored, drawn with seed {seed}: --seed does not apply here")
         cases = load_cases()
         metafunc.parametrize("case", cases, ids=[c.name for c in cases])

@@ -2,7 +2,6 @@
 
 from conftest import load_catalogue, load_findings  # type: ignore[import-not-found]  # the kit's conftest.py, importable under pytest
 
-from grader.compare import PASSED
 from grader.diagnose import Finding
 from grader.evidence import evidence
 from grader.judge import judge
@@ -19,13 +18,12 @@ def stored(case, keys):
     return case.candidates if keys is None else {k: case.candidates[k] for k in keys if k in case.candidates}
 
 
-def test_case(case, student, grading, json_metadata, diagnosis_search):
-    json_metadata.update(group=case.group, function=case.function, name=case.name, diagnosis=None,
-                         trivial=case.trivial)
+def test_case(case, student, grading, record, diagnosis_search):
+    record.update(group=case.group, function=case.function, name=case.name, diagnosis=None,
+                  trivial=case.trivial)
     kept: dict = {}  # the returned value of a failed check, for the pictures (the kit's cases are all visible)
     verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda keys: stored(case, keys),
                                        CATALOGUE, diagnosis_search, expected_changed=case.expected_changed, keep=kept,
                                        kind=case.kind, outputs=case.outputs)
-    json_metadata.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
-                         evidence=evidence(case.args, case.expected, kept["got"]) if "got" in kept else None)
-    assert verdict.status == PASSED, verdict.message
+    record.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
+                  evidence=evidence(case.args, case.expected, kept["got"]) if "got" in kept else None)
