@@ -1,8 +1,8 @@
 """Run the graded pytest suite against one sandboxed submission.
 
-pytest runs in this (trusted) process; the suite's ``student`` fixture is the
+pytest runs in this (trusted) process; each test's ``turn.student`` is the
 ``Sandbox``, so student code only ever runs in the sandbox's child. Each test
-records its verdict in its ``record`` fixture (a dict kept on the test's item),
+records its verdict in ``turn.record`` (a dict kept on the test's item),
 read back here once every test has run. One session serves many submissions
 (``SuiteSession``).
 """
@@ -81,6 +81,16 @@ RECORD_KEY = pytest.StashKey[dict]()  # what a test recorded (its verdict), on i
 Progress = Callable[[str, int, int], None]  # (test name, its number from 1, number of tests), as each test starts
 
 
+@dataclass(frozen=True)
+class Turn:
+    """What one graded test gets (its ``turn`` fixture)."""
+
+    student: Student  # the submission, behind its time budget: ``call`` runs a function in the sandbox
+    grading: Config  # this run's configuration
+    record: dict  # where the test records its verdict: group, function, name, status, message, output, ...
+    search: Search  # the submission's diagnosis search (grader.diagnose.Search): one per run, never shared
+
+
 @dataclass
 class _Run:
     """One submission's turn in a session: its student, its diagnosis search and what its tests recorded."""
@@ -99,8 +109,8 @@ class SuiteSession:
     it (``pytest_runtest_protocol``, the hook pytest's own loop calls) and hands
     back its outcomes. A batch worker keeps one session for all its
     submissions, so pytest's start, plugins and collection (about 40 ms of CPU
-    a submission) are paid once. Each run gets a fresh ``student``,
-    ``record`` and ``diagnosis_search``: nothing of one submission reaches the
+    a submission) are paid once. Each test's ``turn`` fixture holds its run's
+    student, record and diagnosis search: nothing of one submission reaches the
     next one's tests. Calls to ``run`` are serialized.
     """
 
@@ -149,7 +159,7 @@ class SuiteSession:
                 "--import-mode=importlib",
                 # Per-session and per-test machinery the graded suite does not use: their gc.collect() passes
                 # and fd capture cost more than the tests (student output is captured in the sandbox).
-                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging", "-s"]
+                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging", "-p", "no:capture"]
         saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
         os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only the plugins named above
         try:
@@ -212,24 +222,10 @@ class SuiteSession:
             self.current.broken.setdefault(report.nodeid, crash.message if crash is not None else report.outcome)
 
     @pytest.fixture
-    def student(self) -> Student:
+    def turn(self, request: pytest.FixtureRequest) -> Turn:
+        """What the test gets from this run (one fixture: each one costs pytest's machinery per test)."""
         assert self.current is not None
-        return self.current.student
-
-    @pytest.fixture
-    def grading(self) -> Config:
-        return self.config
-
-    @pytest.fixture
-    def record(self, request: pytest.FixtureRequest) -> dict:
-        """Where a test records its verdict: group, function, name, status, message, output, diagnosis, ..."""
-        return request.node.stash[RECORD_KEY]
-
-    @pytest.fixture
-    def diagnosis_search(self) -> Search:
-        """The diagnosis search of this submission (grader.diagnose.Search): one per run, never shared."""
-        assert self.current is not None
-        return self.current.search
+        return Turn(self.current.student, self.config, request.node.stash[RECORD_KEY], self.current.search)
 
     def _outcomes(self, items: list[pytest.Item], run: _Run) -> list[TestOutcome] | SuiteError:
         outcomes = []

@@ -57,7 +57,8 @@ def candidates(assignment: Assignment, case, keys):
     return {k: known[k] for k in wanted}
 
 
-def test_case(case, student, grading, record, diagnosis_search):
+def test_case(case, turn):
+    grading, record = turn.grading, turn.record
     assignment = load_assignment(grading.assignment_dir)
     catalogue = {**assignment.findings, **assignment.catalogue}
     record.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
@@ -67,8 +68,8 @@ def test_case(case, student, grading, record, diagnosis_search):
         c, grading, expected, assignment.trivial(c.function), expected_changed(assignment, c),
         assignment.spec(c.function).kind)))
     kept: dict = {}  # the returned value of a failed check, for the pictures of a visible test
-    verdict, diagnosis, output = judge(case, student, grading, expected,
-                                       lambda keys: candidates(assignment, case, keys), catalogue, diagnosis_search,
+    verdict, diagnosis, output = judge(case, turn.student, grading, expected,
+                                       lambda keys: candidates(assignment, case, keys), catalogue, turn.search,
                                        expected_changed=expected_changed(assignment, case), keep=kept,
                                        kind=assignment.spec(case.function).kind,
                                        outputs=assignment.spec(case.function).outputs)

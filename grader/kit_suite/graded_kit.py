@@ -18,12 +18,13 @@ def stored(case, keys):
     return case.candidates if keys is None else {k: case.candidates[k] for k in keys if k in case.candidates}
 
 
-def test_case(case, student, grading, record, diagnosis_search):
+def test_case(case, turn):
+    record = turn.record
     record.update(group=case.group, function=case.function, name=case.name, diagnosis=None,
                   trivial=case.trivial)
     kept: dict = {}  # the returned value of a failed check, for the pictures (the kit's cases are all visible)
-    verdict, diagnosis, output = judge(case, student, grading, case.expected, lambda keys: stored(case, keys),
-                                       CATALOGUE, diagnosis_search, expected_changed=case.expected_changed, keep=kept,
+    verdict, diagnosis, output = judge(case, turn.student, turn.grading, case.expected, lambda keys: stored(case, keys),
+                                       CATALOGUE, turn.search, expected_changed=case.expected_changed, keep=kept,
                                        kind=case.kind, outputs=case.outputs)
     record.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
                   evidence=evidence(case.args, case.expected, kept["got"]) if "got" in kept else None)

@@ -436,8 +436,8 @@ class Sandbox:
                 "cgroups": zygote.cgroups if self._cgroup else {}, "seccomp": self._seccomp,
                 "workdir": self._workdir.name, "env": ENV, "argv0": module + ".py",
                 "limits": asdict(limits), "nproc": NPROC,
-                "visible": isolation._visible_paths(zygote.path),
-                "hidden": isolation._hidden_paths(self.hidden, zygote.path),
+                "visible": isolation._visible_paths(tuple(zygote.path)),
+                "hidden": isolation._hidden_paths(self.hidden, tuple(zygote.path)),
             }
             try:
                 keeper = zygote.spawn(request, [proto_child.fileno(), out_child, ctl_child.fileno()])

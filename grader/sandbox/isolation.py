@@ -4,10 +4,10 @@ warn about it, and what the child's private root shows and hides (README: "Sandb
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from grader.sandbox.zygote import get_zygote
@@ -66,7 +66,8 @@ def isolation_available() -> bool:
 _ENGINE = Path(__file__).resolve().parents[1]  # the grader package, this subpackage's parent
 
 
-def _visible_paths(interpreter_path: list[str]) -> list[str]:
+@functools.lru_cache(maxsize=8)  # asked at every child's start; the same answer for a process's life
+def _visible_paths(interpreter_path: tuple[str, ...]) -> list[str]:
     """What the child may see in root and user mode: system folders, the Python prefix, the zygote's sys.path.
 
     A folder that holds the grader's source checkout (a sys.path entry added by a .pth file, say)
@@ -82,7 +83,8 @@ def _visible_paths(interpreter_path: list[str]) -> list[str]:
     return _SYSTEM_DIRS + paths
 
 
-def _hidden_paths(hidden: Sequence[str | Path], interpreter_path: list[str]) -> list[str]:
+@functools.lru_cache(maxsize=8)
+def _hidden_paths(hidden: tuple[str | Path, ...], interpreter_path: tuple[str, ...]) -> list[str]:
     """The folders and files to hide in the child (root and user mode), from ``Sandbox(hidden=...)``.
 
     A ``Path`` is hidden as it is. A name is a package or module: the copy this

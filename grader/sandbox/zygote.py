@@ -24,6 +24,7 @@ Processes, for one submission (the zygote forks one tree per child start):
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -252,6 +253,7 @@ def main(control_fd: int) -> None:
              "seccomp": linux._seccomp_filter is not None,
              "cgroups": places if linux._cgroups_work(places) else {}}
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
+    gc.freeze()  # what is imported now stays out of every child's collections: their pages stay shared
     control = socket.socket(fileno=control_fd)
     control.send(json.dumps(hello).encode())
     while True:
