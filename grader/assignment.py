@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -140,6 +142,58 @@ def load_assignment(folder: Path) -> Assignment:
         raise AssignmentError(f"{path} defines no ASSIGNMENT (a grader.assignment.Assignment)")
     _LOADED[folder] = found
     return found
+
+
+def run_cases(config: Any) -> list:
+    """The graded cases of a run (a grader.config.Config): its assignment's, for its seed and params.
+
+    Hidden groups come last: output that a submission prints in a visible test cannot then
+    carry the inputs of a hidden one (sorted() is stable, so each part keeps its order). Built
+    once per process for each assignment, seed and params (``prebuild`` may have started it).
+    """
+    return _case_build(config).result()
+
+
+def prebuild(config: Any) -> None:
+    """Start building the run's cases on a thread of their own, now, while the grader imports pytest.
+
+    The model-size inputs are most of a single grade's case building (about 0.1 s), and numpy
+    draws them without holding the GIL, so they overlap the imports; ``run_cases`` waits for them.
+    """
+    _case_build(config, background=True)
+
+
+_BUILDS: dict[str, Future] = {}
+_BUILDS_LOCK = threading.Lock()
+
+
+def _case_build(config: Any, background: bool = False) -> Future:
+    import json
+
+    key = json.dumps([str(config.assignment_dir), config.seed, config.random_cases, config.params,
+                      sorted(config.visibility.items())], sort_keys=True, default=str)
+    with _BUILDS_LOCK:
+        if key in _BUILDS:
+            return _BUILDS[key]
+        build: Future = Future()
+        _BUILDS[key] = build
+
+    def work() -> None:
+        try:
+            assignment = load_assignment(config.assignment_dir)
+            params = {"random_cases": config.random_cases, **assignment.params, **config.params}
+            cases = assignment.build_cases(config.seed, params)
+            build.set_result(sorted(cases, key=lambda case: config.visibility.get(case.group, "visible") != "visible"))
+        except BaseException as exc:  # noqa: BLE001 - raised again where the cases are read
+            with _BUILDS_LOCK:
+                _BUILDS.pop(key, None)  # asked again, it is built again (and fails again, saying why)
+            build.set_exception(exc)
+
+    if background:
+        threading.Thread(target=work, name="build-cases", daemon=True).start()
+    else:
+        work()
+    return build
 
 
 def import_file(path: Path, name: str) -> ModuleType:

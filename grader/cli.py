@@ -193,12 +193,13 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
     whenever grading completed, whatever the score; exits 1 with a one-line
     message when the grader could not run.
     """
+    config = _config(config_path, seed, path.parent, assignment=assignment)
+    _check_kit_seed(config, seed)
+    _start_early(config)
     from grader.export.formats import DEFAULT_OUTPUT, render
     from grader.grade import grade_submission
     from grader.report import summary_text, write_atomic
 
-    config = _config(config_path, seed, path.parent, assignment=assignment)
-    _check_kit_seed(config, seed)
     output = output or DEFAULT_OUTPUT[fmt]
     _check_output(output)
     # The progress line outside: after a Ctrl-C, _Interrupted gives the terminal back before the line is erased.
@@ -226,6 +227,17 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
         click.echo(f"Report written to {output}")
     if result.grader_error:
         raise click.ClickException(f"grading failed: {_safe(result.grader_error)}")
+
+
+def _start_early(config: Config) -> None:
+    """Start what a single grade waits for, before the imports it also waits for: the sandbox's zygote (its own
+    interpreter imports numpy) and the run's cases (numpy draws them off the GIL)."""
+    from grader.assignment import prebuild
+    from grader.sandbox.zygote import get_zygote
+
+    get_zygote()
+    if (config.assignment_dir / "assignment.py").is_file():  # a student kit stores its cases
+        prebuild(config)
 
 
 PROGRESS_AFTER_S = 2.0  # a single grade shows progress once it has run this long

@@ -278,7 +278,7 @@ def sandbox_for(path: Path, limits: Limits, data: bytes | None = None, extra: Se
                 script: Script | NotebookError | None = None) -> Iterator[tuple[Sandbox | UnreadableNotebook, list[str]]]:
     """The sandbox to grade ``path`` in, and the warnings of reading it.
 
-    A .py file goes to ``Sandbox(path, limits)`` as it is. A .ipynb file's
+    A .py file goes to ``Sandbox(path, limits)`` as it is (its first child started at once). A .ipynb file's
     extracted script (``script``, from ``script_for``; read here when not
     given) is written to a temporary ``<stem>.py`` and graded as that; an
     unreadable notebook (over limits.file_size_mb, not JSON, not a notebook)
@@ -287,7 +287,7 @@ def sandbox_for(path: Path, limits: Limits, data: bytes | None = None, extra: Se
     """
     path = Path(path)
     if path.suffix != ".ipynb":
-        with Sandbox(path, limits, source=data, extra=extra) as sandbox:
+        with Sandbox(path, limits, source=data, extra=extra, prestart=True) as sandbox:
             said: list[str] = []
             yield sandbox, said
             said += sandbox.warnings  # what the sandbox could not do here (no cgroup, unisolated), once
@@ -300,7 +300,7 @@ def sandbox_for(path: Path, limits: Limits, data: bytes | None = None, extra: Se
     with tempfile.TemporaryDirectory(prefix="notebook-") as folder:
         target = Path(folder) / script_name(path)
         target.write_text(script.source, encoding="utf-8")
-        with Sandbox(target, limits, extra=extra) as sandbox:
+        with Sandbox(target, limits, extra=extra, prestart=True) as sandbox:
             said = list(script.warnings)
             yield sandbox, said
             said += sandbox.warnings

@@ -259,18 +259,22 @@ _session: SuiteSession | None = None
 _session_lock = threading.Lock()
 
 
-def run_suite(student: Student, config: Config, progress: Progress | None = None) -> list[TestOutcome]:
-    """Run every graded test once against ``student``, in this process's session for ``config``.
-
-    The session is kept for the next submission graded with the same config
-    (a batch worker's); another config, or a changed suite, gets a new one.
-    Raises SuiteError when the suite could not run or a test broke.
-    """
+def session_for(config: Config) -> SuiteSession:
+    """This process's session for ``config``, started now if there is none (pytest imports and collects on its
+    thread meanwhile). It is kept for the next submission graded with the same config (a batch worker's);
+    another config, or a changed suite, gets a new one."""
     global _session
     with _session_lock:
         if _session is None or _session.key != _session_key(config):
             if _session is not None:
                 _session.close()
             _session = SuiteSession(config)
-        session = _session
-    return session.run(student, progress)
+        return _session
+
+
+def run_suite(student: Student, config: Config, progress: Progress | None = None) -> list[TestOutcome]:
+    """Run every graded test once against ``student``, in this process's session for ``config``.
+
+    Raises SuiteError when the suite could not run or a test broke.
+    """
+    return session_for(config).run(student, progress)

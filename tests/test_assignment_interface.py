@@ -6,7 +6,17 @@ import dataclasses
 from fractions import Fraction
 from pathlib import Path
 
-from grader.assignment import SourceCheck, cases_from_dicts, import_file, load_assignment, single_switches
+import numpy as np
+
+from grader.assignment import (
+    SourceCheck,
+    cases_from_dicts,
+    import_file,
+    load_assignment,
+    prebuild,
+    run_cases,
+    single_switches,
+)
 from grader.config import load_config
 from grader.grade import vectorization
 from grader.score import Score
@@ -63,3 +73,17 @@ def test_vectorization_points_need_tests_of_the_checked_function():
     assert (vectorized.total, vectorized.max_total) == (15, 15)
     looped, notes, _ = vectorization(LOOPED, [_outcome("multi_head_attention")], base, paid)
     assert (looped.total, [n["code"] for n in notes]) == (10, ["loop-over-heads"])
+
+
+def test_cases_built_ahead_are_the_cases_built_on_demand():
+    """prebuild (a single grade starts it before its imports) gives exactly what run_cases builds, once."""
+    config = load_config(ROOT / "grader.toml")
+    ahead = dataclasses.replace(config, seed=config.seed + 11)
+    prebuild(ahead)
+    built = run_cases(ahead)
+    assert run_cases(ahead) is built  # once per process
+    mha = load_assignment(config.assignment_dir)
+    fresh = mha.build_cases(ahead.seed, {"random_cases": ahead.random_cases, **mha.params, **ahead.params})
+    assert [c.name for c in built] == [c.name for c in fresh]
+    assert all(all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b for a, b in zip(x.args, y.args))
+               for x, y in zip(built, fresh))

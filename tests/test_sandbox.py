@@ -88,6 +88,28 @@ def test_nothing_survives_close(tmp_path, isolated):
     assert _descendants() - before == set()
 
 
+@pytest.mark.parametrize("source", ["import os\nprint('at import')\ndef pid():\n    return os.getpid()\n",
+                                    "raise RuntimeError('not finished yet')\n", "import time\ntime.sleep(60)\n"])
+def test_a_prestarted_child_answers_as_one_started_at_the_first_call(tmp_path, source):
+    """prestart only moves the first child's start earlier: same statuses and messages, nothing left after close."""
+    path = write(tmp_path, source)
+    limits = Limits(call_timeout_s=1, submission_timeout_s=30, memory_mb=1024)
+    before = _descendants()
+    results = []
+    for prestart in (False, True):
+        with Sandbox(path, limits, prestart=prestart) as sandbox:
+            if prestart:
+                assert len(_descendants() - before) >= 1  # its keeper, before any call
+            first, again = sandbox.call("pid"), sandbox.call("pid")
+            results.append([(r.status, r.message, r.output) for r in (first, again)])
+    assert results[0] == results[1]
+    assert results[0][0][0] == ("ok" if "def pid" in source else "import-error")
+    assert _descendants() - before == set()
+    with Sandbox(path, limits, prestart=True):
+        pass  # closed before any call
+    assert _descendants() - before == set()
+
+
 def test_timeouts_restart_the_child_and_the_submission_limit_holds(tmp_path):
     path = write(tmp_path, """
         import time

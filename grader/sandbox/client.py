@@ -132,14 +132,16 @@ class Sandbox:
     they cost. hidden: packages (by name) and folders or files (``Path``)
     student code can neither import nor read, in root and user mode (in
     unisolated mode nothing is hidden); the default hides the engine and the
-    course's references, and the engine is always hidden. Raises SandboxError from ``call`` only when the sandbox itself
+    course's references, and the engine is always hidden. prestart: start the first child
+    now (it imports the submission while the caller does other work), not at the first call.
+    Raises SandboxError from ``call`` only when the sandbox itself
     cannot run (a grader error, never the student's).
     """
 
     def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None,
                  source: bytes | None = None, extra: Sequence[tuple[str, bytes]] = (),
                  cgroup: bool = True, seccomp: bool = True,
-                 hidden: Sequence[str | Path] = DEFAULT_HIDDEN) -> None:
+                 hidden: Sequence[str | Path] = DEFAULT_HIDDEN, prestart: bool = False) -> None:
         # source: the submission's bytes when the caller already read (and hashed) them; extra: the
         # (file name, bytes) of the submission's other modules, written beside it in the child's folder.
         self.source = read_regular_file(Path(submission)) if source is None else source
@@ -154,12 +156,15 @@ class Sandbox:
         self.deadline = time.monotonic() + limits.submission_timeout_s
         self._workdir = tempfile.TemporaryDirectory(prefix="grade-")
         self._child: _Child | None = None
+        self._loading = False  # the child was launched and its import not yet awaited
         self._import_failure: CallResult | None = None
         self._text_left = TEXT_BUDGET
         if len(self.source) > limits.file_size_mb << 20:  # the child could not even write it to its folder
             self._import_failure = CallResult(IMPORT_ERROR, message=(
                 f"importing {self.filename} failed: the file is {len(self.source) / (1 << 20):.1f} MiB, "
                 f"more than the {limits.file_size_mb} MiB a submission may have (limits.file_size_mb)"))
+        if prestart:
+            self._prestart()
 
     def __enter__(self) -> Sandbox:  # noqa: PYI034
         return self
@@ -221,8 +226,9 @@ class Sandbox:
         if self._import_failure is None and self._child is None:
             if self._remaining() <= 0:
                 return self._out_of_time()
-            if failed := self._start_child():
-                return failed
+            self._launch()
+        if self._loading and (failed := self._loaded()):
+            return failed
         if self._import_failure is not None:
             return replace(self._import_failure, output="")
         child = self._child
@@ -416,8 +422,20 @@ class Sandbox:
     def _remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def _start_child(self) -> CallResult | None:
-        """Start a child and import the submission there; returns the failure when it did not start."""
+    def _prestart(self) -> None:
+        """Start the first child now, without waiting for it: it imports the submission while pytest collects.
+
+        Whatever goes wrong is left for the first call, which starts the child again and says why.
+        """
+        if self._import_failure is not None:
+            return
+        try:
+            self._launch()
+        except (OSError, SandboxError):
+            self._stop_child()
+
+    def _launch(self) -> None:
+        """Fork a child from the zygote and send it the submission; ``_loaded`` waits for its import."""
         limits = self.limits
         mode = self.mode
         isolated = mode != UNISOLATED
@@ -462,6 +480,13 @@ class Sandbox:
                                 [self.source, *(data for _, data in self.extra)])
         except OSError:
             pass  # the reply (or its absence) says what happened
+        self._loading = True
+
+    def _loaded(self) -> CallResult | None:
+        """Wait for the launched child's import; returns the failure when the submission's time ran out."""
+        child, limits = self._child, self.limits
+        assert child is not None and self._loading
+        self._loading = False
         result = self._receive(child, min(limits.call_timeout_s, self._remaining()))
         if result.status == "ok":
             return None
@@ -479,7 +504,7 @@ class Sandbox:
 
     def _stop_child(self) -> None:
         """Kill the child's whole process tree and wait until the keeper says it is gone."""
-        child, self._child = self._child, None
+        child, self._child, self._loading = self._child, None, False
         if child is None:
             return
         try:
