@@ -20,8 +20,10 @@ from __future__ import annotations
 import fcntl
 import io
 import json
+import math
 import mmap
 import os
+import re
 import socket
 import struct
 from typing import Literal
@@ -188,24 +190,43 @@ def array_to_blob(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+# The header numpy's writer gives a plain numeric array (format 1.0), read without numpy's
+# parser (which evaluates it with ast.literal_eval: a compile per reply). Anything else goes to it.
+_PLAIN_HEADER = re.compile(rb"\{'descr': '([<>|][biuf][0-9]{1,2})', 'fortran_order': (False|True), "
+                           rb"'shape': \(((?:[0-9]{1,20}, ){0,63}[0-9]{0,20},?)\), \} *\n")
+
+
 def blob_to_array(blob: bytes) -> np.ndarray:
     """Read an .npy blob without pickle; raises ValueError on anything else.
 
     The header's shape and dtype must account for exactly the bytes that follow,
     so a forged header cannot make the reader allocate more than the blob holds.
     """
+    if blob[:8] == b"\x93NUMPY\x01\x00" and len(blob) >= 10:
+        start = 10 + int.from_bytes(blob[8:10], "little")
+        plain = _PLAIN_HEADER.fullmatch(blob, 10, start)
+        if plain is not None:
+            dtype = np.dtype(plain[1].decode())
+            shape = tuple(int(n) for n in plain[3].split(b",") if n.strip())
+            _check_size(shape, dtype, len(blob) - start)
+            flat = np.frombuffer(blob, dtype, count=math.prod(shape), offset=start)
+            return flat.reshape(shape, order="F" if plain[2] == b"True" else "C").copy(order="K")
     stream = io.BytesIO(blob)
     major, _ = np.lib.format.read_magic(stream)
     read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
     shape, _, dtype = read_header(stream)
     if dtype.hasobject:
         raise ValueError("an object array cannot cross the boundary")
-    size = dtype.itemsize * int(np.prod(shape, dtype=object))
-    if size != len(blob) - stream.tell():
-        raise ValueError(f"the .npy header claims shape {shape} of {dtype}, {size} bytes, "
-                         f"but {len(blob) - stream.tell()} bytes follow")
+    _check_size(shape, dtype, len(blob) - stream.tell())
     stream.seek(0)
     return np.lib.format.read_array(stream, allow_pickle=False)
+
+
+def _check_size(shape: tuple, dtype: np.dtype, follow: int) -> None:
+    size = dtype.itemsize * int(np.prod(shape, dtype=object))
+    if size != follow:
+        raise ValueError(f"the .npy header claims shape {shape} of {dtype}, {size} bytes, "
+                         f"but {follow} bytes follow")
 
 
 def encode_values(values: list) -> tuple[list, list, list[int]]:
