@@ -110,6 +110,54 @@ def test_a_prestarted_child_answers_as_one_started_at_the_first_call(tmp_path, s
     assert _descendants() - before == set()
 
 
+@needs_root
+def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
+    """restart() in a kept tree: files in /tmp, /tmp/work and /dev/shm, SysV shared memory, module state and
+    processes left behind are all gone for the next process; a /tmp too full to empty gets a new tree.
+    (User mode: tests/hostile/state_across_restart.py, in the corpus run as an ordinary user.)"""
+    isolated = True
+    path = write(tmp_path, """
+        import ctypes, os, time
+        libc = ctypes.CDLL(None, use_errno=True)
+        STATE = []
+
+        def leave(deep):
+            for name in ("/tmp/left", "/tmp/work/left", "/dev/shm/left"):
+                with open(name, "w") as handle:
+                    handle.write("the first call's answer")
+            os.makedirs("/tmp/a/b/c")
+            libc.shmget(4242, 4096, 0o1000 | 0o600)  # IPC_CREAT
+            STATE.append(1)
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    time.sleep(1000)
+                os._exit(0)
+            if deep:
+                fd = os.open("/tmp", os.O_RDONLY)
+                for _ in range(deep):
+                    os.mkdir("x", dir_fd=fd)
+                    inner = os.open("x", os.O_RDONLY, dir_fd=fd)
+                    os.close(fd)
+                    fd = inner
+            return len(os.listdir("/proc"))
+
+        def seen():
+            left = sum(os.path.exists(n) for n in ("/tmp/left", "/tmp/work/left", "/dev/shm/left", "/tmp/a", "/tmp/x"))
+            others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+            return left, int(libc.shmget(4242, 0, 0) != -1), len(STATE), len(others)
+    """)
+    before = _descendants()
+    with Sandbox(path, LIMITS, isolated=isolated) as sandbox:
+        for deep in (0, 1500):  # 1500 folders: more than pid 1 empties, so a new tree
+            assert sandbox.call("leave", deep).status == "ok"
+            sandbox.restart()
+            result = sandbox.call("seen")
+            assert (result.status, result.value) == ("ok", (0, 0, 0, 0))
+        assert len(_descendants() - before) <= 3  # keeper, pid 1, worker: nothing of the earlier ones
+    assert _descendants() - before == set()
+
+
 def test_timeouts_restart_the_child_and_the_submission_limit_holds(tmp_path):
     path = write(tmp_path, """
         import time

@@ -157,6 +157,7 @@ class Sandbox:
         self._workdir = tempfile.TemporaryDirectory(prefix="grade-")
         self._child: _Child | None = None
         self._loading = False  # the child was launched and its import not yet awaited
+        self._respawned = False  # that child is a worker its tree's pid 1 forked anew (restart)
         self._import_failure: CallResult | None = None
         self._text_left = TEXT_BUDGET
         if len(self.source) > limits.file_size_mb << 20:  # the child could not even write it to its folder
@@ -199,8 +200,33 @@ class Sandbox:
         self._workdir.cleanup()
 
     def restart(self) -> None:
-        """End the current child: the next call imports the submission afresh, so no state carries over."""
-        self._stop_child()
+        """End the current child: the next call runs in a new one that imports the submission afresh.
+
+        No state carries over. In root and user mode the process tree stays: its pid 1
+        kills every process of the submission, empties /tmp and /dev/shm, gives it a new IPC
+        namespace and forks a new worker (``zygote._init``), which costs a third of a new tree.
+        Unisolated, or when that fails, a new tree is started.
+        """
+        child = self._child
+        if child is None or self._loading or self.mode == UNISOLATED:
+            self._stop_child()
+            return
+        proto, proto_child, out, out_child = self._channels()
+        try:
+            socket.send_fds(child.ctl, [b"respawn"], [proto_child.fileno(), out_child])
+        except OSError:
+            proto.close()
+            os.close(out)
+            self._stop_child()
+            return
+        finally:
+            proto_child.close()
+            os.close(out_child)
+        child.sock.close()
+        os.close(child.out)
+        child.sock, child.out, child.output = proto, out, _Output(self.limits.output_bytes)
+        self._send_load(child)
+        self._respawned = True
 
     # ------------------------------------------------------------ calls
 
@@ -439,20 +465,14 @@ class Sandbox:
         limits = self.limits
         mode = self.mode
         isolated = mode != UNISOLATED
-        module = Path(self.filename).stem if Path(self.filename).stem.isidentifier() else "submission"
-        proto, proto_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        for sock in (proto, proto_child):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
-        out, out_child = os.pipe()
-        os.set_blocking(out, False)
+        proto, proto_child, out, out_child = self._channels()
         ctl, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         for attempt in range(2):
             zygote = get_zygote(restart=attempt > 0)
             request = {
                 "isolated": isolated, "userns": mode == USER_NAMESPACES,
                 "cgroups": zygote.cgroups if self._cgroup else {}, "seccomp": self._seccomp,
-                "workdir": self._workdir.name, "env": ENV, "argv0": module + ".py",
+                "workdir": self._workdir.name, "env": ENV, "argv0": self._module + ".py",
                 "limits": asdict(limits), "nproc": NPROC,
                 "visible": isolation._visible_paths(tuple(zygote.path)),
                 "hidden": isolation._hidden_paths(self.hidden, tuple(zygote.path)),
@@ -473,11 +493,31 @@ class Sandbox:
             os.close(write_end)
         child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes))
         self._child = child
+        self._send_load(child)
+
+    @property
+    def _module(self) -> str:
+        stem = Path(self.filename).stem
+        return stem if stem.isidentifier() else "submission"
+
+    @staticmethod
+    def _channels() -> tuple[socket.socket, socket.socket, int, int]:
+        """A new protocol socket pair and output pipe: (ours, the worker's, our read end, the worker's write end)."""
+        proto, proto_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        for sock in (proto, proto_child):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
+        out, out_child = os.pipe()
+        os.set_blocking(out, False)
+        return proto, proto_child, out, out_child
+
+    def _send_load(self, child: _Child) -> None:
+        """Send the worker the submission to import; ``_loaded`` waits for its reply."""
         try:
-            proto.settimeout(max(0.001, min(limits.call_timeout_s, self._remaining())))
-            send_message(proto, {"op": "load", "filename": self.filename, "module": module,
-                                        "extra": [name for name, _ in self.extra]},
-                                [self.source, *(data for _, data in self.extra)])
+            child.sock.settimeout(max(0.001, min(self.limits.call_timeout_s, self._remaining())))
+            send_message(child.sock, {"op": "load", "filename": self.filename, "module": self._module,
+                                      "extra": [name for name, _ in self.extra]},
+                         [self.source, *(data for _, data in self.extra)])
         except OSError:
             pass  # the reply (or its absence) says what happened
         self._loading = True
@@ -488,9 +528,13 @@ class Sandbox:
         assert child is not None and self._loading
         self._loading = False
         result = self._receive(child, min(limits.call_timeout_s, self._remaining()))
+        respawned, self._respawned = self._respawned, False
         if result.status == "ok":
             return None
         self._stop_child()
+        if respawned and self._remaining() > 0:  # the tree could not replace its worker: a new tree, as before
+            self._launch()
+            return self._loaded()
         if result.status == TIMEOUT and self._remaining() <= 0:
             return result  # the submission's time ran out while it was being imported again
         # An import that fails fails every call the same way: remember it, start no more children.

@@ -9,6 +9,7 @@ import os
 import resource
 import select
 import signal
+import stat
 
 NOBODY = 65534  # uid and gid of student code when the grader runs as root
 
@@ -361,17 +362,17 @@ def _wait_for_cgroups(go: int) -> None:
         raise OSError("the keeper could not move the submission's processes into their cgroup")
 
 
-def _oom_killed(groups: list[_Cgroup]) -> bool:
-    """Did the kernel's OOM killer kill a process of these cgroups (memory.events v2, memory.oom_control v1)?"""
+def _oom_kills(groups: list[_Cgroup]) -> int:
+    """How many processes of these cgroups the kernel's OOM killer killed (memory.events v2, memory.oom_control v1)."""
+    kills = 0
     for group in groups:
         for name in ("memory.events", "memory.oom_control"):
             try:
                 fields = dict(line.split() for line in group.read(name).splitlines() if len(line.split()) == 2)
             except OSError:
                 continue
-            if int(fields.get("oom_kill", 0)) or int(fields.get("oom_group_kill", 0)):
-                return True
-    return False
+            kills += int(fields.get("oom_kill", 0)) + int(fields.get("oom_group_kill", 0))
+    return kills
 
 
 def _remove_cgroups(groups: list[_Cgroup]) -> None:
@@ -466,6 +467,76 @@ def _user_tasks(uid: int) -> int:
 
 
 
+def _reset_writable(request: dict) -> None:
+    """In pid 1, between two workers of one submission: leave nothing of the first where the second can read it.
+
+    /tmp is emptied in place (the folders bound inside it, a virtual environment under /tmp,
+    stay: they are other file systems, read-only); /dev/shm gets a fresh tmpfs; SysV IPC and
+    POSIX message queues a fresh IPC namespace. The old worker's processes are gone already.
+    """
+    _empty_in_place("/tmp")
+    os.makedirs("/tmp/work", mode=0o700)
+    if not request["userns"]:
+        os.chown("/tmp/work", NOBODY, NOBODY)
+    _check(_libc.umount2(b"/dev/shm", MNT_DETACH), "umount /dev/shm")
+    _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + _tmpfs_size(request))
+    _check(_libc.unshare(CLONE_NEWIPC), "unshare IPC")
+
+
+def _empty_in_place(top: str, folders: int = 1000) -> None:
+    """Remove everything under ``top`` on its own file system: never following a link, never entering a mount
+    point (a folder bound inside it), without recursion (a student may nest folders thousands deep).
+
+    Raises OSError past ``folders`` folders (about 0.1 ms each): the caller then starts afresh instead.
+    """
+    device = os.lstat(top).st_dev
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    first = os.open(top, flags)
+    stack = [(first, _subfolders(first, device), "")]  # (folder, its subfolders still to empty, its name)
+    try:
+        while stack:
+            folder, todo, _ = stack[-1]
+            if todo:
+                folders -= 1
+                if folders < 0:
+                    raise OSError(f"more folders under {top} than can be removed quickly")
+                name = todo.pop()
+                inner = os.open(name, flags, dir_fd=folder)
+                stack.append((inner, _subfolders(inner, device), name))
+                continue
+            _, _, name = stack.pop()
+            os.close(folder)
+            if stack:
+                try:
+                    os.rmdir(name, dir_fd=stack[-1][0])
+                except OSError:
+                    pass  # it holds a mount point
+    finally:
+        for folder, _, _ in stack:
+            os.close(folder)
+
+
+def _subfolders(folder: int, device: int) -> list[str]:
+    """Unlink what ``folder`` holds but folders; return the names of its folders on ``device``."""
+    found = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            info = entry.stat(follow_symlinks=False)
+            if not stat.S_ISDIR(info.st_mode):
+                os.unlink(entry.name, dir_fd=folder)
+            elif info.st_dev == device:
+                found.append(entry.name)
+    return found
+
+
+def _tmpfs_size(request: dict) -> str:
+    """Size and file count of the worker's tmpfs mounts (/tmp, /dev/shm): bounded, so emptying /tmp is quick."""
+    return f"size={max(64, 4 * request['limits']['file_size_mb'])}m,nr_inodes={TMPFS_FILES}"
+
+
+TMPFS_FILES = 16384  # files and folders a submission may create in /tmp (and in /dev/shm)
+
+
 def _build_root(request: dict) -> None:
     """In a fresh mount namespace: a minimal root file system, then pivot into it.
 
@@ -480,7 +551,7 @@ def _build_root(request: dict) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     root = request["workdir"]  # an empty folder of the parent's; this tmpfs covers it in this namespace only
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-    size = f"size={max(64, 4 * request['limits']['file_size_mb'])}m"
+    size = _tmpfs_size(request)
     os.makedirs(root + "/tmp")  # first: a virtual environment under /tmp is bound inside it below
     _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
     os.makedirs(root + "/tmp/work", mode=0o700)

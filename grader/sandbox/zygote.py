@@ -24,7 +24,6 @@ Processes, for one submission (the zygote forks one tree per child start):
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import select
@@ -51,12 +50,17 @@ def _wait_status(status: int) -> dict:
     return {"event": "ended", "exit": os.waitstatus_to_exitcode(status)}
 
 
-def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: int, go: int) -> None:
+def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: int, go: int,
+          command: socket.socket) -> None:
     """Pid 1 of the submission's PID namespace: build the root, fork the worker, tell the keeper how it ended.
 
     When this process exits, the kernel kills every other process of the
     namespace: setsid'd daemons and double forks included. How the worker
     ended goes to the keeper (``status_fd``), which adds what the cgroup saw.
+    On ``respawn`` from the keeper (``command``, with a new protocol socket and
+    output pipe), it kills the worker and everything else in the namespace,
+    empties what they could write (``linux._reset_writable``) and forks a new
+    worker: a fresh process of the same submission, without a new tree.
     """
     linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     try:
@@ -65,17 +69,66 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
     except BaseException as exc:
         report(ctl, {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
         raise
+    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_write)  # SIGCHLD wakes the select below
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    worker = _fork_worker(request, proto, out, ctl, (status_fd, wake_read, wake_write, command.fileno()))
+    while True:
+        try:
+            while (ended := os.waitpid(-1, os.WNOHANG))[0]:  # reaps orphans too
+                if ended[0] == worker:
+                    os.write(status_fd, json.dumps(_wait_status(ended[1])).encode())
+                    os._exit(0)
+        except ChildProcessError:
+            pass
+        ready = select.select([command.fileno(), wake_read], [], [])[0]
+        if wake_read in ready:
+            while _drained(wake_read):
+                pass
+        if command.fileno() in ready:
+            message, fds, _, _ = socket.recv_fds(command, 64, 2)
+            if message != b"respawn" or len(fds) != 2:
+                os._exit(0)  # the keeper is gone (it kills this namespace anyway) or broke the protocol
+            _kill_namespace()
+            try:
+                linux._reset_writable(request)
+            except OSError:
+                os._exit(0)  # too much to clean: the tree ends, and the parent starts a fresh one
+            worker = _fork_worker(request, fds[0], fds[1], ctl, (status_fd, wake_read, wake_write, command.fileno()))
+
+
+def _fork_worker(request: dict, proto: int, out: int, ctl: socket.socket, close: tuple[int, ...]) -> int:
+    """Fork the worker (in pid 1) with its protocol socket and output pipe, which this process then closes."""
     worker = os.fork()
     if worker == 0:
-        os.close(status_fd)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in close:
+            os.close(fd)
         _run_child(worker_process.worker, request, proto, out, ctl.fileno(), "/tmp/work")
     os.close(proto)
     os.close(out)
+    return worker
+
+
+def _drained(fd: int) -> bool:
+    try:
+        return bool(os.read(fd, 4096))
+    except BlockingIOError:
+        return False
+
+
+def _kill_namespace() -> None:
+    """In pid 1: SIGKILL every other process of the PID namespace and reap them all."""
     while True:
-        pid, status = os.waitpid(-1, 0)  # reaps orphans too
-        if pid == worker:
-            os.write(status_fd, json.dumps(_wait_status(status)).encode())
-            os._exit(0)
+        try:
+            os.kill(-1, signal.SIGKILL)  # from pid 1: every process of the namespace but itself
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
 
 
 def _descendants(ancestor: int) -> list[int]:
@@ -157,15 +210,18 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
         os._exit(70)
     status_read, status_write = os.pipe()
     go_read, go_write = os.pipe()
+    command, init_command = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)  # respawn requests to pid 1
     child = os.fork()
     if child == 0:
         os.close(status_read)
         os.close(go_write)
+        command.close()
         for group in cgroups:
             os.close(group.folder)
             os.close(group.parent)
         if isolated:
-            _run_child(_init, request, proto, out, ctl, status_write, go_read)
+            _run_child(_init, request, proto, out, ctl, status_write, go_read, init_command)
+        init_command.close()
         os.close(status_write)
         try:
             linux._wait_for_cgroups(go_read)
@@ -177,6 +233,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     os.close(go_read)
     os.close(proto)
     os.close(out)
+    init_command.close()
     try:
         linux._move_into_cgroups(cgroups, child, go_write)
     except OSError:
@@ -184,16 +241,25 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     os.close(go_write)
     pidfd = os.pidfd_open(child)
     status = None
+    kills = 0  # the OOM kills before the current worker started: a later one is its
     while status is None:
         watched: list[socket.socket | int] = [ctl, pidfd]
         ready, _, _ = select.select(watched, [], [])
         if ctl in ready:
             try:
-                message = ctl.recv(64)
+                message, fds, _, _ = socket.recv_fds(ctl, 64, 2)
             except OSError:
-                message = b""
+                message, fds = b"", []
             if message in (b"", b"kill"):
                 break
+            if message == b"respawn" and isolated and len(fds) == 2:  # pid 1 replaces the worker
+                kills = linux._oom_kills(cgroups)
+                try:
+                    socket.send_fds(command, [b"respawn"], fds)
+                except OSError:
+                    pass  # pid 1 is gone: its end is reported below
+            for fd in fds:
+                os.close(fd)
         if pidfd in ready:
             status = os.waitpid(child, 0)[1]
             event = _wait_status(status)
@@ -205,7 +271,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
                     pass
             else:
                 _kill_tree()
-            if linux._oom_killed(cgroups):
+            if linux._oom_kills(cgroups) > kills:
                 event["oom"] = True
             report(ctl, event)
     if status is None:
@@ -253,7 +319,6 @@ def main(control_fd: int) -> None:
              "seccomp": linux._seccomp_filter is not None,
              "cgroups": places if linux._cgroups_work(places) else {}}
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
-    gc.freeze()  # what is imported now stays out of every child's collections: their pages stay shared
     control = socket.socket(fileno=control_fd)
     control.send(json.dumps(hello).encode())
     while True:
