@@ -315,8 +315,8 @@ def _run_local(todo: list[Entry], config: Config, fingerprint: str, jobs: int,
                 graded = worker.result()
                 if graded is not None:
                     worker.entry = None
+                    worker.take(queue)  # the next one first: the worker grades it while this report is written
                     finished(entry, graded)
-                    worker.take(queue)
                 elif not worker.process.is_alive():
                     worker.entry = None
                     attempts[entry.key] += 1
