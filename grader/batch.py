@@ -160,6 +160,8 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     """
     if scheduler is None and not allow_unisolated:
         _refuse_unisolated()
+    if scheduler is None:
+        _worker_context()  # its server starts (and imports the grader) while the inputs are read and hashed
     outdir = Path(outdir)
     clock = time.monotonic()
     render = _renderer(formats)
@@ -293,12 +295,10 @@ def _run_local(todo: list[Entry], config: Config, fingerprint: str, jobs: int,
     submission that escapes the sandbox and kills it) exactly that submission is known: it is
     retried once on a fresh worker, then reported as failed to grade; the others are unaffected.
     """
-    import multiprocessing
     from collections import deque
     from multiprocessing.connection import wait
 
-    context = multiprocessing.get_context("forkserver")  # workers never forked from a process with threads
-    context.set_forkserver_preload(["grader.grade", "grader.batch"])
+    context = _worker_context()
     queue = deque(todo)
     attempts: Counter[str] = Counter()
     workers = [_Worker(context, config, fingerprint) for _ in range(min(jobs, len(queue)))]
@@ -332,6 +332,17 @@ def _run_local(todo: list[Entry], config: Config, fingerprint: str, jobs: int,
         # the reports already written stay, and --resume grades the rest.
         for worker in workers:
             worker.close(kill=worker.entry is not None)
+
+
+def _worker_context():
+    """The multiprocessing context of the workers, its fork server started (its start does not wait for it)."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    context = multiprocessing.get_context("forkserver")  # workers never forked from a process with threads
+    context.set_forkserver_preload(["grader.grade", "grader.batch"])
+    forkserver.ensure_running()
+    return context
 
 
 class _Worker:
