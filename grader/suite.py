@@ -117,11 +117,14 @@ class SuiteSession:
     def __init__(self, config: Config) -> None:
         self.config, self.key = config, _session_key(config)
         self.jobs: queue.Queue[_Run | None] = queue.Queue()
-        self.results: queue.Queue[list[TestOutcome] | SuiteError] = queue.Queue()
+        # (the run, its outcomes): a run given up on (Ctrl-C) cannot pass its outcomes to the next one
+        self.results: queue.Queue[tuple[_Run, list[TestOutcome] | SuiteError]] = queue.Queue()
         self.lock = threading.Lock()
         self.collect_errors: list[str] = []
         self.failure: SuiteError | None = None  # set when the session ended without serving (pytest failed)
         self.current: _Run | None = None
+        self._closed = False
+        self._autoload: str | None = None  # PYTEST_DISABLE_PLUGIN_AUTOLOAD as it was, until pytest has read it
         self.thread = threading.Thread(target=self._main, name="graded-suite", daemon=True)
         self.thread.start()
 
@@ -131,11 +134,13 @@ class SuiteSession:
         """Run every graded test once against ``student``; raises SuiteError when the suite could not run or a
         test broke. progress: called as each test starts, e.g. to show it on a terminal."""
         with self.lock:
-            self.jobs.put(_Run(TimeBudget(student, self.config.limits.timeouts_per_function), progress))
+            mine = _Run(TimeBudget(student, self.config.limits.timeouts_per_function), progress)
+            self.jobs.put(mine)
             while True:
                 try:
-                    result = self.results.get(timeout=0.5)
-                    break
+                    run, result = self.results.get(timeout=0.5)
+                    if run is mine:
+                        break
                 except queue.Empty:
                     if not self.thread.is_alive() and self.results.empty():
                         result = self.failure or SuiteError("the graded suite's session stopped")
@@ -160,28 +165,33 @@ class SuiteSession:
                 # Per-session and per-test machinery the graded suite does not use: their gc.collect() passes
                 # and fd capture cost more than the tests (student output is captured in the sandbox).
                 "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging", "-p", "no:capture"]
-        saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+        self._autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "")
         os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only the plugins named above
         try:
             code = pytest.main(args, plugins=[self])
         except BaseException as exc:  # noqa: BLE001 - whatever stopped pytest, the callers are told
             code, self.collect_errors = pytest.ExitCode.INTERNAL_ERROR, [*self.collect_errors, repr(exc)]
         finally:
-            if saved is None:
-                os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-            else:
-                os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+            self._restore_autoload()
         if self.failure is None and not self._closed:
             why = self.collect_errors[-1] if self.collect_errors else "no message"
             self.failure = SuiteError(f"the graded suite in {suite} did not run (pytest exit code {int(code)}): {why}")
         while not self._closed:  # answer what is asked of a session that cannot serve
-            if self.jobs.get() is None:
+            if (run := self.jobs.get()) is None:
                 break
-            self.results.put(self.failure or SuiteError("the graded suite's session stopped"))
+            self.results.put((run, self.failure or SuiteError("the graded suite's session stopped")))
 
-    _closed = False
+    def _restore_autoload(self) -> None:
+        """Give the process its environment back once pytest has loaded its plugins (the session lives on)."""
+        if self._autoload is not None:
+            if self._autoload:
+                os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = self._autoload
+            else:
+                os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+            self._autoload = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
+        self._restore_autoload()
         config.stash[GRADING_KEY] = self.config
         config.option.tbstyle = "native"  # a broken test's traceback without the repr of its (large) arguments
 
@@ -198,7 +208,7 @@ class SuiteSession:
             self.failure = SuiteError(f"the graded suite in {self.config.suite_dir} collected no tests")
         while (run := self.jobs.get()) is not None:
             if self.failure is not None:
-                self.results.put(self.failure)
+                self.results.put((run, self.failure))
                 continue
             self.current = run
             try:
@@ -208,9 +218,9 @@ class SuiteSession:
                     item.stash[RECORD_KEY] = {}
                     item.ihook.pytest_runtest_protocol(item=item, nextitem=items[index + 1] if index + 1 < len(items)
                                                        else None)  # None: session fixtures end with the run
-                self.results.put(self._outcomes(items, run))
+                self.results.put((run, self._outcomes(items, run)))
             except BaseException as exc:  # noqa: BLE001 - a bug of ours: this run fails, the session goes on
-                self.results.put(SuiteError(f"internal grader error: {type(exc).__name__}: {exc}"))
+                self.results.put((run, SuiteError(f"internal grader error: {type(exc).__name__}: {exc}")))
             finally:
                 self.current = None
         self._closed = True
