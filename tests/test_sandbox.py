@@ -21,7 +21,7 @@ from hypothesis.extra import numpy as hnp
 
 from grader import compare
 from grader.config import Limits
-from grader.sandbox import Sandbox, child, isolation_available, protocol
+from grader.sandbox import Sandbox, child, isolation, isolation_available, protocol
 from grader.sandbox.protocol import MessageReader
 from grader.sandbox.zygote import get_zygote
 
@@ -113,7 +113,7 @@ def test_a_prestarted_child_answers_as_one_started_at_the_first_call(tmp_path, s
 @needs_root
 def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
     """restart() in a kept tree: files in /tmp, /tmp/work and /dev/shm, SysV shared memory, module state and
-    processes left behind are all gone for the next process; a /tmp too full to empty gets a new tree.
+    processes left behind are all gone for the next process, which is pid 2 with /tmp/work inode 2 again.
     (User mode: tests/hostile/state_across_restart.py, in the corpus run as an ordinary user.)"""
     isolated = True
     path = write(tmp_path, """
@@ -145,15 +145,19 @@ def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
         def seen():
             left = sum(os.path.exists(n) for n in ("/tmp/left", "/tmp/work/left", "/dev/shm/left", "/tmp/a", "/tmp/x"))
             others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
-            return left, int(libc.shmget(4242, 0, 0) != -1), len(STATE), len(others)
+            counters = (os.getpid(), os.stat("/tmp/work").st_ino)  # as in a new tree: no number passed through them
+            return left, int(libc.shmget(4242, 0, 0) != -1), len(STATE), len(others), *counters
     """)
     before = _descendants()
     with Sandbox(path, LIMITS, isolated=isolated) as sandbox:
-        for deep in (0, 1500):  # 1500 folders: more than pid 1 empties, so a new tree
+        kept = isolation.respawns(isolation._visible_paths(tuple(get_zygote().path)))  # no venv under /tmp
+        for deep in (0, 1500):  # 1500 nested folders in /tmp
             assert sandbox.call("leave", deep).status == "ok"
+            keeper = sandbox._child.keeper
             sandbox.restart()
             result = sandbox.call("seen")
-            assert (result.status, result.value) == ("ok", (0, 0, 0, 0))
+            assert (result.status, result.value) == ("ok", (0, 0, 0, 0, 2, 2))
+            assert (sandbox._child.keeper == keeper) == kept  # the same tree, its worker replaced
         assert len(_descendants() - before) <= 3  # keeper, pid 1, worker: nothing of the earlier ones
     assert _descendants() - before == set()
 

@@ -158,6 +158,8 @@ class Sandbox:
         self._child: _Child | None = None
         self._loading = False  # the child was launched and its import not yet awaited
         self._respawned = False  # that child is a worker its tree's pid 1 forked anew (restart)
+        self._respawns = False  # whether the current tree can do that (isolation.respawns)
+        self._retired: tuple[socket.socket, int] | None = None  # the replaced worker's socket and pipe
         self._import_failure: CallResult | None = None
         self._text_left = TEXT_BUDGET
         if len(self.source) > limits.file_size_mb << 20:  # the child could not even write it to its folder
@@ -203,12 +205,13 @@ class Sandbox:
         """End the current child: the next call runs in a new one that imports the submission afresh.
 
         No state carries over. In root and user mode the process tree stays: its pid 1
-        kills every process of the submission, empties /tmp and /dev/shm, gives it a new IPC
-        namespace and forks a new worker (``zygote._init``), which costs a third of a new tree.
-        Unisolated, or when that fails, a new tree is started.
+        kills every process of the submission, mounts a fresh /tmp and /dev/shm, takes a new IPC
+        namespace, resets the PID counter and forks a new worker, pid 2 again (``zygote._init``),
+        which costs a third of a new tree. Unisolated, with a visible folder under /tmp (a virtual
+        environment there), or when that fails, a new tree is started.
         """
         child = self._child
-        if child is None or self._loading or self.mode == UNISOLATED:
+        if child is None or self._loading or not self._respawns:
             self._stop_child()
             return
         proto, proto_child, out, out_child = self._channels()
@@ -222,8 +225,9 @@ class Sandbox:
         finally:
             proto_child.close()
             os.close(out_child)
-        child.sock.close()
-        os.close(child.out)
+        # The old worker's ends stay open until the new one has answered: closed now, the old worker would
+        # read EOF and exit on its own, and pid 1 could take that for the end of the tree's worker.
+        self._retired = (child.sock, child.out)
         child.sock, child.out, child.output = proto, out, _Output(self.limits.output_bytes)
         self._send_load(child)
         self._respawned = True
@@ -474,7 +478,7 @@ class Sandbox:
                 "cgroups": zygote.cgroups if self._cgroup else {}, "seccomp": self._seccomp,
                 "workdir": self._workdir.name, "env": ENV, "argv0": self._module + ".py",
                 "limits": asdict(limits), "nproc": NPROC,
-                "visible": isolation._visible_paths(tuple(zygote.path)),
+                "visible": (visible := isolation._visible_paths(tuple(zygote.path))),
                 "hidden": isolation._hidden_paths(self.hidden, tuple(zygote.path)),
             }
             try:
@@ -493,6 +497,7 @@ class Sandbox:
             os.close(write_end)
         child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes))
         self._child = child
+        self._respawns = isolated and isolation.respawns(visible)
         self._send_load(child)
 
     @property
@@ -529,6 +534,7 @@ class Sandbox:
         self._loading = False
         result = self._receive(child, min(limits.call_timeout_s, self._remaining()))
         respawned, self._respawned = self._respawned, False
+        self._close_retired()
         if result.status == "ok":
             return None
         self._stop_child()
@@ -546,9 +552,17 @@ class Sandbox:
         self._import_failure = result
         return None
 
+    def _close_retired(self) -> None:
+        if self._retired is not None:
+            sock, out = self._retired
+            self._retired = None
+            sock.close()
+            os.close(out)
+
     def _stop_child(self) -> None:
         """Kill the child's whole process tree and wait until the keeper says it is gone."""
         child, self._child, self._loading = self._child, None, False
+        self._close_retired()
         if child is None:
             return
         try:

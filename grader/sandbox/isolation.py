@@ -8,6 +8,7 @@ import functools
 import importlib.util
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from grader.sandbox.zygote import get_zygote
@@ -64,6 +65,12 @@ def isolation_available() -> bool:
 
 
 _ENGINE = Path(__file__).resolve().parents[1]  # the grader package, this subpackage's parent
+
+
+def respawns(visible: Sequence[str]) -> bool:
+    """Can a restart keep the child's tree (linux._reset_writable)? Not when a visible folder lies under /tmp,
+    which pid 1 mounts afresh."""
+    return not any(path == "/tmp" or path.startswith("/tmp/") for path in visible)
 
 
 @functools.lru_cache(maxsize=8)  # asked at every child's start; the same answer for a process's life

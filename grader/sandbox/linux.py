@@ -9,7 +9,6 @@ import os
 import resource
 import select
 import signal
-import stat
 
 NOBODY = 65534  # uid and gid of student code when the grader runs as root
 
@@ -23,7 +22,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 38, 36
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 1, 38, 36, 4
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
 
 
@@ -468,73 +467,29 @@ def _user_tasks(uid: int) -> int:
 
 
 def _reset_writable(request: dict) -> None:
-    """In pid 1, between two workers of one submission: leave nothing of the first where the second can read it.
+    """In pid 1, between two workers of one submission: nothing of the first reaches the second.
 
-    /tmp is emptied in place (the folders bound inside it, a virtual environment under /tmp,
-    stay: they are other file systems, read-only); /dev/shm gets a fresh tmpfs; SysV IPC and
-    POSIX message queues a fresh IPC namespace. The old worker's processes are gone already.
+    Its other processes are gone already (``kill(-1)`` from pid 1). /tmp and /dev/shm get fresh
+    tmpfs mounts (the old ones, detached, are freed: a new file system also numbers its inodes
+    afresh), SysV IPC and POSIX message queues a fresh IPC namespace, and the PID namespace's
+    counter goes back to 1, so the next worker is pid 2 again, as in a new tree (a process that
+    forked to move the counter on could otherwise pass a number). Only when nothing is bound
+    under /tmp (``isolation.respawns``): a virtual environment there would be lost with the old mount.
     """
-    _empty_in_place("/tmp")
+    for target in ("/tmp", "/dev/shm"):
+        _check(_libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + _tmpfs_size(request))
     os.makedirs("/tmp/work", mode=0o700)
     if not request["userns"]:
         os.chown("/tmp/work", NOBODY, NOBODY)
-    _check(_libc.umount2(b"/dev/shm", MNT_DETACH), "umount /dev/shm")
-    _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + _tmpfs_size(request))
     _check(_libc.unshare(CLONE_NEWIPC), "unshare IPC")
-
-
-def _empty_in_place(top: str, folders: int = 1000) -> None:
-    """Remove everything under ``top`` on its own file system: never following a link, never entering a mount
-    point (a folder bound inside it), without recursion (a student may nest folders thousands deep).
-
-    Raises OSError past ``folders`` folders (about 0.1 ms each): the caller then starts afresh instead.
-    """
-    device = os.lstat(top).st_dev
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-    first = os.open(top, flags)
-    stack = [(first, _subfolders(first, device), "")]  # (folder, its subfolders still to empty, its name)
-    try:
-        while stack:
-            folder, todo, _ = stack[-1]
-            if todo:
-                folders -= 1
-                if folders < 0:
-                    raise OSError(f"more folders under {top} than can be removed quickly")
-                name = todo.pop()
-                inner = os.open(name, flags, dir_fd=folder)
-                stack.append((inner, _subfolders(inner, device), name))
-                continue
-            _, _, name = stack.pop()
-            os.close(folder)
-            if stack:
-                try:
-                    os.rmdir(name, dir_fd=stack[-1][0])
-                except OSError:
-                    pass  # it holds a mount point
-    finally:
-        for folder, _, _ in stack:
-            os.close(folder)
-
-
-def _subfolders(folder: int, device: int) -> list[str]:
-    """Unlink what ``folder`` holds but folders; return the names of its folders on ``device``."""
-    found = []
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            info = entry.stat(follow_symlinks=False)
-            if not stat.S_ISDIR(info.st_mode):
-                os.unlink(entry.name, dir_fd=folder)
-            elif info.st_dev == device:
-                found.append(entry.name)
-    return found
+    with open("/proc/sys/kernel/ns_last_pid", "w") as counter:
+        counter.write("1")
 
 
 def _tmpfs_size(request: dict) -> str:
-    """Size and file count of the worker's tmpfs mounts (/tmp, /dev/shm): bounded, so emptying /tmp is quick."""
-    return f"size={max(64, 4 * request['limits']['file_size_mb'])}m,nr_inodes={TMPFS_FILES}"
-
-
-TMPFS_FILES = 16384  # files and folders a submission may create in /tmp (and in /dev/shm)
+    """The size of the worker's tmpfs mounts (/tmp, /dev/shm)."""
+    return f"size={max(64, 4 * request['limits']['file_size_mb'])}m"
 
 
 def _build_root(request: dict) -> None:

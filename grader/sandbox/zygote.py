@@ -40,7 +40,7 @@ import numpy as np
 
 from . import child as worker_process
 from . import linux
-from .linux import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG
+from .linux import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
 from .protocol import SandboxError, report
 
 
@@ -59,10 +59,12 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
     ended goes to the keeper (``status_fd``), which adds what the cgroup saw.
     On ``respawn`` from the keeper (``command``, with a new protocol socket and
     output pipe), it kills the worker and everything else in the namespace,
-    empties what they could write (``linux._reset_writable``) and forks a new
-    worker: a fresh process of the same submission, without a new tree.
+    gives the next worker fresh /tmp, /dev/shm, IPC namespace and pid 2
+    (``linux._reset_writable``) and forks it: a new process of the same
+    submission, without a new tree.
     """
     linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    linux._prctl(PR_SET_DUMPABLE, 0)  # /proc/1 out of the workers' sight (hidepid), in user mode too
     try:
         linux._build_root(request)
         linux._wait_for_cgroups(go)  # before the worker exists: it starts inside them
@@ -93,7 +95,7 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
             try:
                 linux._reset_writable(request)
             except OSError:
-                os._exit(0)  # too much to clean: the tree ends, and the parent starts a fresh one
+                os._exit(0)  # the tree ends, and the parent starts a new one
             worker = _fork_worker(request, fds[0], fds[1], ctl, (status_fd, wake_read, wake_write, command.fileno()))
 
 
@@ -101,6 +103,7 @@ def _fork_worker(request: dict, proto: int, out: int, ctl: socket.socket, close:
     """Fork the worker (in pid 1) with its protocol socket and output pipe, which this process then closes."""
     worker = os.fork()
     if worker == 0:
+        linux._prctl(PR_SET_DUMPABLE, 1)  # its own /proc/self stays its own
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in close:

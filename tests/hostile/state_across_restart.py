@@ -1,6 +1,7 @@
 """Leaves files in /tmp, /tmp/work and /dev/shm, a SysV shared memory segment and a daemon that keeps writing,
-and answers wrongly once it finds any of them left by an earlier process: after the causality tests' restart
-(pid 1 of the same tree forks the next process) nothing is left, so every answer stays right."""
+moves the PID counter and /tmp's inode counter on (each could carry a number), and answers wrongly once it
+finds any of that from an earlier process: after the causality tests' restart (pid 1 of the same tree forks
+the next process) nothing is left, the process is pid 2 again and /tmp/work inode 2, so every answer stays right."""
 
 import ctypes
 import os
@@ -55,8 +56,13 @@ _MARKERS = ("/tmp/left-by", "/tmp/work/left-by", "/dev/shm/left-by")
 _mine = {os.getpid()}  # this process and the daemon it started
 
 
+_FIRST = os.getpid() == 2 and os.stat("/tmp/work").st_ino == 2  # as in a new tree: nothing has moved them on
+
+
 def _found_foreign() -> bool:
     """Did an earlier process of this submission leave anything that is still here?"""
+    if not _FIRST:
+        return True
     for name in (*_MARKERS, "/dev/shm/daemon"):
         try:
             with open(name) as handle:
@@ -71,6 +77,14 @@ _mine_shm = []
 
 
 def _leave() -> None:
+    for number in range(50):  # moves /tmp's inode counter on
+        with open(f"/tmp/spent-{number}", "w"):
+            pass
+        os.unlink(f"/tmp/spent-{number}")
+    for _ in range(5):  # and the PID counter
+        if os.fork() == 0:
+            os._exit(0)
+        os.wait()
     for name in _MARKERS:
         with open(name, "w") as handle:
             handle.write(str(os.getpid()))
