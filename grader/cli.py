@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from grader.config import Config, ConfigError, find_config, load_config, select_assignment
-from grader.report import printable
+from grader.report import one_line, printable
 from grader.submission import SubmissionError
 
 CONFIG_HELP = "The course's grader.toml (default: the first found upward from here, then from the submission)."
@@ -226,7 +226,7 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
         click.echo(summary, nl=False)
         click.echo(f"Report written to {output}")
     if result.grader_error:
-        raise click.ClickException(f"grading failed: {_safe(result.grader_error)}")
+        raise click.ClickException(f"grading failed: {one_line(result.grader_error)}")
 
 
 def _start_early(config: Config) -> None:
@@ -355,13 +355,6 @@ def _write_csv(text: str, output: str) -> None:
         raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
 
 
-def _safe(text: object) -> str:
-    """Text that may hold a student's file name, name or message, with its control characters escaped."""
-    from grader.report import printable
-
-    return printable(str(text), newlines=False)
-
-
 def _load_reports(folder: Path):
     from grader.export.reports import load_reports
 
@@ -370,7 +363,7 @@ def _load_reports(folder: Path):
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
     for name, why in found.skipped:
-        click.echo(f"skipped {_safe(name)}: {_safe(why)}", err=True)
+        click.echo(f"skipped {one_line(name)}: {one_line(why)}", err=True)
     return found.reports
 
 
@@ -413,14 +406,14 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, n
                    f"{', '.join(f'{m:g}' for m in maxima)} (scores are exported as they are)", err=True)
     _write_csv(canvas.to_csv(export, assignment), output)
     for label, why in export.unmatched:
-        click.echo(f"unmatched report {_safe(label)}: {_safe(why)}", err=True)
+        click.echo(f"unmatched report {one_line(label)}: {one_line(why)}", err=True)
     if export.without_report:
         click.echo(f"{len(export.without_report)} student(s) of the gradebook have no report (score left blank): "
-                   + ", ".join(_safe(f"{s.name} ({s.id})") for s in export.without_report), err=True)
+                   + ", ".join(one_line(f"{s.name} ({s.id})") for s in export.without_report), err=True)
     click.echo(f"{len(export.scores)} score(s) for {assignment}" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
     for student, why in export.conflicts:
-        click.echo(f"error: {_safe(f'{student.name} ({student.id})')}: {_safe(why)}; their score is left blank", err=True)
+        click.echo(f"error: {one_line(f'{student.name} ({student.id})')}: {one_line(why)}; their score is left blank", err=True)
     if export.conflicts:
         raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
                                    "time orders; see the error lines above")
@@ -443,11 +436,11 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
     export = moodle.build(_load_reports(reports_dir), key)
     _write_csv(moodle.to_csv(export, column), output)
     for label, why in export.unmatched:
-        click.echo(f"unmatched report {_safe(label)}: {_safe(why)}", err=True)
+        click.echo(f"unmatched report {one_line(label)}: {one_line(why)}", err=True)
     click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
     for value, why in export.conflicts:
-        click.echo(f"error: {_safe(value)}: {_safe(why)}; no row written for them", err=True)
+        click.echo(f"error: {one_line(value)}: {one_line(why)}; no row written for them", err=True)
     if export.conflicts:
         raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
                                    "time orders; see the error lines above")

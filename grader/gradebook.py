@@ -17,7 +17,7 @@ from grader import __version__
 from grader.config import Config
 from grader.csvcells import csv_text
 from grader.discover import Entry
-from grader.report import diagnosis_codes, printable
+from grader.report import diagnosis_codes, one_line, printable
 
 # gradebook.csv's columns: these, one per function of the assignment (in its order), then TAIL_COLUMNS.
 HEAD_COLUMNS = ("student_id", "name", "email", "file", "submission_id", "late", "score", "max_score")
@@ -52,10 +52,6 @@ def _diagnoses(report: dict) -> list[str]:
     return codes
 
 
-def _safe(text: str) -> str:
-    return printable(text, newlines=False)
-
-
 def _message(report: dict) -> str:
     if report["status"] == "error":
         return printable(report["error"] or "", newlines=False)  # a report on disk may predate escaping
@@ -82,7 +78,7 @@ def gradebook_rows(entries: list[Entry], reports: dict[str, dict], functions: Se
             if report is None:
                 row.update({"score": "", "max_score": "", **{f: "" for f in FUNCTIONS},
                             "status": entry.skip_status if entry.skip else "not-graded",
-                            "diagnoses": "", "message": _safe(entry.skip or "")})
+                            "diagnoses": "", "message": one_line(entry.skip or "")})
             else:
                 scored = report["functions"]
                 row.update({"score": report["score"], "max_score": report["max_score"],
@@ -115,10 +111,10 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
             entry["total"] += 1
     diagnoses = Counter(code for _, r in graded for code in _diagnoses(r))
     # File names are the students' (a name may hold control characters): escaped like every message.
-    failed = [{"file": _safe(e.key), "student_id": e.student.get("id", ""), "status": _status(r), "message": _message(r)}
+    failed = [{"file": one_line(e.key), "student_id": e.student.get("id", ""), "status": _status(r), "message": _message(r)}
               for e, r in graded if _status(r) != "graded"]
-    failed += [{"file": _safe(e.key), "student_id": e.student.get("id", ""), "status": e.skip_status,
-                "message": _safe(e.skip)} for e in entries if e.skip]
+    failed += [{"file": one_line(e.key), "student_id": e.student.get("id", ""), "status": e.skip_status,
+                "message": one_line(e.skip)} for e in entries if e.skip]
     slowest = sorted(graded, key=lambda er: (-er[1]["duration_s"], er[0].key))[:SLOWEST_SHOWN]
     return {
         "assignment": config.assignment, "seed": config.seed, "grader_version": __version__,
@@ -134,7 +130,7 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
                   "histogram": _histogram(scores, max_score)},
         "tests": [dict(t, pass_rate=round(t["passed"] / t["total"], 4)) for t in tests.values()],
         "diagnoses": dict(sorted(diagnoses.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "slowest": [{"file": _safe(e.key), "student_id": e.student.get("id", ""), "duration_s": r["duration_s"]}
+        "slowest": [{"file": one_line(e.key), "student_id": e.student.get("id", ""), "duration_s": r["duration_s"]}
                     for e, r in slowest],
         "failed_to_grade": failed,
         "functions": _function_stats(graded),
@@ -162,11 +158,11 @@ def _function_stats(graded: list[tuple[Entry, dict]]) -> dict:
 def _student_row(entry: Entry, report: dict | None) -> dict:
     """One line of summary.html's table of students: who, score, points per function, status, diagnoses."""
     people = entry.student.get("group") or [entry.student]
-    row: dict = {"file": _safe(entry.key), "student_id": ", ".join(str(p.get("id", "")) for p in people),
+    row: dict = {"file": one_line(entry.key), "student_id": ", ".join(str(p.get("id", "")) for p in people),
            "name": ", ".join(str(p.get("name", "")) for p in people if p.get("name")),
            "report": None, "score": None, "max_score": None, "functions": {}, "diagnoses": []}
     if report is None:
-        return dict(row, status=entry.skip_status if entry.skip else "not-graded", message=_safe(entry.skip or ""))
+        return dict(row, status=entry.skip_status if entry.skip else "not-graded", message=one_line(entry.skip or ""))
     return dict(row, report=f"reports/{entry.key}.json", score=report["score"], max_score=report["max_score"],
                 functions={f: v["score"] for f, v in report["functions"].items()},
                 status=_status(report), diagnoses=_diagnoses(report), message=_message(report))

@@ -86,11 +86,11 @@ def summary_text(report: dict, *, every: bool = False) -> str:
     notebook warnings, messages, notes) goes through ``printable`` here too, so
     a report read back from disk prints as safely as a fresh one.
     """
-    name = _safe(Path(report["submission"]["path"]).name)
+    name = one_line(Path(report["submission"]["path"]).name)
     if report["status"] == "error":
-        return f"{report['assignment']}: {name} could not be graded: {_safe(report['error'])}\n"
+        return f"{report['assignment']}: {name} could not be graded: {one_line(report['error'])}\n"
     lines = [f"{report['assignment']}: {name} scored {_num(report['score'])} / {_num(report['max_score'])}"]
-    lines += [f"  warning: {_safe(warning)}" for warning in report.get("warnings", [])]
+    lines += [f"  warning: {one_line(warning)}" for warning in report.get("warnings", [])]
     for function, entry in report["functions"].items():
         lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"
                      f" {entry['passed']} of {entry['tests']} tests passed")
@@ -103,11 +103,11 @@ def summary_text(report: dict, *, every: bool = False) -> str:
             if test["visibility"] != "visible":
                 lines.append(f"    ✗ a hidden test [{test['status']}]")
             else:
-                lines.append(f"    ✗ {_safe(test['name'])} [{test['status']}]: {_safe(test['message'])}")
+                lines.append(f"    ✗ {one_line(test['name'])} [{test['status']}]: {one_line(test['message'])}")
         if len(failed) > len(shown):
             lines.append(f"    … and {len(failed) - len(shown)} more failed test(s), listed in the report")
     for note in report.get("notes", []):
-        lines.append(f"  note: {_safe(note['message'])}")
+        lines.append(f"  note: {one_line(note['message'])}")
     return "\n".join(lines) + "\n"
 
 
@@ -153,8 +153,8 @@ def printable(text: str, *, newlines: bool) -> str:
     return text if newlines else text.replace("\n", "\\n")
 
 
-def _safe(text: object) -> str:
-    """One line of possibly student-controlled text for the summary (see ``printable``)."""
+def one_line(text: object) -> str:
+    """One line of possibly student-controlled text (a file name, a message), safe to print (see ``printable``)."""
     return printable(str(text), newlines=False)
 
 
