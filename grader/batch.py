@@ -160,8 +160,8 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     """
     if scheduler is None and not allow_unisolated:
         _refuse_unisolated()
-    if scheduler is None:
-        _worker_context()  # its server starts (and imports the grader) while the inputs are read and hashed
+    # Local workers' fork server starts (and imports the grader) while the inputs are read and hashed.
+    context = _worker_context() if scheduler is None else None
     outdir = Path(outdir)
     clock = time.monotonic()
     render = _renderer(formats)
@@ -208,10 +208,10 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
             progress(entry, graded, done, total)
 
     if todo:
-        if scheduler:
-            _run_dask(scheduler, todo, config, fingerprint, finished)
+        if context is None:
+            _run_dask(str(scheduler), todo, config, fingerprint, finished)
         else:
-            _run_local(todo, config, fingerprint, jobs or default_jobs(), finished)
+            _run_local(context, todo, config, fingerprint, jobs or default_jobs(), finished)
 
     result.rows = gradebook_rows(entries, result.reports)
     write_atomic(outdir / "gradebook.csv", gradebook_csv(result.rows))
@@ -287,9 +287,10 @@ def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:
     return report if matches else None
 
 
-def _run_local(todo: list[Entry], config: Config, fingerprint: str, jobs: int,
+def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, jobs: int,
                finished: Callable[[Entry, Graded], None]) -> None:
-    """Grade in ``jobs`` long-lived worker processes, one submission at a time each.
+    """Grade in ``jobs`` long-lived worker processes (of ``context``, from ``_worker_context``), one submission
+    at a time each.
 
     Each worker holds one submission at a time, so when a worker dies (a grader crash, or a
     submission that escapes the sandbox and kills it) exactly that submission is known: it is
@@ -298,7 +299,6 @@ def _run_local(todo: list[Entry], config: Config, fingerprint: str, jobs: int,
     from collections import deque
     from multiprocessing.connection import wait
 
-    context = _worker_context()
     queue = deque(todo)
     attempts: Counter[str] = Counter()
     workers = [_Worker(context, config, fingerprint) for _ in range(min(jobs, len(queue)))]

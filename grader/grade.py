@@ -24,7 +24,7 @@ from grader.notebook import NotebookError, Script, sandbox_for, script_for, scri
 from grader.report import build_report, printable, summary_text
 from grader.score import Score, as_number, score
 from grader.submission import Submission, load_submission
-from grader.suite import Progress, SuiteError, TestOutcome, run_suite, session_for
+from grader.suite import Progress, SuiteError, TestOutcome, session_for
 from grader.vectorization import analyse
 
 
@@ -58,14 +58,14 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
     warnings: list[str] = []
     analysis_warnings: list[str] = []
     try:
-        session_for(config)  # pytest collects on its own thread while the sandbox starts the child
+        session = session_for(config)  # pytest collects on its own thread while the sandbox starts the child
         script = script_for(submission.path, config.limits, submission.data)  # a notebook is parsed and validated once
         # The grading process multiplies small matrices only (expected values, misconception variants):
         # one BLAS thread is faster there than several contending for a shared machine's cores.
         with sandbox_for(submission.path, config.limits, submission.data,
                          [(name, s.data) for name, s in extra], script) as (sandbox, warnings), \
                 threadpool_limits(limits=1, user_api="blas"):
-            outcomes, verdicts = settle_diagnoses(run_suite(sandbox, config, progress))
+            outcomes, verdicts = settle_diagnoses(session.run(sandbox, progress))
             outcomes = pay_for_work(outcomes)
         if isinstance(script, Script):  # "cell 3, line 12" rather than the joined script's line
             name = script_name(submission.path)

@@ -134,8 +134,8 @@ class Sandbox:
     unisolated mode nothing is hidden); the default hides the engine and the
     course's references, and the engine is always hidden. prestart: start the first child
     now (it imports the submission while the caller does other work), not at the first call.
-    Raises SandboxError from ``call`` only when the sandbox itself
-    cannot run (a grader error, never the student's).
+    Raises SandboxError from ``call`` only when the sandbox itself cannot run (a grader
+    error, never the student's).
     """
 
     def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None,

@@ -74,7 +74,8 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_write)  # SIGCHLD wakes the select below
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    worker = _fork_worker(request, proto, out, ctl, (status_fd, wake_read, wake_write, command.fileno()))
+    ours = (status_fd, wake_read, wake_write, command.fileno())  # not for the workers
+    worker = _fork_worker(request, proto, out, ctl, ours)
     while True:
         try:
             while (ended := os.waitpid(-1, os.WNOHANG))[0]:  # reaps orphans too
@@ -96,7 +97,7 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
                 linux._reset_writable(request)
             except OSError:
                 os._exit(0)  # the tree ends, and the parent starts a new one
-            worker = _fork_worker(request, fds[0], fds[1], ctl, (status_fd, wake_read, wake_write, command.fileno()))
+            worker = _fork_worker(request, fds[0], fds[1], ctl, ours)
 
 
 def _fork_worker(request: dict, proto: int, out: int, ctl: socket.socket, close: tuple[int, ...]) -> int:
