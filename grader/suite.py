@@ -93,7 +93,7 @@ class Turn:
 
 @dataclass
 class _Run:
-    """One submission's turn in a session: its student, its diagnosis search and what its tests recorded."""
+    """One submission's turn in a session: its student, its diagnosis search and the crashes of tests that broke."""
 
     student: Student
     progress: Progress | None
@@ -258,7 +258,7 @@ def _session_key(config: Config) -> tuple:
     files = []
     for folder in (config.suite_dir, config.assignment_dir):
         try:
-            files += sorted((entry.path, entry.stat().st_mtime_ns, entry.stat().st_size)
+            files += sorted((entry.path, (info := entry.stat()).st_mtime_ns, info.st_size)
                             for entry in os.scandir(folder) if entry.is_file())
         except OSError:
             pass
