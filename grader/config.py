@@ -80,7 +80,7 @@ KEYS: list[tuple[str, str, type, str]] = [
     ("course", "assignments", list, "The course's assignments, each a folder assignments/<name>/ (grade --assignment NAME selects one)."),
     ("course", "default", str, "The assignment graded without --assignment: the one this file's own tables describe."),
     ("assignment", "name", str, "Name of the assignment, copied into every report (in assignments/<name>/grader.toml: default <name>)."),
-    ("assignment", "suite", str, "Folder of the graded pytest suite, relative to grader.toml (default: the engine's suite, which reads the assignment's cases)."),
+    ("assignment", "suite", str, "Folder of the graded suite, relative to grader.toml (default: the engine's suite, which reads the assignment's cases). Its conftest.py's `graded_cases(grading)`, if defined, gives the cases its `test_*(case, turn)` functions are called with, in a loop; a suite without it is run by pytest."),
     ("assignment", "main_file", str, "In a submission made of several files, the name of the one to grade (default: the one that defines the exercise's functions)."),
     ("grading", "seed", int, "Seed of the private random generator that makes the inputs."),
     ("grading", "random_cases", int, "Number of random-shape cases, for an assignment whose case builders draw them."),

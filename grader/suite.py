@@ -1,22 +1,38 @@
-"""Run the graded pytest suite against one sandboxed submission.
+"""Run the graded suite against one sandboxed submission.
 
-pytest runs in this (trusted) process; each test's ``turn.student`` is the
+The suite runs in this (trusted) process; each test's ``turn.student`` is the
 ``Sandbox``, so student code only ever runs in the sandbox's child. Each test
-records its verdict in ``turn.record`` (a dict kept on the test's item),
-read back here once every test has run. One session serves many submissions
-(``SuiteSession``).
+records its verdict in ``turn.record``, read back once every test has run. One
+session serves many submissions, in one of two ways:
+
+- A plain suite (the engine's two, and any whose conftest.py defines
+  ``graded_cases(grading)``): each test function of its graded files is called
+  with each of those cases, in a loop (``PlainSession``). pytest, its plugins
+  and its per-test machinery are never imported: a single grade waits for none of them.
+- Any other pytest suite (``assignment.suite``): one pytest session
+  (grader.pytest_suite), collected once.
+
+A plain suite is a pytest suite too (its conftest parametrizes the same cases),
+and both ways give the same outcomes.
 """
 
 from __future__ import annotations
 
+import configparser
+import fnmatch
+import hashlib
+import importlib.util
+import inspect
 import os
-import queue
+import sys
 import threading
+import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 from typing import Protocol
-
-import pytest
 
 from grader.config import Config
 from grader.diagnose import Search
@@ -75,9 +91,6 @@ class TimeBudget:
 
 CALL_TIMEOUT = "the call did not finish within"  # how grader.sandbox words a call's own timeout
 
-GRADING_KEY = pytest.StashKey[Config]()  # the suite's conftest reads the config from here
-RECORD_KEY = pytest.StashKey[dict]()  # what a test recorded (its verdict), on its item
-
 Progress = Callable[[str, int, int], None]  # (test name, its number from 1, number of tests), as each test starts
 
 
@@ -101,157 +114,139 @@ class _Run:
     broken: dict[str, str] = field(default_factory=dict)  # nodeid -> the crash of a test that broke
 
 
-class SuiteSession:
-    """One pytest session over the graded suite: collected once, then run for submission after submission.
+class Session(Protocol):
+    """What grading asks of a suite's session (PlainSession, grader.pytest_suite.SuiteSession)."""
 
-    pytest runs on a thread of its own: the ``pytest_runtestloop`` below takes
-    each submission's sandbox from a queue, runs every collected test against
-    it (``pytest_runtest_protocol``, the hook pytest's own loop calls) and hands
-    back its outcomes. A batch worker keeps one session for all its
-    submissions, so pytest's start, plugins and collection (about 40 ms of CPU
-    a submission) are paid once. Each test's ``turn`` fixture holds its run's
-    student, record and diagnosis search: nothing of one submission reaches the
-    next one's tests. Calls to ``run`` are serialized.
+    key: tuple
+
+    def run(self, student: Student, progress: Progress | None = None) -> list[TestOutcome]: ...
+
+    def close(self) -> None: ...
+
+
+class PlainSession:
+    """A plain suite, loaded once: its cases and test functions, called in a loop for submission after submission.
+
+    The order is pytest's: graded files by name, test functions as defined, each
+    with every case in turn. A test that raises is the suite's own failure, as
+    under pytest. Nothing of one run is kept for the next but what the suite
+    itself caches per case (expected values).
     """
 
-    def __init__(self, config: Config) -> None:
-        self.config, self.key = config, _session_key(config)
-        self.jobs: queue.Queue[_Run | None] = queue.Queue()
-        # (the run, its outcomes): a run given up on (Ctrl-C) cannot pass its outcomes to the next one
-        self.results: queue.Queue[tuple[_Run, list[TestOutcome] | SuiteError]] = queue.Queue()
-        self.lock = threading.Lock()
-        self.collect_errors: list[str] = []
-        self.failure: SuiteError | None = None  # set when the session ended without serving (pytest failed)
-        self.current: _Run | None = None
-        self._closed = False
-        self._autoload: str | None = None  # PYTEST_DISABLE_PLUGIN_AUTOLOAD as it was, until pytest has read it
-        self.thread = threading.Thread(target=self._main, name="graded-suite", daemon=True)
-        self.thread.start()
+    def __init__(self, config: Config, key: tuple, conftest: ModuleType) -> None:
+        self.config, self.key = config, key
+        self.tests: list[tuple[str, Callable]] = []  # (nodeid's "file::function", the function)
+        self.cases: list = []
+        self.failure: SuiteError | None = None
+        suite = config.suite_dir
+        try:
+            for path in _graded_files(suite):
+                module = _import(path)
+                for name, test in vars(module).items():
+                    if name.startswith("test") and inspect.isfunction(test):
+                        if list(inspect.signature(test).parameters) != ["case", "turn"]:
+                            raise TypeError(f"{path.name}::{name} of a plain suite must take (case, turn)")
+                        self.tests.append((f"{path.name}::{name}", test))
+        except Exception as exc:  # noqa: BLE001 - the suite's own error (a grader error): its last line says why
+            self.failure = SuiteError(f"the graded suite in {suite} did not run: {_crash(exc)}")
+        self._conftest: ModuleType | None = conftest if self.failure is None else None
 
-    # ------------------------------------------------------------ the caller's side
+    def _load_cases(self) -> None:
+        """The cases, asked for on the first run: the sandbox starts its child while they are built."""
+        if self._conftest is None:
+            return
+        conftest, self._conftest = self._conftest, None
+        try:
+            self.cases = list(conftest.graded_cases(self.config))
+        except Exception as exc:  # noqa: BLE001 - as above
+            self.failure = SuiteError(f"the graded suite in {self.config.suite_dir} did not run: {_crash(exc)}")
+            return
+        if not self.tests or not self.cases:
+            self.failure = SuiteError(f"the graded suite in {self.config.suite_dir} collected no tests")
 
     def run(self, student: Student, progress: Progress | None = None) -> list[TestOutcome]:
         """Run every graded test once against ``student``; raises SuiteError when the suite could not run or a
         test broke. progress: called as each test starts, e.g. to show it on a terminal."""
-        with self.lock:
-            mine = _Run(TimeBudget(student, self.config.limits.timeouts_per_function), progress)
-            self.jobs.put(mine)
-            while True:
-                try:
-                    run, result = self.results.get(timeout=0.5)
-                    if run is mine:
-                        break
-                except queue.Empty:
-                    if not self.thread.is_alive() and self.results.empty():
-                        result = self.failure or SuiteError("the graded suite's session stopped")
-                        break
+        self._load_cases()
+        if self.failure is not None:
+            raise self.failure
+        run = _Run(TimeBudget(student, self.config.limits.timeouts_per_function), progress)
+        records: list[tuple[str, dict]] = []
+        total = len(self.tests) * len(self.cases)
+        # Warnings of the trusted side (a reference's NaN in masked rows) are not the student's to read: pytest
+        # keeps them from the terminal, and so does this loop.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for where, test in self.tests:
+                for case in self.cases:
+                    if progress is not None:
+                        progress(case.name, len(records) + 1, total)
+                    nodeid, record = f"{where}[{case.name}]", dict[str, object]()
+                    try:
+                        test(case, Turn(run.student, self.config, record, run.search))
+                    except Exception as exc:  # noqa: BLE001 - a test that broke: a grader error, said below
+                        run.broken.setdefault(nodeid, _crash(exc))
+                    records.append((nodeid, record))
+        result = outcomes_of(records, run, self.config)
         if isinstance(result, SuiteError):
             raise result
         return result
 
     def close(self) -> None:
-        self.jobs.put(None)
-        self.thread.join(timeout=10)
+        pass
 
-    # ------------------------------------------------------------ the pytest thread
 
-    def _main(self) -> None:
-        suite = self.config.suite_dir
-        args = [str(suite), "-c", str(suite / "pytest.ini"), "--rootdir", str(suite),
-                "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "no:terminal", "-p", "no:faulthandler",
-                # Suites of two kits (or of the course and a kit) in one process have modules of the same
-                # names: imported under unique names, they cannot collide.
-                "--import-mode=importlib",
-                # Per-session and per-test machinery the graded suite does not use: their gc.collect() passes
-                # and fd capture cost more than the tests (student output is captured in the sandbox).
-                "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging", "-p", "no:capture"]
-        self._autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "")
-        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only the plugins named above
-        try:
-            code = pytest.main(args, plugins=[self])
-        except BaseException as exc:  # noqa: BLE001 - whatever stopped pytest, the callers are told
-            code, self.collect_errors = pytest.ExitCode.INTERNAL_ERROR, [*self.collect_errors, repr(exc)]
-        finally:
-            self._restore_autoload()
-        if self.failure is None and not self._closed:
-            why = self.collect_errors[-1] if self.collect_errors else "no message"
-            self.failure = SuiteError(f"the graded suite in {suite} did not run (pytest exit code {int(code)}): {why}")
-        while not self._closed:  # answer what is asked of a session that cannot serve
-            if (run := self.jobs.get()) is None:
-                break
-            self.results.put((run, self.failure or SuiteError("the graded suite's session stopped")))
+def outcomes_of(records: list[tuple[str, dict]], run: _Run, config: Config) -> list[TestOutcome] | SuiteError:
+    """Each test's outcome from its (nodeid, record); a SuiteError when one broke before recording a verdict."""
+    outcomes = []
+    for nodeid, meta in records:
+        if "status" not in meta:
+            crash = run.broken.get(nodeid, "no verdict recorded")
+            if config.visibility.get(meta.get("group", ""), "visible") != "visible":  # its id holds inputs
+                return SuiteError("a graded test whose group is not visible broke before reaching a verdict: "
+                                  f"{crash.split(':', 1)[0]}")
+            return SuiteError(f"graded test {nodeid} broke before reaching a verdict: {crash}")
+        outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
+                                    meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis"),
+                                    meta.get("trivial"), meta.get("evidence")))
+    return outcomes
 
-    def _restore_autoload(self) -> None:
-        """Give the process its environment back once pytest has loaded its plugins (the session lives on)."""
-        if self._autoload is not None:
-            if self._autoload:
-                os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = self._autoload
-            else:
-                os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-            self._autoload = None
 
-    def pytest_configure(self, config: pytest.Config) -> None:
-        self._restore_autoload()
-        config.stash[GRADING_KEY] = self.config
-        config.option.tbstyle = "native"  # a broken test's traceback without the repr of its (large) arguments
+def _crash(exc: BaseException) -> str:
+    """An exception as pytest's crash line names it: "RuntimeError: shapes (2, 5, 8) and (2, 5, 6)"."""
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
 
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:  # the suite's own error (a grader error): its last line says why
-            self.collect_errors.append(str(report.longrepr).strip().splitlines()[-1])
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> bool:
-        items = session.items
-        if self.collect_errors:
-            self.failure = SuiteError(f"the graded suite in {self.config.suite_dir} did not run: {self.collect_errors[-1]}")
-        elif not items:
-            self.failure = SuiteError(f"the graded suite in {self.config.suite_dir} collected no tests")
-        while (run := self.jobs.get()) is not None:
-            if self.failure is not None:
-                self.results.put((run, self.failure))
-                continue
-            self.current = run
-            try:
-                for index, item in enumerate(items):
-                    if run.progress is not None:  # "graded_cases.py::test_case[group[00-...]]" -> "group[00-...]"
-                        run.progress(item.nodeid.partition("[")[2][:-1] or item.nodeid, index + 1, len(items))
-                    item.stash[RECORD_KEY] = {}
-                    item.ihook.pytest_runtest_protocol(item=item, nextitem=items[index + 1] if index + 1 < len(items)
-                                                       else None)  # None: session fixtures end with the run
-                self.results.put((run, self._outcomes(items, run)))
-            except BaseException as exc:  # noqa: BLE001 - a bug of ours: this run fails, the session goes on
-                self.results.put((run, SuiteError(f"internal grader error: {type(exc).__name__}: {exc}")))
-            finally:
-                self.current = None
-        self._closed = True
-        return True
+def _graded_files(suite: Path) -> list[Path]:
+    """The suite's test files, as pytest finds them: its pytest.ini's ``python_files`` (else pytest's default)."""
+    ini = configparser.ConfigParser()
+    ini.read(suite / "pytest.ini", encoding="utf-8")
+    patterns = ini.get("pytest", "python_files", fallback="test_*.py *_test.py").split()
+    return sorted(p for p in suite.iterdir() if p.is_file() and any(fnmatch.fnmatch(p.name, g) for g in patterns))
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.failed and self.current is not None:
-            crash = getattr(report.longrepr, "reprcrash", None)
-            self.current.broken.setdefault(report.nodeid, crash.message if crash is not None else report.outcome)
 
-    @pytest.fixture
-    def turn(self, request: pytest.FixtureRequest) -> Turn:
-        """What the test gets from this run (one fixture: each one costs pytest's machinery per test)."""
-        assert self.current is not None
-        return Turn(self.current.student, self.config, request.node.stash[RECORD_KEY], self.current.search)
+def _import(path: Path) -> ModuleType:
+    """The suite's module at ``path``, imported afresh (a new session: the suite may have changed), under a name
+    unique to its folder (two kits' suites never collide)."""
+    folder = hashlib.sha256(str(path.parent.resolve()).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(f"_graded_suite_{folder}_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass of the suite looks its module up there
+    spec.loader.exec_module(module)
+    return module
 
-    def _outcomes(self, items: list[pytest.Item], run: _Run) -> list[TestOutcome] | SuiteError:
-        outcomes = []
-        for item in items:
-            meta = item.stash.get(RECORD_KEY, {})
-            if "status" not in meta:
-                crash = run.broken.get(item.nodeid, "no verdict recorded")
-                if self.config.visibility.get(meta.get("group", ""), "visible") != "visible":  # its id holds inputs
-                    return SuiteError("a graded test whose group is not visible broke before reaching a verdict: "
-                                      f"{crash.split(':', 1)[0]}")
-                return SuiteError(f"graded test {item.nodeid} broke before reaching a verdict: {crash}")
-            outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
-                                        meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis"),
-                                        meta.get("trivial"), meta.get("evidence")))
-        return outcomes
 
+def _plain_conftest(config: Config) -> ModuleType | None:
+    """The suite's conftest.py module when it defines ``graded_cases`` (a plain suite), else None (run by pytest)."""
+    conftest = config.suite_dir / "conftest.py"
+    if not conftest.is_file():
+        return None
+    try:
+        module = _import(conftest)
+    except Exception:  # noqa: BLE001 - pytest imports it again and reports what is wrong
+        return None
+    return module if callable(getattr(module, "graded_cases", None)) else None
 
 def _session_key(config: Config) -> tuple:
     """What a session was collected from: the config, and the suite's and the assignment's files as they were."""
@@ -265,20 +260,27 @@ def _session_key(config: Config) -> tuple:
     return (config, tuple(files))
 
 
-_session: SuiteSession | None = None
+_session: Session | None = None
 _session_lock = threading.Lock()
 
 
-def session_for(config: Config) -> SuiteSession:
-    """This process's session for ``config``, started now if there is none (pytest imports and collects on its
-    thread meanwhile). It is kept for the next submission graded with the same config (a batch worker's);
-    another config, or a changed suite, gets a new one."""
+def session_for(config: Config) -> Session:
+    """This process's session for ``config``, started now if there is none (a pytest suite's imports and
+    collection go on on its thread meanwhile). It is kept for the next submission graded with the same config (a
+    batch worker's); another config, or a changed suite, gets a new one."""
     global _session
     with _session_lock:
-        if _session is None or _session.key != _session_key(config):
+        key = _session_key(config)
+        if _session is None or _session.key != key:
             if _session is not None:
                 _session.close()
-            _session = SuiteSession(config)
+            conftest = _plain_conftest(config)
+            if conftest is not None:
+                _session = PlainSession(config, key, conftest)
+            else:
+                from grader.pytest_suite import SuiteSession
+
+                _session = SuiteSession(config, key)
         return _session
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SUBMISSIONS
 
+from grader.config import load_config
 from grader.grade import grade_submission
 from grader.submission import SubmissionError
 
@@ -109,6 +110,37 @@ def test_one_session_grades_submission_after_submission_each_as_if_alone(config)
     assert _without_times(report) == _without_times(alone)
     assert report["score"] == 39.1667 and report["functions"]["multi_head_attention"]["verdict"]["codes"] == [
         "wrong-split-order", "wrong-merge-order"]
+
+
+def test_the_plain_suite_and_pytest_give_the_same_reports(config, monkeypatch):
+    """The engine's suite runs without pytest; run by pytest (as a course's own suite is), it grades the same."""
+    import grader.grade
+    import grader.suite
+    from grader.pytest_suite import SuiteSession
+
+    names = ("correct.py", "wrong_reshape.py", "nan_entropy.py", "wrong_merge.py")
+    plain = [_without_times(grade_submission(SUBMISSIONS / name, config).report) for name in names]
+    assert isinstance(grader.suite._session, grader.suite.PlainSession)
+    session = SuiteSession(config, ("pytest's",))
+    monkeypatch.setattr(grader.grade, "session_for", lambda config: session)
+    try:
+        by_pytest = [_without_times(grade_submission(SUBMISSIONS / name, config).report) for name in names]
+    finally:
+        session.close()
+    assert by_pytest == plain
+    assert [r["score"] for r in plain] == [100, 39.1667, 92.5, 39.1667]
+
+
+def test_warnings_of_the_trusted_side_do_not_reach_the_terminal(tmp_path):
+    """The sdpa reference's NaN in fully masked rows warns in numpy; pytest kept that quiet, and so does the loop."""
+    import warnings
+
+    config = load_config(ROOT / "assignments/sdpa/grader.toml")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = grade_submission(SUBMISSIONS / "sdpa/inverted_mask.py", config).report
+    assert report["status"] == "graded" and report["score"] < 100
+    assert [str(w.message) for w in caught] == []
 
 
 class _NoStudent:

@@ -67,22 +67,17 @@ def load_cases(folder=HERE):
     return cases
 
 
-def load_findings(folder=HERE):
-    """{code: {"explanation", "section", "says"}}: the assignment's texts of the generic findings."""
-    return json.loads((folder / "cases.json").read_text(encoding="utf-8")).get("findings", {})
-
-
-def load_catalogue(folder=HERE):
-    """{code: {"explanation", "section"}} of every misconception whose outputs the kit stores."""
-    return json.loads((folder / "cases.json").read_text(encoding="utf-8")).get("catalogue", {})
+def graded_cases(grading):
+    """The stored cases, for the engine's plain run of this suite (grader.suite); refuses another seed than theirs."""
+    seed = json.loads((HERE / "cases.json").read_text(encoding="utf-8"))["seed"]
+    if grading.seed != seed:
+        raise ValueError(f"the kit's cases are stored, drawn with seed {seed}: --seed does not apply here")
+    return load_cases()
 
 
 def pytest_generate_tests(metafunc):
     if "case" in metafunc.fixturenames:
-        from grader.suite import GRADING_KEY
+        from grader.pytest_suite import GRADING_KEY
 
-        seed = json.loads((HERE / "cases.json").read_text(encoding="utf-8"))["seed"]
-        if metafunc.config.stash[GRADING_KEY].seed != seed:
-            raise ValueError(f"the kit's cases are stored, drawn with seed {seed}: --seed does not apply here")
-        cases = load_cases()
+        cases = graded_cases(metafunc.config.stash[GRADING_KEY])
         metafunc.parametrize("case", cases, ids=[c.name for c in cases])

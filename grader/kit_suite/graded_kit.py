@@ -1,13 +1,16 @@
 """The kit's suite: the same checks, messages and diagnoses as the course's graded suite, on the public cases."""
 
-from conftest import load_catalogue, load_findings  # type: ignore[import-not-found]  # the kit's conftest.py, importable under pytest
+import json
+from pathlib import Path
 
 from grader.diagnose import Finding
 from grader.evidence import evidence
 from grader.judge import judge
 
+# The texts of the generic findings and of every misconception whose outputs the kit stores.
+_TEXTS = json.loads(Path(__file__).with_name("cases.json").read_text(encoding="utf-8"))
 CATALOGUE = {code: Finding(entry["explanation"], entry["section"], entry.get("says", ""))
-             for code, entry in {**load_findings(), **load_catalogue()}.items()}
+             for code, entry in {**_TEXTS.get("findings", {}), **_TEXTS.get("catalogue", {})}.items()}
 
 
 def stored(case, keys):
