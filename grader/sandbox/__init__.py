@@ -8,11 +8,12 @@ By role:
     client.py    the parent's side: Sandbox, CallResult, reading the child's replies
     isolation.py root mode, user namespaces or unisolated; the reports' warnings; what the child sees
     zygote.py    the pre-started interpreter that forks one process tree per child (both sides)
+    boot.py      starting that interpreter (standard library only: a single grade starts it first thing)
     protocol.py  framing and value codec, one module for both sides
     child.py     the worker: process setup and the call loop over student code
     linux.py     mounts, seccomp, cgroups, namespaces, rlimits
 
-The child side (protocol, linux, child, zygote) imports only the standard
+The child side (boot, protocol, linux, child, zygote) imports only the standard
 library and numpy; the zygote runs a private copy of it, never ``grader``.
 Each child tree has a cgroup of its own (memory and processes, where one can
 be made) and a seccomp filter. When the grader runs as root, each child runs as
@@ -21,42 +22,63 @@ root file system; as an ordinary user it gets the same namespaces inside a user
 namespace of its own, without capabilities; where the kernel refuses both, it
 runs with rlimits, its own session and a subreaper only, and says so (README:
 "Sandbox and isolation").
+
+The names below are looked up when first used: importing ``grader.sandbox.boot``
+alone loads neither numpy nor the rest of the package.
 """
 
 from __future__ import annotations
 
-import atexit
+import importlib
+from typing import TYPE_CHECKING
 
-from grader.sandbox.client import NPROC, TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox
-from grader.sandbox.isolation import (
-                                      DEFAULT_HIDDEN,
-                                      NO_CGROUP_WARNING,
-                                      NO_SECCOMP_WARNING,
-                                      ROOT_MODE,
-                                      UNISOLATED,
-                                      UNISOLATED_WARNING,
-                                      USER_NAMESPACES,
-                                      isolation_available,
-                                      isolation_mode,
-                                      sandbox_warnings,
-)
-from grader.sandbox.protocol import (
-                                      BAD_TYPE,
-                                      CRASHED,
-                                      IMPORT_ERROR,
-                                      MEMORY,
-                                      MISSING,
-                                      OK,
-                                      RAISED,
-                                      TIMEOUT,
-                                      SandboxError,
-                                      Status,
-)
-from grader.sandbox.zygote import shutdown
-
-atexit.register(shutdown)
-
+_WHERE = {  # each public name -> the module that defines it
+    **dict.fromkeys(("NPROC", "TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox"), "client"),
+    **dict.fromkeys(("DEFAULT_HIDDEN", "NO_CGROUP_WARNING", "NO_SECCOMP_WARNING", "ROOT_MODE", "UNISOLATED",
+                     "UNISOLATED_WARNING", "USER_NAMESPACES", "isolation_available", "isolation_mode",
+                     "sandbox_warnings"), "isolation"),
+    **dict.fromkeys(("BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT",
+                     "SandboxError", "Status"), "protocol"),
+    "shutdown": "zygote",
+}
 __all__ = ["BAD_TYPE", "CRASHED", "DEFAULT_HIDDEN", "IMPORT_ERROR", "MEMORY", "MISSING", "NO_CGROUP_WARNING",
            "NO_SECCOMP_WARNING", "NPROC", "OK", "RAISED", "ROOT_MODE", "TEXT_BUDGET", "TEXT_FLOOR", "TIMEOUT",
            "UNISOLATED", "UNISOLATED_WARNING", "USER_NAMESPACES", "CallResult", "Sandbox", "SandboxError", "Status",
            "isolation_available", "isolation_mode", "sandbox_warnings", "shutdown"]
+assert sorted(__all__) == sorted(_WHERE)
+
+
+def __getattr__(name: str) -> object:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{where}"), name)
+
+
+if TYPE_CHECKING:
+    from grader.sandbox.client import NPROC, TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox
+    from grader.sandbox.isolation import (
+        DEFAULT_HIDDEN,
+        NO_CGROUP_WARNING,
+        NO_SECCOMP_WARNING,
+        ROOT_MODE,
+        UNISOLATED,
+        UNISOLATED_WARNING,
+        USER_NAMESPACES,
+        isolation_available,
+        isolation_mode,
+        sandbox_warnings,
+    )
+    from grader.sandbox.protocol import (
+        BAD_TYPE,
+        CRASHED,
+        IMPORT_ERROR,
+        MEMORY,
+        MISSING,
+        OK,
+        RAISED,
+        TIMEOUT,
+        SandboxError,
+        Status,
+    )
+    from grader.sandbox.zygote import shutdown

@@ -29,6 +29,7 @@ import numpy as np
 
 from grader.config import Limits
 from grader.sandbox import isolation
+from grader.sandbox.boot import ENV
 from grader.sandbox.isolation import DEFAULT_HIDDEN, ROOT_MODE, UNISOLATED, USER_NAMESPACES
 from grader.sandbox.protocol import (
     BAD_TYPE,
@@ -51,7 +52,7 @@ from grader.sandbox.protocol import (
     encode_values,
     send_message,
 )
-from grader.sandbox.zygote import ENV, get_zygote
+from grader.sandbox.zygote import get_zygote
 from grader.submission import read_regular_file
 
 __all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT", "CallResult",

@@ -24,6 +24,7 @@ Processes, for one submission (the zygote forks one tree per child start):
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -32,14 +33,9 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
-from pathlib import Path
 
-import numpy as np
-
-from . import child as worker_process
-from . import linux
+from . import boot, linux
 from .linux import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
 from .protocol import SandboxError, report
 
@@ -109,7 +105,9 @@ def _fork_worker(request: dict, proto: int, out: int, ctl: socket.socket, close:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in close:
             os.close(fd)
-        _run_child(worker_process.worker, request, proto, out, ctl.fileno(), "/tmp/work")
+        from .child import worker as student_worker  # imported by main(), before any fork
+
+        _run_child(student_worker, request, proto, out, ctl.fileno(), "/tmp/work")
     os.close(proto)
     os.close(out)
     return worker
@@ -232,7 +230,9 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
         except OSError as exc:
             report(ctl, {"event": "setup-error", "message": str(exc)})
             os._exit(70)
-        _run_child(worker_process.worker, request, proto, out, ctl.fileno(), workdir)
+        from .child import worker as student_worker  # imported by main(), before any fork
+
+        _run_child(student_worker, request, proto, out, ctl.fileno(), workdir)
     os.close(status_write)
     os.close(go_read)
     os.close(proto)
@@ -315,6 +315,8 @@ def main(control_fd: int) -> None:
     """
     # No PR_SET_PDEATHSIG here: it fires when the parent's *thread* ends, and the grader may start the
     # zygote from a worker thread. The zygote ends when its control socket closes instead.
+    from . import child  # noqa: F401 - the worker's module, loaded once here rather than in each fork
+
     linux._seccomp_filter = linux._build_seccomp_filter()
     places = linux._cgroup_places()
     hello = {"event": "ready", "pid": os.getpid(), "path": sys.path,
@@ -346,47 +348,14 @@ def main(control_fd: int) -> None:
 
 # ---------------------------------------------------------------- the parent's side
 
-ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
-       "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-CHILD_MODULES = ("protocol", "linux", "child", "zygote")  # what the zygote runs: standard library and numpy only
-_PRIVATE_PACKAGE = "sandbox_child"
-# Runs as ``python -I -c``: the grader's numpy folder and the private copy first on sys.path, then the
-# copy leaves sys.path again, so nothing of it is bound into a child's root.
-_BOOT = f"""import json, sys
-fd, numpy_path, home = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
-sys.path[:0] = [home] + [p for p in numpy_path if p not in sys.path]
-from {_PRIVATE_PACKAGE} import zygote
-sys.path.remove(home)
-zygote.main(fd)
-"""
-
-
-def _private_copy() -> str:
-    """A temporary folder holding the child-side modules, as a package of their own (not ``grader``)."""
-    home = tempfile.mkdtemp(prefix="grade-zygote-")
-    package = Path(home) / _PRIVATE_PACKAGE
-    package.mkdir()
-    (package / "__init__.py").write_text("", encoding="utf-8")
-    for name in CHILD_MODULES:
-        shutil.copyfile(Path(__file__).with_name(f"{name}.py"), package / f"{name}.py")
-    return home
-
-
 class Zygote:
     """The parent's handle on the pre-started interpreter that forks one process tree per child (``main``)."""
 
     def __init__(self) -> None:
-        self.owner = os.getpid()
+        started = boot.take()  # the one a single grade started first thing, or a new one
+        self.owner, self.process, self.sock, self.errors, self.home = (
+            started.owner, started.process, started.sock, started.errors, started.home)
         self.lock = threading.Lock()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
-        self.home: str | None = _private_copy()
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", _BOOT, str(theirs.fileno()), json.dumps(_numpy_path()), self.home],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errors,
-            pass_fds=(theirs.fileno(),), env=ENV, cwd="/", start_new_session=True)
-        theirs.close()
-        self.sock = ours
         self._hello: dict | None = None  # awaited on first use, so the start overlaps the grader's own work
 
     def _remove_copy(self) -> None:
@@ -466,15 +435,6 @@ class Zygote:
         self._remove_copy()
 
 
-def _numpy_path() -> list[str]:
-    """The folder the grader's numpy comes from: the zygote imports the same one.
-
-    ``python -I`` ignores PYTHONPATH, and an interpreter bind-mounted elsewhere (user mode on a
-    machine whose Python is under a private home) may not find its own site-packages.
-    """
-    return [str(Path(np.__file__).resolve().parent.parent)]
-
-
 _zygote: Zygote | None = None
 _zygote_lock = threading.Lock()
 
@@ -486,6 +446,8 @@ def get_zygote(restart: bool = False) -> Zygote:
         if restart or _zygote is None or not _zygote.alive():
             if _zygote is not None and _zygote.owner == os.getpid():
                 _zygote.close()
+            if _zygote is None:
+                atexit.register(shutdown)
             _zygote = Zygote()
         return _zygote
 

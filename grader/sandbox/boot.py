@@ -1,0 +1,100 @@
+"""Starting the zygote's interpreter (grader.sandbox.zygote), with the standard library only.
+
+A single ``grade`` starts it first thing (grader.launch), before its own
+interpreter imports numpy: the two imports then run side by side on two cores.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
+       "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+CHILD_MODULES = ("boot", "protocol", "linux", "child", "zygote")  # what the zygote runs: standard library and numpy only
+_PRIVATE_PACKAGE = "sandbox_child"
+# Runs as ``python -I -c``: the grader's numpy folder and the private copy first on sys.path, then the
+# copy leaves sys.path again, so nothing of it is bound into a child's root.
+_BOOT = f"""import json, sys
+fd, numpy_path, home = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+sys.path[:0] = [home] + [p for p in numpy_path if p not in sys.path]
+from {_PRIVATE_PACKAGE} import zygote
+sys.path.remove(home)
+zygote.main(fd)
+"""
+
+
+@dataclass
+class Started:
+    """A zygote interpreter just started: it says hello on ``sock`` once it has imported numpy."""
+
+    owner: int  # the pid that started it
+    process: subprocess.Popen
+    sock: socket.socket  # our end of its control socket (it exits when this closes)
+    errors: IO[bytes]  # its stderr
+    home: str | None  # the private copy of its modules, removed once it has imported them
+
+
+def start() -> Started:
+    """Start a zygote interpreter now; it needs nothing of the caller but the folder of numpy."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
+    home = _private_copy()
+    atexit.register(shutil.rmtree, home, ignore_errors=True)  # if no one ever waits for its hello
+    process = subprocess.Popen(
+        [sys.executable, "-I", "-c", _BOOT, str(theirs.fileno()), json.dumps(_numpy_path()), home],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
+        pass_fds=(theirs.fileno(),), env=ENV, cwd="/", start_new_session=True)
+    theirs.close()
+    return Started(os.getpid(), process, ours, errors, home)
+
+
+_early: Started | None = None
+
+
+def start_early() -> None:
+    """Start this process's first zygote now, for ``take`` to hand over later."""
+    global _early
+    _early = start()
+
+
+def take() -> Started:
+    """The zygote started early by this process, if it is still running; else one started now."""
+    global _early
+    early, _early = _early, None
+    if early is not None and early.owner == os.getpid() and early.process.poll() is None:
+        return early
+    return start()
+
+
+def _private_copy() -> str:
+    """A temporary folder holding the child-side modules, as a package of their own (not ``grader``)."""
+    home = tempfile.mkdtemp(prefix="grade-zygote-")
+    package = Path(home) / _PRIVATE_PACKAGE
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    for name in CHILD_MODULES:
+        shutil.copyfile(Path(__file__).with_name(f"{name}.py"), package / f"{name}.py")
+    return home
+
+
+def _numpy_path() -> list[str]:
+    """The folder the grader's numpy comes from (found, not imported): the zygote imports the same one.
+
+    ``python -I`` ignores PYTHONPATH, and an interpreter bind-mounted elsewhere (user mode on a
+    machine whose Python is under a private home) may not find its own site-packages.
+    """
+    spec = importlib.util.find_spec("numpy")
+    if spec is None or spec.origin is None:
+        return []
+    return [str(Path(spec.origin).resolve().parent.parent)]
