@@ -162,6 +162,15 @@ def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
     assert _descendants() - before == set()
 
 
+def test_a_path_hook_on_the_zygotes_path_is_no_visible_folder(monkeypatch, tmp_path):
+    """An editable install puts its finder's name on sys.path. Taken for a folder relative to the grader's
+    working directory, it would be bound into the child's root, and under /tmp would cost every restart its tree."""
+    monkeypatch.chdir("/tmp")
+    hook = "__editable__.mha_grader-0.1.0.finder.__path_hook__"
+    visible = isolation._visible_paths((hook, str(tmp_path)))
+    assert not any(hook in p for p in visible) and str(tmp_path.resolve()) in visible
+
+
 def test_timeouts_restart_the_child_and_the_submission_limit_holds(tmp_path):
     path = write(tmp_path, """
         import time

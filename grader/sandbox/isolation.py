@@ -83,6 +83,8 @@ def _visible_paths(interpreter_path: tuple[str, ...]) -> list[str]:
     checkout = _ENGINE.parent if any((_ENGINE.parent / f).exists() for f in ("pyproject.toml", "grader.toml")) else None
     paths = []
     for entry in sorted({sys.base_prefix, *interpreter_path}):
+        if not os.path.isabs(entry):  # a path hook's name (an editable install's finder), not a folder
+            continue
         path = Path(entry).resolve()
         if checkout is not None and (path == checkout or path in checkout.parents):
             continue
