@@ -159,8 +159,10 @@ def prebuild(config: Any) -> None:
 
     The model-size inputs are most of a single grade's case building (about 0.1 s), and numpy
     draws them without holding the GIL, so they overlap the imports; ``run_cases`` waits for them.
+    Nothing is built for a student kit, whose cases are stored (it has no assignment.py).
     """
-    _case_build(config, background=True)
+    if (config.assignment_dir / "assignment.py").is_file():
+        _case_build(config, background=True)
 
 
 _BUILDS: dict[str, Future] = {}

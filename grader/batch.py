@@ -23,11 +23,12 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 from grader import __version__
-from grader.assignment import describe
+from grader.assignment import describe, prebuild
 from grader.config import Config
 from grader.discover import BatchError, Entry, discover
 from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
 from grader.report import build_report, printable, to_json, write_atomic
+from grader.sandbox.zygote import get_zygote
 
 __all__ = ["BatchError", "BatchResult", "Entry", "Graded", "config_hash", "discover", "run_batch"]
 
@@ -158,10 +159,11 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     Raises BatchError when the inputs or the output folder are unusable, or when the sandbox
     would run unisolated and ``allow_unisolated`` is not set.
     """
+    # Local workers' fork server starts (and imports the grader) while the sandbox is asked how it isolates
+    # and the inputs are read and hashed.
+    context = _worker_context() if scheduler is None else None
     if scheduler is None and not allow_unisolated:
         _refuse_unisolated()
-    # Local workers' fork server starts (and imports the grader) while the inputs are read and hashed.
-    context = _worker_context() if scheduler is None else None
     outdir = Path(outdir)
     clock = time.monotonic()
     render = _renderer(formats)
@@ -393,6 +395,9 @@ def _serve(conn, config: Config, fingerprint: str, alive) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the terminal is the main process's to handle
     _die_with_parent(alive)
+    # The first submission waits for neither: the zygote's interpreter starts, and the cases are built, meanwhile.
+    get_zygote()
+    prebuild(config)
     while True:
         try:
             task = conn.recv()

@@ -236,8 +236,7 @@ def _start_early(config: Config) -> None:
     from grader.sandbox.zygote import get_zygote
 
     get_zygote()
-    if (config.assignment_dir / "assignment.py").is_file():  # a student kit stores its cases
-        prebuild(config)
+    prebuild(config)
 
 
 PROGRESS_AFTER_S = 2.0  # a single grade shows progress once it has run this long
