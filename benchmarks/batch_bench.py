@@ -3,7 +3,8 @@
 Generates N submissions (correct ones in several styles, buggy ones, a few that raise,
 fail to parse or kill themselves at import), then prints, from one run: the batch's
 throughput, the wall time of one `grade` on a correct submission against the time of
-`python -c "import numpy"` (the floor; the two interleaved, medians), the naive loop's
+`python -c "import numpy"` (the floor; interleaved, medians), with its cases read from the
+case store (grader.case_store, in a folder of this run's own) and with the store off, the naive loop's
 throughput (a shell loop running `grade` once per file, on a subset, extrapolated) and the
 batch's ratio to it, each worker's peak memory, and what a hanging submission costs against
 its limit. The targets printed are issue 14's. Not a test: nothing here asserts a time.
@@ -116,29 +117,34 @@ def main() -> None:
         folder.mkdir()
         paths = make_submissions(folder, args.n)
 
-        floors, singles = [], []
-        for _ in range(args.repeat):  # interleaved: a busy moment slows both alike
+        # A store of cases of this run's own (grader.case_store), empty at first: "built" grades with the store
+        # off, as the first grade of a configuration does; "stored" reads the cases the first one stored.
+        stored_env = dict(os.environ, XDG_CACHE_HOME=str(tmp / "cache"))
+        built_env = dict(stored_env, GRADER_NO_CASE_STORE="1")
+        one = [grade, str(ROOT / "tests/submissions/correct.py"), "-o", str(tmp / "one.json"), "--config", config]
+        floors, built, stored = [], [], []
+        for _ in range(args.repeat):  # interleaved: a busy moment slows all alike
             floors += wall([sys.executable, "-c", "import numpy"])
-            singles += wall([grade, str(ROOT / "tests/submissions/correct.py"), "-o", str(tmp / "one.json"),
-                             "--config", config])
-        floor, single = statistics.median(floors), statistics.median(singles)
+            built += wall(one, env=built_env)
+            stored += wall(one, env=stored_env)
+        floor, single_built, single = statistics.median(floors), statistics.median(built), statistics.median(stored)
 
         out = Path(args.keep) if args.keep else tmp / "out"
         batch_wall = wall([grade, "batch", str(folder), "-o", str(out), "--jobs", str(args.jobs),
-                           "--config", config])[0]
+                           "--config", config], env=stored_env)[0]
         summary = json.loads((out / "summary.json").read_text())
         run = summary["run"]
 
         subset = paths[:: max(1, len(paths) // args.naive)][: args.naive]
         loop = " ".join(f"{grade} {p} -o {tmp / 'naive.json'} --config {config} >/dev/null 2>&1;" for p in subset)
-        naive_wall = wall(["bash", "-c", loop])[0]
+        naive_wall = wall(["bash", "-c", loop], env=stored_env)[0]
         naive_rate = len(subset) / naive_wall
 
         hang_figure = None
-        if not args.no_hang:
+        if not args.no_hang:  # (the store holds this configuration's cases by now)
             hang = tmp / "hang.py"
             hang.write_text(CORRECT + "\nwhile True:\n    pass\n")
-            hang_wall = wall([grade, str(hang), "-o", str(tmp / "hang.json"), "--config", config])[0]
+            hang_wall = wall([grade, str(hang), "-o", str(tmp / "hang.json"), "--config", config], env=stored_env)[0]
             report = json.loads((tmp / "hang.json").read_text())
             limit = float(re.search(r"call_timeout_s = ([0-9.]+)", Path(config).read_text()).group(1))
             hang_figure = (hang_wall, report["duration_s"], limit, {t["status"] for t in report["tests"]})
@@ -148,7 +154,9 @@ def main() -> None:
           f"errors, {summary['errors']} grader errors); mean score {summary['score']['mean']}")
     print(f"floor: python -c 'import numpy'                   {floor:.3f} s (median of {len(floors)})")
     print(f"one `grade` on a correct submission (wall)        {single:.3f} s  = {single / floor:.1f}x the floor"
-          f"   [target <= 3.5x]")
+          f"   [target <= 3.5x]; cases read from the store")
+    print(f"  the same with the case store off                {single_built:.3f} s  = {single_built / floor:.1f}x the "
+          f"floor (cases drawn, as the first grade of a configuration)")
     print(f"batch: `grade batch --jobs {args.jobs}` wall               {batch_wall:.2f} s  = {rate:.2f} submissions/s"
           f"   [target >= 20/s]")
     print(f"naive loop: `grade` per file on {len(subset)} of {len(paths)} files  {naive_wall:.2f} s = {naive_rate:.2f} "

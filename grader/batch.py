@@ -19,13 +19,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import __version__
 from grader.assignment import describe, prebuild
 from grader.config import Config
 from grader.discover import BatchError, Entry, discover
+from grader.fingerprint import config_hash
 from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
 from grader.report import build_report, printable, to_json, write_atomic
 from grader.sandbox.zygote import get_zygote
@@ -56,36 +57,6 @@ class BatchResult:
 
 
 # ---------------------------------------------------------------- hashing
-
-
-def config_hash(config: Config) -> str:
-    """sha256 of everything that can change a score: the whole configuration object (every key of
-    grader.toml, so none can be forgotten), the grader's version and source, the assignment's own trusted
-    files (its reference and case builders: grader.assignment.Assignment.trusted_files) and the graded
-    suite's files. Only ``root`` (where grader.toml lies) is left out: its suite is hashed by content."""
-    from grader.assignment import load_assignment
-
-    trusted: list[tuple[str, Path]] = []
-    if (config.assignment_dir / "assignment.py").is_file():
-        trusted = [(f"assignment/{i}", Path(p)) for i, p in
-                   enumerate(load_assignment(config.assignment_dir).trusted_files)]
-    digest = hashlib.sha256()
-    values = {field.name: getattr(config, field.name) for field in fields(config) if field.name != "root"}
-    digest.update(json.dumps({"grader_version": __version__, "config": values}, sort_keys=True,
-                             default=_plain).encode())
-    for name, folder in (("grader", Path(__file__).parent), *trusted, ("suite", config.suite_dir)):
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".json", ".toml"):
-                digest.update(f"{name}/{path.relative_to(folder).as_posix()}\0".encode())
-                digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def _plain(value: object) -> object:
-    """A configuration value as JSON: dataclasses as dicts, Fractions and Paths as text."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
-    return str(value)
 
 
 def file_sha256(path: Path) -> str:

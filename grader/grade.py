@@ -16,7 +16,7 @@ from pathlib import Path
 from threadpoolctl import threadpool_limits
 
 from grader import __version__
-from grader.assignment import describe
+from grader.assignment import describe, store_cases
 from grader.config import Config
 from grader.diagnose import GENERIC, Diagnosis, Finding, settle
 from grader.fairness import pay_for_work
@@ -71,6 +71,7 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
             name = script_name(submission.path)
             outcomes = [replace(o, message=script.locate(o.message, name)) for o in outcomes]
         check_points(config, outcomes)
+        store_cases(config)  # the first grade with this configuration keeps its cases for the next ones
         result = score([(o.group, o.status == "passed") for o in outcomes], config.points)
         result, notes, analysis_warnings = vectorization(_source(submission, script), outcomes, result, config,
                                                          script.where if isinstance(script, Script) else None)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import jsonschema
@@ -13,6 +17,13 @@ from grader.report import SCHEMA_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
+
+# The stored cases (grader.case_store) of this test run, in a folder of its own (inherited by the `grade`
+# processes the tests start): the user's store is neither read nor written, and the run starts from none.
+CASE_STORE_HOME = tempfile.mkdtemp(prefix="grader-tests-cache-")
+os.environ["XDG_CACHE_HOME"] = CASE_STORE_HOME
+os.environ.pop("GRADER_NO_CASE_STORE", None)
+atexit.register(shutil.rmtree, CASE_STORE_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
