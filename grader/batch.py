@@ -28,6 +28,7 @@ from grader.config import Config
 from grader.discover import BatchError, Entry, discover
 from grader.fingerprint import config_hash
 from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
+from grader.launch import worker_context
 from grader.report import build_report, printable, to_json, write_atomic
 from grader.sandbox.zygote import get_zygote
 
@@ -132,7 +133,7 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     """
     # Local workers' fork server starts (and imports the grader) while the sandbox is asked how it isolates
     # and the inputs are read and hashed.
-    context = _worker_context() if scheduler is None else None
+    context = worker_context() if scheduler is None else None
     if scheduler is None and not allow_unisolated:
         _refuse_unisolated()
     outdir = Path(outdir)
@@ -262,7 +263,7 @@ def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:
 
 def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, jobs: int,
                finished: Callable[[Entry, Graded], None]) -> None:
-    """Grade in ``jobs`` long-lived worker processes (of ``context``, from ``_worker_context``), one submission
+    """Grade in ``jobs`` long-lived worker processes (of ``context``, from ``grader.launch.worker_context``), one submission
     at a time each.
 
     Each worker holds one submission at a time, so when a worker dies (a grader crash, or a
@@ -305,17 +306,6 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
         # the reports already written stay, and --resume grades the rest.
         for worker in workers:
             worker.close(kill=worker.entry is not None)
-
-
-def _worker_context():
-    """The multiprocessing context of the workers, its fork server started (its start does not wait for it)."""
-    import multiprocessing
-    from multiprocessing import forkserver
-
-    context = multiprocessing.get_context("forkserver")  # workers never forked from a process with threads
-    context.set_forkserver_preload(["grader.grade", "grader.batch"])
-    forkserver.ensure_running()
-    return context
 
 
 class _Worker:

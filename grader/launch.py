@@ -3,11 +3,18 @@
 Then the command line itself (grader.cli). A single grade (``grade FILE`` or
 ``grade submission ...``) starts the sandbox's zygote first, so its interpreter
 imports numpy on the other core while this one does; so does ``grade batch``,
-which asks that zygote how the sandbox isolates before its workers grade.
+which asks that zygote how the sandbox isolates before its workers grade, and
+starts its workers' fork server too.
 """
+
+from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
 
 
 def main() -> None:
@@ -19,6 +26,23 @@ def main() -> None:
         from grader.sandbox.boot import start_early
 
         start_early()
+    if args and args[0] == "batch" and not any(a.startswith("--scheduler") for a in args):
+        worker_context()  # its fork server imports the grader meanwhile
     from grader.cli import main as command_line
 
     command_line()
+
+
+def worker_context() -> BaseContext:
+    """The multiprocessing context of ``grade batch``'s workers, its fork server started (without waiting for it).
+
+    Workers are never forked from a process with threads; the fork server imports the grader once, and
+    each worker is forked from it.
+    """
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["grader.grade", "grader.batch"])
+    forkserver.ensure_running()
+    return context
