@@ -331,9 +331,11 @@ def main(control_fd: int) -> None:
         try:
             data, fds, _, _ = socket.recv_fds(control, 1 << 16, 8)
         except OSError:
-            return
+            data = b""
         if not data:
-            return
+            # The grader is done (or gone): exit at once. Nothing here needs cleaning up, and the
+            # interpreter's own teardown (numpy's modules) would hold a grader that waits for this exit.
+            os._exit(0)
         request = json.loads(data)
         pid = os.fork()
         if pid == 0:
