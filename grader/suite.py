@@ -129,8 +129,8 @@ class PlainSession:
 
     The order is pytest's: graded files by name, test functions as defined, each
     with every case in turn. A test that raises is the suite's own failure, as
-    under pytest. Nothing of one run is kept for the next but what the suite
-    itself caches per case (expected values).
+    under pytest. Nothing of one run is kept for the next but what is remembered
+    of each case (its expected value: grader.assignment.remembered).
     """
 
     def __init__(self, config: Config, key: tuple, conftest: ModuleType) -> None:
@@ -155,14 +155,14 @@ class PlainSession:
         """The cases, asked for on the first run: the sandbox starts its child while they are built."""
         if self._conftest is None:
             return
-        conftest, self._conftest = self._conftest, None
         try:
-            self.cases = list(conftest.graded_cases(self.config))
+            self.cases = list(self._conftest.graded_cases(self.config))
         except Exception as exc:  # noqa: BLE001 - as above
             self.failure = SuiteError(f"the graded suite in {self.config.suite_dir} did not run: {_crash(exc)}")
-            return
-        if not self.tests or not self.cases:
-            self.failure = SuiteError(f"the graded suite in {self.config.suite_dir} collected no tests")
+        else:
+            if not self.tests or not self.cases:
+                self.failure = SuiteError(f"the graded suite in {self.config.suite_dir} collected no tests")
+        self._conftest = None  # (not after a Ctrl-C while they were built: the next run asks again)
 
     def run(self, student: Student, progress: Progress | None = None) -> list[TestOutcome]:
         """Run every graded test once against ``student``; raises SuiteError when the suite could not run or a
@@ -247,6 +247,7 @@ def _plain_conftest(config: Config) -> ModuleType | None:
     except Exception:  # noqa: BLE001 - pytest imports it again and reports what is wrong
         return None
     return module if callable(getattr(module, "graded_cases", None)) else None
+
 
 def _session_key(config: Config) -> tuple:
     """What a session was collected from: the config, and the suite's and the assignment's files as they were."""

@@ -24,12 +24,14 @@ ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.U
 CHILD_MODULES = ("boot", "protocol", "linux", "child", "zygote")  # what the zygote runs: standard library and numpy only
 _PRIVATE_PACKAGE = "sandbox_child"
 # Runs as ``python -I -c``: the grader's numpy folder and the private copy first on sys.path, then the
-# copy leaves sys.path again, so nothing of it is bound into a child's root.
-_BOOT = f"""import json, sys
+# copy leaves sys.path again, so nothing of it is bound into a child's root, and is removed (imported, it
+# is not needed again; a grader killed before the zygote's hello leaves nothing behind).
+_BOOT = f"""import json, shutil, sys
 fd, numpy_path, home = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
 sys.path[:0] = [home] + [p for p in numpy_path if p not in sys.path]
-from {_PRIVATE_PACKAGE} import zygote
+from {_PRIVATE_PACKAGE} import child, zygote
 sys.path.remove(home)
+shutil.rmtree(home, ignore_errors=True)
 zygote.main(fd)
 """
 

@@ -105,7 +105,7 @@ def _fork_worker(request: dict, proto: int, out: int, ctl: socket.socket, close:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in close:
             os.close(fd)
-        from .child import worker as student_worker  # imported by main(), before any fork
+        from .child import worker as student_worker  # imported at boot (grader.sandbox.boot), before any fork
 
         _run_child(student_worker, request, proto, out, ctl.fileno(), "/tmp/work")
     os.close(proto)
@@ -230,7 +230,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
         except OSError as exc:
             report(ctl, {"event": "setup-error", "message": str(exc)})
             os._exit(70)
-        from .child import worker as student_worker  # imported by main(), before any fork
+        from .child import worker as student_worker  # imported at boot (grader.sandbox.boot), before any fork
 
         _run_child(student_worker, request, proto, out, ctl.fileno(), workdir)
     os.close(status_write)
@@ -315,8 +315,6 @@ def main(control_fd: int) -> None:
     """
     # No PR_SET_PDEATHSIG here: it fires when the parent's *thread* ends, and the grader may start the
     # zygote from a worker thread. The zygote ends when its control socket closes instead.
-    from . import child  # noqa: F401 - the worker's module, loaded once here rather than in each fork
-
     linux._seccomp_filter = linux._build_seccomp_filter()
     places = linux._cgroup_places()
     hello = {"event": "ready", "pid": os.getpid(), "path": sys.path,
