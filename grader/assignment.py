@@ -193,11 +193,13 @@ def _case_build(config: Any, background: bool = False) -> Future:
         try:
             assignment = load_assignment(config.assignment_dir)
             params = {"random_cases": config.random_cases, **assignment.params, **config.params}
+            entry: str | None = None
+            stored = None
             try:
-                entry: str | None = case_store.key(config)
-                stored = case_store.load(entry) if entry else None
+                entry = case_store.key(config)
+                stored = case_store.load(entry, (assignment.folder, *map(Path, assignment.trusted_files)))
             except OSError:  # a file of the grader or the assignment unreadable: the build says what
-                entry, stored = None, None
+                entry = None
             if stored is None:
                 cases, held = assignment.build_cases(config.seed, params), 0
             else:
@@ -224,7 +226,6 @@ _T = TypeVar("_T")
 # id(case) -> (case, {what: value}): what is computed of a case once per process (its expected value, the
 # trivial implementation that passes it...), kept with it; holding the case keeps its id unique.
 _REMEMBERED: dict[int, tuple[object, dict[str, object]]] = {}
-STORED_VALUES = ("expected", "expected-changed", "trivial")  # the remembered values grader.case_store keeps
 
 
 def remembered(case: object, what: str, compute: Callable[[], _T]) -> _T:
@@ -250,13 +251,14 @@ def store_cases(config: Any) -> threading.Thread | None:
     if build is None or stored is None or not build.done() or build.exception() is not None:
         return None
     cases = build.result()
-    values = {c.name: {w: v for w, v in _REMEMBERED.get(id(c), (None, {}))[1].items() if w in STORED_VALUES}
+    from grader import case_store
+
+    values = {c.name: {w: v for w, v in _REMEMBERED.get(id(c), (None, {}))[1].items() if w in case_store.STORED}
               for c in cases}
     held = sum(len(v) for v in values.values())
     if held <= stored[1]:
         return None
     _STORED[key] = (stored[0], held)
-    from grader import case_store
 
     # In the run's order: sorting by visibility again when they are read back keeps it (a stable sort).
     writer = threading.Thread(target=case_store.save, args=(stored[0], cases, values), name="store-cases")

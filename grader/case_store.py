@@ -8,19 +8,21 @@ them, and later grades, and every worker of a batch, read them back.
 
 An entry is one file under ``$XDG_CACHE_HOME/mha-grader/cases`` (default
 ``~/.cache/mha-grader/cases``), read in one piece: a JSON manifest of the cases'
-plain fields and of each case's stored values, then the raw bytes of their numeric
-arrays, each at an offset the manifest gives with its dtype and shape (views of
-that one buffer, no copy; nothing is unpickled). Its name is a sha256 of everything that can change it: the
-grader configuration hash of ``grade batch --resume`` (the whole configuration,
-the grader's source, the assignment's trusted files, the suite), numpy's and
-Python's versions. A case's class is looked up among modules already imported
-(the assignment's own case module), never imported because an entry names it.
-An entry that cannot be read, or does not decode to exactly that, is ignored
-and written again. ``GRADER_NO_CASE_STORE=1`` turns the store off.
+plain fields and of each case's stored values, then the raw bytes of their
+numeric arrays, each at an offset the manifest gives with its dtype and shape
+(views of that one buffer, no copy; nothing is unpickled). Its name is a sha256
+of everything that can change it: the grader configuration hash of ``grade
+batch --resume`` (the whole configuration, the grader's source, the
+assignment's trusted files, the suite), numpy's and Python's versions. A case's
+class must be the assignment's own (looked up among modules already imported,
+never imported because an entry names it). Only a regular file of this user's
+own, in a folder of this user's that no one else may write to, is read. An
+entry that cannot be read, or does not decode to exactly that, is ignored and
+written again. ``GRADER_NO_CASE_STORE=1`` turns the store off.
 
 Only the grader reads and writes it: student code runs in the sandbox, whose
 root holds no home folder; a store that would lie in a folder the sandbox shows
-(a system folder, Python's prefix, site-packages) is not used.
+(a system folder, Python's prefix, a folder on Python's path) is not used.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -45,23 +48,44 @@ class Unstorable(Exception):
 
 
 def folder() -> Path | None:
-    """Where entries live; None when the store is turned off, or would lie where the sandbox shows files."""
+    """Where entries live; None when the store is turned off, or would lie where the sandbox shows files.
+
+    ``XDG_CACHE_HOME`` counts only when absolute (as the XDG specification says).
+    """
     if os.environ.get("GRADER_NO_CASE_STORE"):
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    where = Path(base).resolve() / "mha-grader" / "cases"
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    where = (Path(base) / "mha-grader" / "cases").resolve()  # symbolic links followed, to the last part
     return None if _shown_to_students(where) else where
 
 
 def _shown_to_students(where: Path) -> bool:
-    """Would the sandbox's root show ``where`` (read-only): under a system folder, Python's prefix or the
-    folder numpy comes from? Entries hold hidden tests' inputs and expected values."""
+    """Would the sandbox's root show ``where`` (read-only)? Entries hold hidden tests' inputs and expected
+    values. Shown: the system folders, Python's prefixes and every folder on this interpreter's path (the
+    zygote's is a part of it: site-packages, and what .pth files add), numpy's folder."""
     import site
 
     from grader.sandbox.isolation import _SYSTEM_DIRS
 
-    shown = [*_SYSTEM_DIRS, sys.base_prefix, sys.prefix, *site.getsitepackages(), os.path.dirname(np.__path__[0])]
-    return any(where == Path(p).resolve() or Path(p).resolve() in where.parents for p in shown)
+    shown = {*_SYSTEM_DIRS, sys.base_prefix, sys.prefix, *site.getsitepackages(), os.path.dirname(np.__path__[0]),
+             *(p for p in sys.path if os.path.isabs(p))}
+    for place in shown:
+        path = Path(place).resolve()
+        if where == path or path in where.parents:
+            return True
+    return False
+
+
+def _private(where: Path) -> bool:
+    """Is ``where`` a folder of this user's own that no one else may write to (an entry planted by another
+    user would grade this user's students)?"""
+    try:
+        info = os.stat(where, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 
 def key(config: Any) -> str:
@@ -79,35 +103,58 @@ MAGIC = b"grader-cases\0\0\0\0"  # 16 bytes, then the manifest's length (8 bytes
 ALIGN = 64  # each array starts at a multiple of this offset
 
 
-def load(name: str) -> tuple[list, dict[str, dict]] | None:
-    """(cases, {case name: {what: value}}) of entry ``name``, or None when there is none that reads exactly."""
+MAX_BYTES = 256 << 20  # an entry larger than this is not read (mha's is 44 MB)
+
+
+def load(name: str, trusted: tuple[Path, ...] = ()) -> tuple[list, dict[str, dict]] | None:
+    """(cases, {case name: {what: value}}) of entry ``name``, or None when there is none that reads exactly.
+
+    trusted: the assignment's folders; a case's class must be defined under one of them (the
+    assignment's own case module) or be grader.assignment.Case.
+    """
     where = folder()
-    if where is None:
+    if where is None or not _private(where):
         return None
     try:
-        with open(where / f"{name}.cases", "rb", buffering=0) as handle:
+        fd = os.open(where / f"{name}.cases", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with open(fd, "rb", buffering=0) as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or not 24 <= info.st_size <= MAX_BYTES:
+                return None
             # One read into memory left unzeroed (a bytearray's zeroing would cost more than the read);
             # the arrays are views of it.
-            data = np.empty(os.fstat(handle.fileno()).st_size, np.uint8)
+            data = np.empty(info.st_size, np.uint8)
             if handle.readinto(data.data) != len(data) or data[:16].tobytes() != MAGIC:
                 return None
         size = int.from_bytes(data[16:24].tobytes(), "little")
+        if not 0 < size <= len(data) - 24:
+            return None
         manifest = json.loads(data[24:24 + size].tobytes())
         if manifest.get("format") != FORMAT:
             return None
-        arrays = {str(i): _view(data, spec) for i, spec in enumerate(manifest["arrays"])}
-        cases = [_case(entry, arrays) for entry in manifest["cases"]]
-        memo = {name: {what: _decode(spec, arrays) for what, spec in values.items()}
+        start = 24 + size  # arrays come after the manifest
+        arrays = {str(i): _view(data, spec, start) for i, spec in enumerate(manifest["arrays"])}
+        cases = [_case(entry, arrays, trusted) for entry in manifest["cases"]]
+        memo = {name: {what: _decode(spec, arrays) for what, spec in values.items() if what in STORED}
                 for name, values in manifest["memo"].items()}
     except Exception:  # noqa: BLE001 - missing, half-written or foreign: built again
         return None
     return cases, memo
 
 
-def _view(data: np.ndarray, spec: dict[str, Any]) -> np.ndarray:
-    dtype, shape, offset = np.dtype(spec["dtype"]), tuple(spec["shape"]), int(spec["offset"])
-    count = int(np.prod(shape, dtype=np.int64))
-    if dtype.kind not in "biufc" or offset < 0 or offset + count * dtype.itemsize > len(data):
+STORED = ("expected", "expected-changed", "trivial")  # the values of a case kept with it (grader.assignment)
+
+
+def _view(data: np.ndarray, spec: dict[str, Any], start: int) -> np.ndarray:
+    dtype, shape, offset = np.dtype(spec["dtype"]), tuple(spec["shape"]), spec["offset"]
+    if (dtype.kind not in "biufc" or dtype.fields is not None or dtype.subdtype is not None or type(offset) is not int
+            or not all(type(n) is int and n >= 0 for n in shape) or offset < start or offset % ALIGN):
+        raise ValueError("not an array the store writes")
+    count = int(np.prod(shape, dtype=object))
+    if offset + count * dtype.itemsize > len(data):
         raise ValueError("an array outside the entry")
     return data[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
 
@@ -139,7 +186,9 @@ def save(name: str, cases: list, memo: dict[str, dict]) -> bool:
         return False
     text = text.ljust(room)  # JSON's own whitespace up to the first array
     try:
-        where.mkdir(parents=True, exist_ok=True)
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(where):
+            return False
         fd, temporary = tempfile.mkstemp(dir=where, prefix=".entry-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -163,8 +212,14 @@ def _aligned(offset: int) -> int:
 
 def _prune(where: Path) -> None:
     """Remove all but the newest KEPT_ENTRIES entries, and temporary files an interrupted save left."""
-    entries = sorted(where.glob("*.cases"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in [*entries[KEPT_ENTRIES:], *where.glob(".entry-*.tmp")]:
+    entries = []
+    for path in where.glob("*.cases"):
+        try:
+            entries.append((os.stat(path, follow_symlinks=False).st_mtime, path))
+        except OSError:
+            pass
+    entries.sort(reverse=True)
+    for old in [*(path for _, path in entries[KEPT_ENTRIES:]), *where.glob(".entry-*.tmp")]:
         try:
             old.unlink()
         except OSError:
@@ -207,7 +262,10 @@ def _decode(spec: dict[str, Any], arrays: dict[str, np.ndarray]) -> object:
     if kind == "array":
         return arrays[content]
     if kind == "scalar":
-        return np.dtype(content).type(_decode(rest[0][1], arrays))
+        dtype = np.dtype(content)
+        if dtype.kind not in "biufc":
+            raise ValueError(f"a scalar of dtype {dtype}")
+        return dtype.type(_decode(rest[0][1], arrays))
     if kind in ("tuple", "list"):
         items = [_decode(s, arrays) for s in content]
         return tuple(items) if kind == "tuple" else items
@@ -216,14 +274,21 @@ def _decode(spec: dict[str, Any], arrays: dict[str, np.ndarray]) -> object:
     raise ValueError(f"unknown kind {kind!r}")
 
 
-def _case(entry: dict, arrays: dict[str, np.ndarray]) -> object:
-    """A case rebuilt as its class, which must be a dataclass of a module already imported, with these fields."""
+def _case(entry: dict, arrays: dict[str, np.ndarray], trusted: tuple[Path, ...]) -> object:
+    """A case rebuilt as its class: grader.assignment.Case, or a dataclass of a module already imported from the
+    assignment's folders, with these very fields. Looked up in the modules' own namespaces: nothing is imported
+    because an entry names it (no module's ``__getattr__`` runs)."""
+    from grader.assignment import Case
+
     module_name, qualname = entry["type"]
-    found: object = sys.modules[module_name]
+    module = sys.modules[module_name]
+    found: object = module
     for part in qualname.split("."):
-        found = getattr(found, part)
-    if not (isinstance(found, type) and dataclasses.is_dataclass(found)):
-        raise ValueError(f"{module_name}.{qualname} is not a dataclass")
+        found = vars(found)[part]
+    own = found is Case or any(Path(getattr(module, "__file__", "") or "/").resolve().is_relative_to(place.resolve())
+                               for place in trusted)
+    if not (own and isinstance(found, type) and dataclasses.is_dataclass(found)):
+        raise ValueError(f"{module_name}.{qualname} is not a case class of this assignment")
     values = {name: _decode(spec, arrays) for name, spec in entry["fields"].items()}
     if list(values) != [f.name for f in dataclasses.fields(found)]:
         raise ValueError(f"fields of {qualname} changed")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,11 +45,12 @@ def test_stored_cases_read_back_exactly_as_built(path, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     config = load_config(ROOT / path)
     built = _built(config)
-    values = {c.name: {"expected": np.arange(3.0), "trivial": None, "pair": (1, np.int64(2), -0.0, float("inf"))}
+    values = {c.name: {"expected": np.arange(3.0), "trivial": None, "expected-changed": (1, np.int64(2), -0.0,
+                                                                                           float("inf"))}
               for c in built[:2]}
     name = case_store.key(config)
     assert case_store.save(name, built, values)
-    cases, memo = case_store.load(name)
+    cases, memo = case_store.load(name, (config.assignment_dir,))
     assert [type(c) for c in cases] == [type(c) for c in built]
     assert all(_same(getattr(b, f.name), getattr(c, f.name)) for b, c in zip(built, cases) for f in dataclasses.fields(b))
     assert memo.keys() == values.keys() and all(_same(values[n], memo[n]) for n in values)
@@ -60,7 +64,7 @@ def test_a_second_grade_reads_the_cases_back_and_reports_alike(monkeypatch, tmp_
         writer.join()
     entries = list((tmp_path / "mha-grader/cases").glob("*.cases"))
     assert [p.name for p in entries] == [f"{case_store.key(config)}.cases"]
-    cases, memo = case_store.load(case_store.key(config))
+    cases, memo = case_store.load(case_store.key(config), (config.assignment_dir,))
     assert len(cases) == 41 and sum(len(v) for v in memo.values()) == 41 + 38 + 2  # trivial, expected, changed
     # Read back in another process (this one keeps the cases it built): drawn nothing, the same report.
     monkeypatch.setattr(assignment, "_BUILDS", {})
@@ -90,6 +94,76 @@ def test_an_unreadable_entry_is_built_again_and_replaced(monkeypatch, tmp_path):
     assert case_store.load(name) is None
     entry.write_bytes(stored.replace(b'"grader.assignment"', b'"grader.nowhere000"', 1))  # a class not imported
     assert case_store.load(name) is None
+
+
+def _stored_entry(monkeypatch, tmp_path):
+    """The heads assignment's config, its entry's path, and the entry's manifest and bytes as saved."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    config = load_config(ROOT / "assignments/heads/grader.toml")
+    name = case_store.key(config)
+    assert case_store.save(name, _built(config), {})
+    entry = tmp_path / "mha-grader/cases" / f"{name}.cases"
+    data = entry.read_bytes()
+    size = int.from_bytes(data[16:24], "little")
+    return config, name, entry, json.loads(data[24:24 + size]), data
+
+
+def _rewritten(entry: Path, data: bytes, manifest: dict) -> None:
+    size = int.from_bytes(data[16:24], "little")
+    text = json.dumps(manifest).encode()
+    assert len(text) <= size
+    entry.write_bytes(data[:24] + text.ljust(size) + data[24 + size:])
+
+
+def test_an_entry_that_is_not_a_private_regular_file_is_not_read(monkeypatch, tmp_path):
+    """A FIFO would block the read forever; a link, or a folder others may write to, could be planted."""
+    config, name, entry, _, data = _stored_entry(monkeypatch, tmp_path)
+    assert case_store.load(name, (config.assignment_dir,)) is not None
+    entry.unlink()
+    os.mkfifo(entry)
+    assert case_store.load(name, (config.assignment_dir,)) is None  # at once, not blocked
+    entry.unlink()
+    (tmp_path / "elsewhere.cases").write_bytes(data)
+    entry.symlink_to(tmp_path / "elsewhere.cases")
+    assert case_store.load(name, (config.assignment_dir,)) is None
+    entry.unlink()
+    entry.write_bytes(data)
+    entry.parent.chmod(0o777)
+    assert case_store.load(name, (config.assignment_dir,)) is None
+    assert not case_store.save(name, _built(config), {})
+    entry.parent.chmod(0o700)
+    assert case_store.load(name, (config.assignment_dir,)) is not None
+
+
+def test_a_crafted_entry_names_no_class_but_the_assignments_and_no_array_outside_its_own(monkeypatch, tmp_path):
+    config, name, entry, manifest, data = _stored_entry(monkeypatch, tmp_path)
+    trusted = (config.assignment_dir,)
+    lazily_imported = "numpy.f2py" in sys.modules
+    for module, qualname in (("os", "system"), ("grader.diagnose", "Finding"), ("numpy", "f2py.x")):
+        crafted = json.loads(json.dumps(manifest))
+        crafted["cases"][0]["type"] = [module, qualname]
+        _rewritten(entry, data, crafted)
+        assert case_store.load(name, trusted) is None
+    assert ("numpy.f2py" in sys.modules) == lazily_imported  # looked up, never imported
+    for change in ({"shape": [-1, 2, 3]}, {"offset": 0}, {"dtype": "|O"}, {"offset": 64 * 10**9}):
+        crafted = json.loads(json.dumps(manifest))
+        crafted["arrays"][0].update(change)
+        _rewritten(entry, data, crafted)
+        assert case_store.load(name, trusted) is None, change
+    crafted = json.loads(json.dumps(manifest))
+    crafted["memo"] = {crafted["cases"][0]["fields"]["group"]["value"]: {"variants": {"value": 1}}}
+    _rewritten(entry, data, crafted)
+    assert case_store.load(name, trusted)[1] == {manifest["cases"][0]["fields"]["group"]["value"]: {}}
+
+
+def test_the_store_is_off_where_a_link_or_a_relative_path_would_put_it(monkeypatch, tmp_path):
+    shown = Path(sys.prefix)
+    (tmp_path / "mha-grader").symlink_to(shown)  # its last parts resolved too
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert case_store.folder() is None
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # not absolute: the default, ~/.cache
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert case_store.folder() == (tmp_path / "home/.cache/mha-grader/cases").resolve()
 
 
 def test_a_value_the_store_cannot_keep_exactly_is_not_stored(monkeypatch, tmp_path):
