@@ -1,11 +1,12 @@
 """The zygote: one pre-started interpreter per grading process that forks one process tree per child.
 
-Child side: ``main`` runs in an interpreter started as ``python -I -c`` with a
-private copy of this subpackage's child-side modules (protocol, linux, child,
-zygote) on its path, so it imports nothing but the standard library and numpy,
-and never anything of the grader (no reference, no graded suite, no
-grader.toml): a submission forked from it finds nothing secret in memory.
-Parent side: ``Zygote`` starts it and asks it for process trees.
+Child side: ``main`` runs in an interpreter started as ``python -I -c``
+(grader.sandbox.boot) with a private copy of this subpackage's child-side
+modules (boot, protocol, linux, child, zygote) on its path, removed once
+imported, so it imports nothing but the standard library and numpy, and never
+anything of the grader (no reference, no graded suite, no grader.toml): a
+submission forked from it finds nothing secret in memory.
+Parent side: ``Zygote`` asks it for process trees.
 
 Processes, for one submission (the zygote forks one tree per child start):
 
