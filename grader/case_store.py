@@ -101,8 +101,6 @@ def key(config: Any) -> str:
 
 MAGIC = b"grader-cases\0\0\0\0"  # 16 bytes, then the manifest's length (8 bytes, little-endian) and the manifest
 ALIGN = 64  # each array starts at a multiple of this offset
-
-
 MAX_BYTES = 256 << 20  # an entry larger than this is not read (mha's is 44 MB)
 
 
