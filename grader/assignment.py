@@ -266,9 +266,12 @@ def store_cases(config: Any) -> threading.Thread | None:
     return writer
 
 
-def import_file(path: Path, name: str) -> ModuleType:
-    """Import the module at ``path`` as ``name`` (unique per file: two exercises' cases.py never collide)."""
-    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+def import_file(path: Path, name: str, fresh: bool = False) -> ModuleType:
+    """Import the module at ``path`` as ``name`` (unique per file: two exercises' cases.py never collide).
+
+    fresh: import it again even when ``name`` is already this file's module (a suite that may have changed).
+    """
+    if not fresh and name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None

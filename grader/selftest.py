@@ -21,9 +21,7 @@ Each is written out as a student file and graded exactly as a submission is
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
@@ -31,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from grader.assignment import load_assignment
+from grader.assignment import import_file, load_assignment
 from grader.config import Config
 from grader.diagnose import SEP, Search
 from grader.diagnose import matches as diagnose_matches
@@ -184,12 +182,7 @@ def run_styles(config: Config, folder: Path) -> list[Row]:
 
 
 def _load_suite_module(suite_dir: Path, name: str):
-    spec = importlib.util.spec_from_file_location(f"_selftest_{name}", suite_dir / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file(suite_dir / f"{name}.py", f"_selftest_{name}", fresh=True)
 
 
 def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None = None) -> list[Row]:

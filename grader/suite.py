@@ -21,10 +21,8 @@ from __future__ import annotations
 import configparser
 import fnmatch
 import hashlib
-import importlib.util
 import inspect
 import os
-import sys
 import threading
 import traceback
 import warnings
@@ -228,13 +226,10 @@ def _graded_files(suite: Path) -> list[Path]:
 def _import(path: Path) -> ModuleType:
     """The suite's module at ``path``, imported afresh (a new session: the suite may have changed), under a name
     unique to its folder (two kits' suites never collide)."""
+    from grader.assignment import import_file
+
     folder = hashlib.sha256(str(path.parent.resolve()).encode()).hexdigest()[:12]
-    spec = importlib.util.spec_from_file_location(f"_graded_suite_{folder}_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # a dataclass of the suite looks its module up there
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path, f"_graded_suite_{folder}_{path.stem}", fresh=True)
 
 
 def _plain_conftest(config: Config) -> ModuleType | None:
