@@ -26,6 +26,13 @@ os.environ.pop("GRADER_NO_CASE_STORE", None)
 atexit.register(shutil.rmtree, CASE_STORE_HOME, ignore_errors=True)
 
 
+def without_times(report: dict) -> dict:
+    """A report without what differs from run to run: its start, its duration, each test's seconds."""
+    report = {k: v for k, v in report.items() if k not in ("duration_s", "started_at")}
+    report["tests"] = [{k: v for k, v in t.items() if k != "seconds"} for t in report["tests"]]
+    return report
+
+
 @pytest.fixture(scope="session")
 def config():
     """The course configuration shipped in the repository (seed 2026)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, SUBMISSIONS
+from conftest import ROOT, SUBMISSIONS, without_times
 
 import grader.suite
 from grader import assignment, case_store
@@ -75,7 +75,7 @@ def test_a_second_grade_reads_the_cases_back_and_reports_alike(monkeypatch, tmp_
         found, build_cases=lambda seed, params: pytest.fail("built again"), expected=lambda case, args: pytest.fail(
             "expected value computed again")))
     again = grade_submission(SUBMISSIONS / "wrong_reshape.py", config).report
-    assert _without_times(again) == _without_times(first)
+    assert without_times(again) == without_times(first)
     assert again["score"] == 45.4167  # seed 4242
 
 
@@ -198,8 +198,3 @@ def test_only_the_newest_entries_are_kept(monkeypatch, tmp_path):
     kept = sorted(p.name for p in (tmp_path / "mha-grader/cases").iterdir())
     assert len(kept) == case_store.KEPT_ENTRIES and "entry10.cases" in kept
 
-
-def _without_times(report: dict) -> dict:
-    report = {k: v for k, v in report.items() if k not in ("duration_s", "started_at")}
-    report["tests"] = [{k: v for k, v in t.items() if k != "seconds"} for t in report["tests"]]
-    return report

@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SUBMISSIONS
+from conftest import ROOT, SUBMISSIONS, without_times
 
 from grader.config import load_config
 from grader.grade import grade_submission
@@ -91,11 +91,6 @@ def test_same_seed_same_report_other_seed_other_cases(config):
     assert [t["name"] for t in other["tests"]] != [t["name"] for t in first["tests"]]
 
 
-def _without_times(report: dict) -> dict:
-    report = {k: v for k, v in report.items() if k not in ("duration_s", "started_at")}
-    report["tests"] = [{k: v for k, v in t.items() if k != "seconds"} for t in report["tests"]]
-    return report
-
 
 def test_one_session_grades_submission_after_submission_each_as_if_alone(config):
     """The graded suite is collected once per process; nothing of one submission reaches the next one's tests."""
@@ -107,7 +102,7 @@ def test_one_session_grades_submission_after_submission_each_as_if_alone(config)
     for name in ("correct.py", "nan_entropy.py", "wrong_merge.py", "wrong_reshape.py"):
         report = grade_submission(SUBMISSIONS / name, config).report
     assert grader.suite._session is session
-    assert _without_times(report) == _without_times(alone)
+    assert without_times(report) == without_times(alone)
     assert report["score"] == 39.1667 and report["functions"]["multi_head_attention"]["verdict"]["codes"] == [
         "wrong-split-order", "wrong-merge-order"]
 
@@ -119,12 +114,12 @@ def test_the_plain_suite_and_pytest_give_the_same_reports(config, monkeypatch):
     from grader.pytest_suite import SuiteSession
 
     names = ("correct.py", "wrong_reshape.py", "nan_entropy.py", "wrong_merge.py")
-    plain = [_without_times(grade_submission(SUBMISSIONS / name, config).report) for name in names]
+    plain = [without_times(grade_submission(SUBMISSIONS / name, config).report) for name in names]
     assert isinstance(grader.suite._session, grader.suite.PlainSession)
     session = SuiteSession(config, ("pytest's",))
     monkeypatch.setattr(grader.grade, "session_for", lambda config: session)
     try:
-        by_pytest = [_without_times(grade_submission(SUBMISSIONS / name, config).report) for name in names]
+        by_pytest = [without_times(grade_submission(SUBMISSIONS / name, config).report) for name in names]
     finally:
         session.close()
     assert by_pytest == plain
