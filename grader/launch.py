@@ -24,11 +24,12 @@ def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:]
     one_grade = bool(args) and (args[0] == "submission" or args[0].endswith((".py", ".ipynb")))
-    if one_grade or args[:1] == ["batch"]:
+    batch = args[:1] == ["batch"]
+    if one_grade or batch:
         from grader.sandbox.boot import start_early
 
         start_early()
-    if args[:1] == ["batch"] and not any(a.startswith("--scheduler") for a in args):
+    if batch and not any(a.startswith("--scheduler") for a in args):
         worker_context()  # its fork server imports the grader meanwhile
     if one_grade:
         # A single grade lives about a third of a second: the collector's passes over what the imports

@@ -6,7 +6,6 @@ interpreter imports numpy: the two imports then run side by side on two cores.
 
 from __future__ import annotations
 
-import atexit
 import importlib.util
 import json
 import os
@@ -51,8 +50,7 @@ def start() -> Started:
     """Start a zygote interpreter now; it needs nothing of the caller but the folder of numpy."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
-    home = _private_copy()
-    atexit.register(shutil.rmtree, home, ignore_errors=True)  # if no one ever waits for its hello
+    home = _private_copy()  # the zygote removes it once imported (its parent too, if it fails first)
     process = subprocess.Popen(
         [sys.executable, "-I", "-c", _BOOT, str(theirs.fileno()), json.dumps(_numpy_path()), home],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
