@@ -494,7 +494,10 @@ def test_corpus_in_user_mode(tmp_path_factory):
 
     if shutil.which("unshare") is None or shutil.which("setpriv") is None:
         pytest.skip("needs util-linux's unshare and setpriv")
-    folder = Path(tempfile.mkdtemp(prefix="grader-user-mode-"))
+    # Not under /tmp where it can be: the interpreter's prefix is bound below this folder, and a visible folder
+    # under /tmp would make every restart start a new tree, so the tree-keeping restart would go untested.
+    elsewhere = "/var/tmp" if os.path.isdir("/var/tmp") else None
+    folder = Path(tempfile.mkdtemp(prefix="grader-user-mode-", dir=elsewhere))
     folder.chmod(0o755)
     (folder / "python").mkdir()
     (folder / "home").mkdir()

@@ -498,7 +498,7 @@ def _build_root(request: dict) -> None:
     Only these are visible: /usr, /bin, /lib*, /etc and the Python prefix and
     package folders the grader named (read-only, nosuid, nodev), with the
     grader's own packages inside them hidden under empty tmpfs mounts; a
-    private /dev with null, zero, full, random and urandom; a fresh /proc of
+    private read-only /dev with null, zero, full, random and urandom; a fresh /proc of
     the PID namespace; a private tmpfs /tmp holding the working folder. The
     old root is unmounted, so nothing else (the project folder, reference/,
     the graded suite, grader.toml, /root, /home) exists in the new one.
@@ -539,6 +539,9 @@ def _build_root(request: dict) -> None:
         os.symlink(f"/proc/self/fd/{number}", f"{root}/dev/{name}")
     os.makedirs(root + "/dev/shm")
     _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
+    # Read-only once filled: in user mode the worker's uid owns this tmpfs, and a file it left here would
+    # outlive it (a restart keeps the tree).
+    _mount(None, root + "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
     os.makedirs(root + "/proc")
     try:
         _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")

@@ -1,4 +1,4 @@
-"""Leaves files in /tmp, /tmp/work and /dev/shm, a SysV shared memory segment and a daemon that keeps writing,
+"""Leaves files in /tmp, /tmp/work and /dev/shm (and /dev, where it can), a SysV shared memory segment and a daemon that keeps writing,
 moves the PID counter and /tmp's inode counter on (each could carry a number), and answers wrongly once it
 finds any of that from an earlier process: after the causality tests' restart (pid 1 of the same tree forks
 the next process) nothing is left, the process is pid 2 again and /tmp/work inode 2, so every answer stays right."""
@@ -53,7 +53,9 @@ def head_entropy(A):
 _honest = multi_head_attention
 _libc = ctypes.CDLL(None, use_errno=True)
 _MARKERS = ("/tmp/left-by", "/tmp/work/left-by", "/dev/shm/left-by")
+_TRIED = ("/dev/left-by",)  # read-only, so never left (in user mode the worker's uid owns that tmpfs)
 _mine = {os.getpid()}  # this process and the daemon it started
+_token = os.urandom(8).hex()  # what this process writes in its markers: the next one is pid 2 again
 
 
 _FIRST = os.getpid() == 2 and os.stat("/tmp/work").st_ino == 2  # as in a new tree: nothing has moved them on
@@ -63,13 +65,19 @@ def _found_foreign() -> bool:
     """Did an earlier process of this submission leave anything that is still here?"""
     if not _FIRST:
         return True
-    for name in (*_MARKERS, "/dev/shm/daemon"):
+    for name in (*_MARKERS, *_TRIED):
         try:
             with open(name) as handle:
-                if int(handle.read() or 0) not in _mine:
+                if handle.read() != _token:
                     return True
-        except (OSError, ValueError):
+        except OSError:
             pass
+    try:
+        with open("/dev/shm/daemon") as handle:
+            if int(handle.read() or 0) not in _mine:
+                return True
+    except (OSError, ValueError):
+        pass
     return _libc.shmget(4242, 0, 0) != -1 and not _mine_shm
 
 
@@ -87,7 +95,13 @@ def _leave() -> None:
         os.wait()
     for name in _MARKERS:
         with open(name, "w") as handle:
-            handle.write(str(os.getpid()))
+            handle.write(_token)
+    for name in _TRIED:
+        try:
+            with open(name, "w") as handle:
+                handle.write(_token)
+        except OSError:
+            pass
     if not _mine_shm:
         _mine_shm.append(_libc.shmget(4242, 4096, 0o1000 | 0o600))  # IPC_CREAT
     if len(_mine) == 1:
