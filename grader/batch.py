@@ -30,6 +30,7 @@ from grader.fingerprint import config_hash
 from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
 from grader.launch import worker_context
 from grader.report import build_report, printable, to_json, write_atomic
+from grader.sandbox.client import keep_trees
 from grader.sandbox.zygote import get_zygote
 
 __all__ = ["BatchError", "BatchResult", "Entry", "Graded", "config_hash", "discover", "run_batch"]
@@ -359,6 +360,7 @@ def _serve(conn, config: Config, fingerprint: str, alive) -> None:
     # The first submission waits for neither: the zygote's interpreter starts, and the cases are built, meanwhile.
     get_zygote()
     prebuild(config)
+    keep_trees()  # each submission takes the emptied process tree of the one before
     while True:
         try:
             task = conn.recv()

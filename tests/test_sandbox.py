@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from hypothesis.extra import numpy as hnp
 
 from grader import compare
 from grader.config import Limits
-from grader.sandbox import Sandbox, child, isolation, isolation_available, protocol
+from grader.sandbox import Sandbox, child, client, isolation, isolation_available, protocol
 from grader.sandbox.protocol import MessageReader
 from grader.sandbox.zygote import get_zygote
 
@@ -159,6 +160,92 @@ def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
             assert (result.status, result.value) == ("ok", (0, 0, 0, 0, 2, 2))
             assert (sandbox._child.keeper == keeper) == kept  # the same tree, its worker replaced
         assert len(_descendants() - before) <= 3  # keeper, pid 1, worker: nothing of the earlier ones
+    assert _descendants() - before == set()
+
+
+@pytest.fixture
+def keeping(monkeypatch):
+    """This process keeps closed sandboxes' trees, as ``grade batch``'s workers do (client.keep_trees)."""
+    monkeypatch.setattr(client, "_keeping", True)
+    yield
+    client._discard_kept()
+
+
+LEAVES_AND_LOOKS = """
+    import ctypes, os, sys, time
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def leave():
+        for name in ("/tmp/left", "/tmp/work/left", "/dev/shm/left"):
+            with open(name, "w") as handle:
+                handle.write("the last submission's answer")
+        libc.shmget(4242, 4096, 0o1000 | 0o600)
+        for _ in range(5):  # the PID counter moves on
+            if os.fork() == 0:
+                os._exit(0)
+            os.wait()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(1000)
+            os._exit(0)
+        return os.getpid()
+
+    def seen():
+        left = sum(os.path.exists(n) for n in ("/tmp/left", "/tmp/work/left", "/dev/shm/left"))
+        others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+        counters = (os.getpid(), os.stat("/tmp/work").st_ino)
+        return left, int(libc.shmget(4242, 0, 0) != -1), len(others), *counters, int(sys.argv == ["second.py"])
+"""
+
+
+@needs_root
+def test_a_kept_tree_takes_the_next_submission_with_nothing_of_the_last(tmp_path, keeping):
+    """A closed sandbox's tree, emptied by its pid 1, serves the next submission as a new tree would:
+    nothing the last one left, pid 2, /tmp/work inode 2, its own file name in sys.argv."""
+    first, second = (write(tmp_path, LEAVES_AND_LOOKS, name) for name in ("first.py", "second.py"))
+    before = _descendants()
+    kept = isolation.respawns(isolation._visible_paths(tuple(get_zygote().path)))  # no venv under /tmp
+    with Sandbox(first, LIMITS) as sandbox:
+        assert sandbox.call("leave").status == "ok"
+        keeper = sandbox._child.keeper
+    assert (client._kept is not None) == kept
+    with Sandbox(second, LIMITS, prestart=True) as sandbox:
+        result = sandbox.call("seen")
+        assert (result.status, result.value) == ("ok", (0, 0, 0, 2, 2, 1))
+        assert (sandbox._child.keeper == keeper) == kept
+    assert len(_descendants() - before) <= (3 if kept else 0)  # keeper, pid 1 and (once forked) the next worker
+    client._discard_kept()
+    assert _descendants() - before == set()
+
+
+@needs_root
+def test_a_kept_tree_that_cannot_serve_is_ended(tmp_path, keeping, monkeypatch):
+    """Other settings, a worker that exited, a cgroup still holding memory: the next sandbox starts a new tree."""
+    path = write(tmp_path, textwrap.dedent(LEAVES_AND_LOOKS) + "\ndef leave_now():\n    os._exit(0)\n")
+    if not isolation.respawns(isolation._visible_paths(tuple(get_zygote().path))):
+        pytest.skip("a visible folder under /tmp (a virtual environment there): no tree is kept")
+    before = _descendants()
+    with Sandbox(path, LIMITS) as sandbox:
+        assert sandbox.call("seen").status == "ok"
+        keeper = sandbox._child.keeper
+    with Sandbox(path, replace(LIMITS, memory_mb=512)) as sandbox:
+        assert sandbox.call("seen").status == "ok"
+        assert sandbox._child.keeper != keeper
+        assert not Path(f"/proc/{keeper}").exists()  # the kept tree was ended, not left
+    with Sandbox(path, LIMITS) as sandbox:
+        assert sandbox.call("leave_now").status == "crashed"
+    assert client._kept is None
+    with Sandbox(path, LIMITS) as sandbox:
+        assert sandbox.call("seen").status == "ok"
+        keeper = sandbox._child.keeper
+    if client._charged_bytes(keeper) == 0:
+        pytest.skip("no cgroup could be made here")
+    monkeypatch.setattr(client, "KEPT_MEMORY_SHARE", 1 << 40)  # any memory at all is too much
+    with Sandbox(path, LIMITS) as sandbox:
+        assert sandbox.call("seen").status == "ok"
+        assert sandbox._child.keeper != keeper
+    client._discard_kept()
     assert _descendants() - before == set()
 
 

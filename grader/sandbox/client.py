@@ -119,6 +119,60 @@ class _Child:
     output: _Output
 
 
+# ---------------------------------------------------------------- trees kept from one submission to the next
+
+KEPT_ANSWER_S = 2.0  # how long a kept tree's new worker may take to answer its ping before the tree is ended
+KEPT_MEMORY_SHARE = 16  # a kept tree whose cgroup still holds more than 1/16 of limits.memory_mb is ended
+
+
+@dataclass
+class _Kept:
+    """A closed Sandbox's tree, emptied by its pid 1, whose new worker was sent a ping."""
+
+    settings: str  # the zygote and the tree's request (grader.sandbox.client.Sandbox._launch)
+    child: _Child
+    retired: tuple[socket.socket, int] | None  # the last worker's socket and pipe, open until the new one answers
+
+
+_keeping = False
+_kept: _Kept | None = None
+
+
+def keep_trees() -> None:
+    """From now on, a closed Sandbox of this process hands its process tree to the next one (``grade batch``'s workers).
+
+    The tree is emptied as a restart empties it (``zygote._init``: every process killed, fresh
+    /tmp, /dev/shm and IPC namespace, pid 2 again), and its new worker must answer a ping before
+    any submission's code runs there. That saves the next submission a new tree (about a third of
+    what grading a correct one costs the sandbox). Only the same settings take it: the same zygote,
+    mode, limits, visible and hidden paths.
+    """
+    global _keeping
+    _keeping = True
+
+
+def _charged_bytes(keeper: int) -> int:
+    """Memory the cgroup of the tree of ``keeper`` holds now (linux._make_cgroup names it); 0 without one."""
+    places = get_zygote().cgroups
+    folder = places.get("v2") or places.get("memory")
+    name = "memory.current" if "v2" in places else "memory.usage_in_bytes"
+    try:
+        with open(f"{folder}/grader-{keeper}/{name}", "rb") as handle:
+            return int(handle.read())
+    except (OSError, ValueError, TypeError):
+        return 0
+
+
+def _discard_kept(kept: _Kept | None = None) -> None:
+    """End the kept tree (or ``kept``), as Sandbox._stop_child ends a tree."""
+    global _kept
+    if kept is None:
+        kept, _kept = _kept, None
+    if kept is not None:
+        _close_retired(kept.retired)
+        _end_tree(kept.child)
+
+
 # ---------------------------------------------------------------- the sandbox
 
 
@@ -160,6 +214,7 @@ class Sandbox:
         self._loading = False  # the child was launched and its import not yet awaited
         self._respawned = False  # that child is a worker its tree's pid 1 forked anew (restart)
         self._respawns = False  # whether the current tree can do that (isolation.respawns)
+        self._settings = ""  # the current tree's request, but for what differs between submissions
         self._retired: tuple[socket.socket, int] | None = None  # the replaced worker's socket and pipe
         self._import_failure: CallResult | None = None
         self._text_left = TEXT_BUDGET
@@ -198,8 +253,13 @@ class Sandbox:
         return isolation.sandbox_warnings(self.mode)
 
     def close(self) -> None:
-        """End the child and everything it started; remove its working directory."""
-        self._stop_child()
+        """End the child and everything it started; remove its working directory.
+
+        Where this process keeps trees (``keep_trees``), an isolated tree whose worker is alive
+        is kept instead, emptied as by ``restart``, for the next Sandbox of the same settings.
+        """
+        if not (_keeping and self._keep_tree()):
+            self._stop_child()
         self._workdir.cleanup()
 
     def restart(self) -> None:
@@ -212,17 +272,21 @@ class Sandbox:
         environment there), or when that fails, a new tree is started.
         """
         child = self._child
-        if child is None or self._loading or not self._respawns:
+        if child is None or self._loading or not self._respawns or not self._respawn(child):
             self._stop_child()
             return
+        self._send_load(child)
+        self._respawned = True
+
+    def _respawn(self, child: _Child) -> bool:
+        """Ask the tree's pid 1 for a new worker on new channels (False: the keeper is gone)."""
         proto, proto_child, out, out_child = self._channels()
         try:
             socket.send_fds(child.ctl, [b"respawn"], [proto_child.fileno(), out_child])
         except OSError:
             proto.close()
             os.close(out)
-            self._stop_child()
-            return
+            return False
         finally:
             proto_child.close()
             os.close(out_child)
@@ -230,8 +294,56 @@ class Sandbox:
         # read EOF and exit on its own, and pid 1 could take that for the end of the tree's worker.
         self._retired = (child.sock, child.out)
         child.sock, child.out, child.output = proto, out, _Output(self.limits.output_bytes)
-        self._send_load(child)
-        self._respawned = True
+        return True
+
+    def _keep_tree(self) -> bool:
+        """Keep this tree for the next Sandbox: its pid 1 empties it and forks a worker that only answers a ping.
+
+        Only an isolated tree that could respawn, whose worker is idle and whose keeper has said
+        nothing (a worker that ended, a setup error); at most one tree is kept per process.
+        """
+        global _kept
+        child = self._child
+        if child is None or self._loading or not self._respawns or not self._settings:
+            return False
+        if select.select([child.ctl.fileno(), child.pidfd], [], [], 0)[0] or not self._respawn(child):
+            return False
+        try:
+            send_message(child.sock, {"op": "ping"})  # answered by the new worker, before any submission's code
+        except OSError:
+            return False
+        _discard_kept()
+        _kept = _Kept(self._settings, child, self._retired)
+        self._child, self._retired = None, None
+        return True
+
+    def _adopt_kept(self, settings: str) -> bool:
+        """Take the tree an earlier Sandbox of this process kept, when it has these settings and its new
+        worker answers its ping; then send it this submission. The time a tree that fails takes is not this
+        submission's."""
+        global _kept
+        kept, _kept = _kept, None
+        if kept is None:
+            return False
+        if kept.settings != settings:
+            _discard_kept(kept)
+            return False
+        started = time.monotonic()
+        self._child, self._retired = kept.child, kept.retired
+        try:
+            answer = self._receive(kept.child, KEPT_ANSWER_S)
+        except SandboxError:  # the new worker's setup failed
+            answer = CallResult(CRASHED)
+        self._close_retired()
+        # Memory the kernel frees late (an IPC namespace's segments, say) must not count against this submission.
+        charged = _charged_bytes(kept.child.keeper)
+        if answer.status != OK or answer.output or charged > (self.limits.memory_mb << 20) // KEPT_MEMORY_SHARE:
+            self._stop_child()
+            self.deadline += time.monotonic() - started
+            return False
+        self._settings, self._respawns = settings, True
+        self._send_load(kept.child)
+        return True
 
     # ------------------------------------------------------------ calls
 
@@ -470,18 +582,22 @@ class Sandbox:
         limits = self.limits
         mode = self.mode
         isolated = mode != UNISOLATED
-        proto, proto_child, out, out_child = self._channels()
-        ctl, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         for attempt in range(2):
             zygote = get_zygote(restart=attempt > 0)
             request = {
                 "isolated": isolated, "userns": mode == USER_NAMESPACES,
                 "cgroups": zygote.cgroups if self._cgroup else {}, "seccomp": self._seccomp,
-                "workdir": self._workdir.name, "env": ENV, "argv0": self._module + ".py",
-                "limits": asdict(limits), "nproc": NPROC,
+                "env": ENV, "limits": asdict(limits), "nproc": NPROC,
                 "visible": (visible := isolation._visible_paths(tuple(zygote.path))),
                 "hidden": isolation._hidden_paths(self.hidden, tuple(zygote.path)),
             }
+            settings = json.dumps([zygote.process.pid, request], sort_keys=True)
+            if attempt == 0 and _kept is not None and self._adopt_kept(settings):
+                return
+            request["workdir"] = self._workdir.name
+            if attempt == 0:
+                proto, proto_child, out, out_child = self._channels()
+                ctl, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 keeper = zygote.spawn(request, [proto_child.fileno(), out_child, ctl_child.fileno()])
                 break
@@ -499,6 +615,7 @@ class Sandbox:
         child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes))
         self._child = child
         self._respawns = isolated and isolation.respawns(visible)
+        self._settings = settings if self._respawns else ""
         self._send_load(child)
 
     @property
@@ -522,7 +639,7 @@ class Sandbox:
         try:
             child.sock.settimeout(max(0.001, min(self.limits.call_timeout_s, self._remaining())))
             send_message(child.sock, {"op": "load", "filename": self.filename, "module": self._module,
-                                      "extra": [name for name, _ in self.extra]},
+                                      "argv0": self._module + ".py", "extra": [name for name, _ in self.extra]},
                          [self.source, *(data for _, data in self.extra)])
         except OSError:
             pass  # the reply (or its absence) says what happened
@@ -554,41 +671,48 @@ class Sandbox:
         return None
 
     def _close_retired(self) -> None:
-        if self._retired is not None:
-            sock, out = self._retired
-            self._retired = None
-            sock.close()
-            os.close(out)
+        retired, self._retired = self._retired, None
+        _close_retired(retired)
 
     def _stop_child(self) -> None:
         """Kill the child's whole process tree and wait until the keeper says it is gone."""
         child, self._child, self._loading = self._child, None, False
         self._close_retired()
-        if child is None:
-            return
+        if child is not None:
+            _end_tree(child)
+
+
+def _close_retired(retired: tuple[socket.socket, int] | None) -> None:
+    if retired is not None:
+        retired[0].close()
+        os.close(retired[1])
+
+
+def _end_tree(child: _Child) -> None:
+    """Kill a child's whole process tree and wait until the keeper says it is gone."""
+    try:
+        child.ctl.send(b"kill")
+    except OSError:
+        pass
+    deadline = time.monotonic() + 10
+    while (left := deadline - time.monotonic()) > 0:
+        if not select.select([child.ctl], [], [], left)[0]:
+            break
         try:
-            child.ctl.send(b"kill")
+            if not child.ctl.recv(1 << 12):
+                break  # the keeper exited: the tree is gone
         except OSError:
+            break
+    else:
+        try:
+            os.kill(child.keeper, signal.SIGKILL)  # everything under it has PR_SET_PDEATHSIG
+        except ProcessLookupError:
             pass
-        deadline = time.monotonic() + 10
-        while (left := deadline - time.monotonic()) > 0:
-            if not select.select([child.ctl], [], [], left)[0]:
-                break
-            try:
-                if not child.ctl.recv(1 << 12):
-                    break  # the keeper exited: the tree is gone
-            except OSError:
-                break
-        else:
-            try:
-                os.kill(child.keeper, signal.SIGKILL)  # everything under it has PR_SET_PDEATHSIG
-            except ProcessLookupError:
-                pass
-        select.select([child.pidfd], [], [], 5)  # the keeper has exited, not only closed its sockets
-        os.close(child.pidfd)
-        child.sock.close()
-        child.ctl.close()
-        os.close(child.out)
+    select.select([child.pidfd], [], [], 5)  # the keeper has exited, not only closed its sockets
+    os.close(child.pidfd)
+    child.sock.close()
+    child.ctl.close()
+    os.close(child.out)
 
 
 def _clip(text: object, limit: int = 2000) -> str:
