@@ -44,9 +44,20 @@ def candidates(assignment: Assignment, case, keys):
     return {k: known[k] for k in wanted}
 
 
+_ASSIGNMENTS: dict[tuple, Assignment] = {}  # (course, root, assignment name) -> its Assignment
+
+
+def _assignment(grading) -> Assignment:
+    """The grading's assignment, looked up once per configuration (not once per test)."""
+    key = (grading.course, grading.root, grading.assignment)
+    if key not in _ASSIGNMENTS:
+        _ASSIGNMENTS[key] = load_assignment(grading.assignment_dir)
+    return _ASSIGNMENTS[key]
+
+
 def test_case(case, turn):
     grading, record = turn.grading, turn.record
-    assignment = load_assignment(grading.assignment_dir)
+    assignment = _assignment(grading)
     catalogue = {**assignment.findings, **assignment.catalogue}
     record.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
     expected = None if case.raises else expected_value(assignment, case)
