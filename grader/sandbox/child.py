@@ -237,6 +237,7 @@ def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
                                   line_buffering=True)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.dont_write_bytecode = True  # each worker imports the submission once: a __pycache__ would only cost time
     try:
         serve(socket.socket(fileno=3), request["limits"]["max_result_bytes"])
     except (OSError, EOFError, ProtocolError, ValueError, KeyError, TypeError):

@@ -23,6 +23,7 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE = 1, 38, 36, 4
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
 
 
@@ -139,18 +140,39 @@ def _load_libseccomp():
     lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
     lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
                                            ctypes.POINTER(_ArgCmp)]
-    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
     return lib
 
 
 _seccomp = _load_libseccomp()
-_seccomp_filter: int | None = None  # built once in the zygote, loaded in every worker
+_seccomp_filter: bytes | None = None  # the BPF program, built once in the zygote, loaded in every worker
 
 
-def _build_seccomp_filter():
-    """The libseccomp context of the filter above, or None without libseccomp (the hello says so)."""
-    if _seccomp is None:
+class _SockFprog(ctypes.Structure):  # struct sock_fprog: a BPF program of `len` 8-byte instructions
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+def _build_seccomp_filter() -> bytes | None:
+    """The filter above as the BPF program libseccomp generates for it, or None without libseccomp (the
+    hello says so). Generated once: seccomp_load would generate it again in every worker (about 1 ms)."""
+    ctx = _filter_context() if _seccomp is not None else None
+    if not ctx:
         return None
+    read, write = os.pipe()  # a program has at most 4096 instructions, 32 KiB: the pipe holds it all
+    try:
+        exported = _seccomp.seccomp_export_bpf(ctx, write) == 0
+        os.close(write)
+        program = b"".join(iter(lambda: os.read(read, 1 << 16), b""))
+    finally:
+        os.close(read)
+        _seccomp.seccomp_release(ctx)
+    return program if exported and program and len(program) % 8 == 0 else None
+
+
+def _filter_context():
+    """The libseccomp context of the filter above (None when libseccomp refuses it)."""
+    assert _seccomp is not None
     ctx = _seccomp.seccomp_init(_DEFAULT_ACTION)
     if not ctx:
         return None
@@ -165,6 +187,7 @@ def _build_seccomp_filter():
             raise OSError(-result, f"seccomp rule for {name}: {os.strerror(-result)}")
 
     if _seccomp.seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0:
+        _seccomp.seccomp_release(ctx)
         return None
     for name in _DENIED:
         rule(SCMP_ACT_ERRNO | EPERM, name)
@@ -181,11 +204,13 @@ def _build_seccomp_filter():
 
 
 def _install_seccomp() -> None:
-    """Load the filter in this process (after PR_SET_NO_NEW_PRIVS); a no-op without libseccomp."""
+    """Load the filter in this process (after PR_SET_NO_NEW_PRIVS); a no-op without libseccomp.
+
+    As seccomp_load loads it with libseccomp's default attributes: no flags.
+    """
     if _seccomp_filter is not None:
-        result = _seccomp.seccomp_load(_seccomp_filter)
-        if result < 0:
-            raise OSError(-result, f"seccomp_load: {os.strerror(-result)}")
+        program = _SockFprog(len(_seccomp_filter) // 8, _seccomp_filter)
+        _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0), "seccomp filter")
 
 
 def _bind(source: str, target: str, readonly: bool = True) -> None:
