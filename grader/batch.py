@@ -361,14 +361,17 @@ def _serve(conn, config: Config, fingerprint: str, alive) -> None:
     get_zygote()
     prebuild(config)
     keep_trees()  # each submission takes the emptied process tree of the one before
-    while True:
-        try:
-            task = conn.recv()
-        except (EOFError, OSError):
-            return
-        if task is None:
-            return
-        conn.send(grade_entry(task[0], task[1], config, fingerprint, task[2]))
+    try:
+        while True:
+            try:
+                task = conn.recv()
+            except (EOFError, OSError):
+                return
+            if task is None:
+                return
+            conn.send(grade_entry(task[0], task[1], config, fingerprint, task[2]))
+    finally:
+        keep_trees(False)  # the last tree ends before this worker does
 
 
 def _helpers(entry: Entry) -> tuple[tuple[str, str], ...]:

@@ -127,6 +127,8 @@ EXPECTED: dict[str, Expect] = {
     # Files in /tmp, /tmp/work and /dev/shm, SysV shared memory, a daemon: none outlives the process that made
     # them (a restart keeps the tree; its pid 1 empties all of it), so no answer turns wrong.
     "state_across_restart": Expect(100, ALL_PASS, root_only=True),
+    # Lowered limits, nice value, affinity of pid 1: its tree ends rather than pass them on at the restart.
+    "pid1_limits": Expect(100, ALL_PASS, root_only=True),
     "causality_memo": Expect(round(100 - (6 * 25 / 12 + 3 * 20 / 6 + 2 * 10 / 3 + 2 * 2.5 + 2 * 2.5), 4),
                              {**ALL_PASS, MHA: {"failed": 15, "passed": 12}}, "", MHA),
     # 240 MB back: refused above limits.max_result_bytes (64 MiB) before the grading process reads it.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -217,6 +218,36 @@ def test_a_kept_tree_takes_the_next_submission_with_nothing_of_the_last(tmp_path
     assert len(_descendants() - before) <= (3 if kept else 0)  # keeper, pid 1 and (once forked) the next worker
     client._discard_kept()
     assert _descendants() - before == set()
+
+
+@needs_root
+def test_shared_memory_of_a_trees_first_worker_is_freed_with_it(tmp_path, keeping):
+    """SysV shared memory of the first worker of a tree lives in an IPC namespace of pid 1's own, not the
+    keeper's: it is freed at the reset, not charged to the next submission's cgroup."""
+    path = write(tmp_path, """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.shmat.restype = ctypes.c_void_p
+
+        def hold(megabytes):
+            segment = libc.shmget(0, megabytes << 20, 0o1600)  # IPC_PRIVATE, IPC_CREAT, never removed
+            ctypes.memset(libc.shmat(segment, None, 0), 1, megabytes << 20)
+            return segment
+    """)
+    if not isolation.respawns(isolation._visible_paths(tuple(get_zygote().path))):
+        pytest.skip("a visible folder under /tmp (a virtual environment there): no tree is kept")
+    with Sandbox(path, LIMITS) as sandbox:
+        assert sandbox.call("hold", 40).status == "ok"  # 40 MB: under the 1/16 of memory_mb that ends a kept tree
+        keeper = sandbox._child.keeper
+        if client._charged_bytes(keeper) < 40 << 20:
+            pytest.skip("no cgroup could be made here")
+    with Sandbox(path, LIMITS) as sandbox:
+        assert sandbox.call("hold", 0).status == "ok"
+        assert sandbox._child.keeper == keeper
+        deadline = time.monotonic() + 2  # the kernel frees an IPC namespace's segments a moment after its last process
+        while client._charged_bytes(keeper) >= 16 << 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert client._charged_bytes(keeper) < 16 << 20
 
 
 @needs_root

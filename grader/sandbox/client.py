@@ -138,17 +138,19 @@ _keeping = False
 _kept: _Kept | None = None
 
 
-def keep_trees() -> None:
+def keep_trees(keep: bool = True) -> None:
     """From now on, a closed Sandbox of this process hands its process tree to the next one (``grade batch``'s workers).
 
     The tree is emptied as a restart empties it (``zygote._init``: every process killed, fresh
     /tmp, /dev/shm and IPC namespace, pid 2 again), and its new worker must answer a ping before
     any submission's code runs there. That saves the next submission a new tree (about a third of
     what grading a correct one costs the sandbox). Only the same settings take it: the same zygote,
-    mode, limits, visible and hidden paths.
+    mode, limits, visible and hidden paths. ``keep_trees(False)`` ends the kept tree, and keeps no more.
     """
     global _keeping
-    _keeping = True
+    _keeping = keep
+    if not keep:
+        _discard_kept()
 
 
 def _charged_bytes(keeper: int) -> int:
@@ -319,8 +321,8 @@ class Sandbox:
 
     def _adopt_kept(self, settings: str) -> bool:
         """Take the tree an earlier Sandbox of this process kept, when it has these settings and its new
-        worker answers its ping; then send it this submission. The time a tree that fails takes is not this
-        submission's."""
+        worker answers its ping; then send it this submission. The time the tree takes to answer is not
+        this submission's."""
         global _kept
         kept, _kept = _kept, None
         if kept is None:
@@ -337,9 +339,11 @@ class Sandbox:
         self._close_retired()
         # Memory the kernel frees late (an IPC namespace's segments, say) must not count against this submission.
         charged = _charged_bytes(kept.child.keeper)
-        if answer.status != OK or answer.output or charged > (self.limits.memory_mb << 20) // KEPT_MEMORY_SHARE:
+        failed = answer.status != OK or answer.output or charged > (self.limits.memory_mb << 20) // KEPT_MEMORY_SHARE
+        if failed:
             self._stop_child()
-            self.deadline += time.monotonic() - started
+        self.deadline += time.monotonic() - started  # emptying the last submission's tree took this
+        if failed:
             return False
         self._settings, self._respawns = settings, True
         self._send_load(kept.child)

@@ -475,6 +475,14 @@ def _set_limits(limits: dict, nproc: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 
 
+def _inherited() -> tuple:
+    """What a forked worker inherits from this process and a process of the same uid may change in it:
+    every resource limit (prlimit), the nice value (setpriority), the CPU affinity (sched_setaffinity)."""
+    limits = tuple(resource.getrlimit(getattr(resource, name)) for name in sorted(dir(resource))
+                   if name.startswith("RLIMIT_"))
+    return limits, os.getpriority(os.PRIO_PROCESS, 0), tuple(sorted(os.sched_getaffinity(0)))
+
+
 def _user_tasks(uid: int) -> int:
     """Processes and threads of ``uid`` now: RLIMIT_NPROC counts them all, not only the submission's."""
     count = 0

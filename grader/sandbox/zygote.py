@@ -58,16 +58,21 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
     output pipe), it kills the worker and everything else in the namespace,
     gives the next worker fresh /tmp, /dev/shm, IPC namespace and pid 2
     (``linux._reset_writable``) and forks it: a new process of the same
-    submission, without a new tree.
+    submission, or the next submission's (client.keep_trees), without a new
+    tree. It ends the tree instead when what a worker inherits from it
+    (``linux._inherited``) is no longer what it was.
     """
     linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     linux._prctl(PR_SET_DUMPABLE, 0)  # /proc/1 out of the workers' sight (hidepid), in user mode too
     try:
+        # An IPC namespace of its own, apart from the keeper's: each later one is then freed with its workers.
+        linux._check(linux._libc.unshare(linux.CLONE_NEWIPC), "unshare IPC")
         linux._build_root(request)
         linux._wait_for_cgroups(go)  # before the worker exists: it starts inside them
     except BaseException as exc:
         report(ctl, {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
         raise
+    inherited = linux._inherited()  # what each worker inherits from this process; a worker may change it
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_write)  # SIGCHLD wakes the select below
     signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -90,10 +95,12 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
             if message != b"respawn" or len(fds) != 2:
                 os._exit(0)  # the keeper is gone (it kills this namespace anyway) or broke the protocol
             _kill_namespace()
+            if linux._inherited() != inherited:  # in user mode a worker (same uid) may lower this one's limits
+                os._exit(0)  # the tree ends, and the parent starts a new one
             try:
                 linux._reset_writable(request)
             except OSError:
-                os._exit(0)  # the tree ends, and the parent starts a new one
+                os._exit(0)
             worker = _fork_worker(request, fds[0], fds[1], ctl, ours)
 
 
