@@ -52,7 +52,8 @@ def judge(case, student: Student, grading, expected: object,
           candidates: Callable[[Sequence[str] | None], Mapping[str, object]],
           catalogue: Mapping[str, Explained], search: Search | None = None, *,
           expected_changed: object = None, keep: dict | None = None,
-          kind: str = "array", outputs: Sequence[str] = ()) -> tuple[Verdict, dict | None, str]:
+          kind: str = "array", outputs: Sequence[str] = (), first: CallResult | None = None,
+          ) -> tuple[Verdict, dict | None, str]:
     """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis dict or None, student output).
 
     case: has function, args, kwargs, raises, changed_args, changed_from.
@@ -69,14 +70,17 @@ def judge(case, student: Student, grading, expected: object,
     ``matches`` (every matching combination), ``raised`` and ``entries`` (their texts).
     keep: when given, a failed check of a returned value (not a causality case) leaves that value in
     ``keep["got"]``, for the feedback page's pictures (grader.evidence).
+    first: a causality case's first call, already made in a worker that ``student``'s current one has
+    never been (then no restart is needed before the second call).
     """
-    result = student.call(case.function, *case.args, **case.kwargs)
+    result = first if first is not None else student.call(case.function, *case.args, **case.kwargs)
     what = f"{case.function}()"
     output = result.output
     if case.raises:
         return check_raises(result, case.raises, what), None, output
     if case.changed_args is not None:  # causality: both outputs right, and the earlier ones unmoved
-        student.restart()  # a fresh child: the second call cannot copy what the first returned
+        if first is None:
+            student.restart()  # a fresh child: the second call cannot copy what the first returned
         changed = student.call(case.function, *case.changed_args, **case.kwargs)
         output += changed.output
         verdict = check_causality(result, changed, case.changed_from,

@@ -156,4 +156,5 @@ class SuiteSession:
     def turn(self, request: pytest.FixtureRequest) -> Turn:
         """What the test gets from this run (one fixture: each one costs pytest's machinery per test)."""
         assert self.current is not None
-        return Turn(self.current.student, self.config, request.node.stash[RECORD_KEY], self.current.search)
+        return Turn(self.current.student, self.config, request.node.stash[RECORD_KEY], self.current.search,
+                    self.current.ahead)

@@ -100,6 +100,7 @@ class Turn:
     grading: Config  # this run's configuration
     record: dict  # where the test records its verdict: group, function, name, status, message, output, ...
     search: Search  # the submission's diagnosis search (grader.diagnose.Search): one per run, never shared
+    ahead: dict = field(default_factory=dict)  # calls a test made for later tests of the run (graded_cases)
 
 
 @dataclass
@@ -110,6 +111,7 @@ class _Run:
     progress: Progress | None
     search: Search = field(default_factory=Search)
     broken: dict[str, str] = field(default_factory=dict)  # nodeid -> the crash of a test that broke
+    ahead: dict = field(default_factory=dict)  # its turns' ``ahead``
 
 
 class Session(Protocol):
@@ -181,7 +183,7 @@ class PlainSession:
                         progress(case.name, len(records) + 1, total)
                     nodeid, record = f"{where}[{case.name}]", dict[str, object]()
                     try:
-                        test(case, Turn(run.student, self.config, record, run.search))
+                        test(case, Turn(run.student, self.config, record, run.search, run.ahead))
                     except Exception as exc:  # noqa: BLE001 - a test that broke: a grader error, said below
                         run.broken.setdefault(nodeid, _crash(exc))
                     records.append((nodeid, record))
