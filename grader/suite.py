@@ -74,11 +74,22 @@ class TimeBudget:
         self.timed_out: dict[str, int] = {}
 
     def call(self, function: str, *args, **kwargs) -> CallResult:
+        return self.counted(function, self.early(function, *args, **kwargs))
+
+    def early(self, function: str, *args, **kwargs) -> CallResult | None:
+        """Make a call now for a later test, which passes it to ``counted``: not counted until then.
+        None when the function has no timed-out call left (it would not run then either)."""
+        if self.timed_out.get(function, 0) >= self.timeouts:
+            return None
+        return self.student.call(function, *args, **kwargs)
+
+    def counted(self, function: str, result: CallResult | None) -> CallResult:
+        """A call made by ``early``, counted now, as if made now: "not run" when the function has used up its
+        timed-out calls since, and a timeout of its own counts."""
         spent = self.timed_out.get(function, 0)
-        if spent >= self.timeouts:
+        if result is None or spent >= self.timeouts:
             return CallResult("timeout", message=f"not run: {function}() already timed out in {spent} earlier "
                                                  f"calls (limits.timeouts_per_function = {self.timeouts})")
-        result = self.student.call(function, *args, **kwargs)
         if result.status == "timeout" and result.message.startswith(CALL_TIMEOUT):  # not the submission's limit
             self.timed_out[function] = spent + 1
         return result
@@ -96,18 +107,18 @@ Progress = Callable[[str, int, int], None]  # (test name, its number from 1, num
 class Turn:
     """What one graded test gets (its ``turn`` fixture)."""
 
-    student: Student  # the submission, behind its time budget: ``call`` runs a function in the sandbox
+    student: TimeBudget  # the submission, behind its time budget: ``call`` runs a function in the sandbox
     grading: Config  # this run's configuration
     record: dict  # where the test records its verdict: group, function, name, status, message, output, ...
     search: Search  # the submission's diagnosis search (grader.diagnose.Search): one per run, never shared
-    ahead: dict = field(default_factory=dict)  # calls a test made for later tests of the run (graded_cases)
+    ahead: dict = field(default_factory=dict)  # calls a test made early for later tests (TimeBudget.early)
 
 
 @dataclass
 class _Run:
     """One submission's turn in a session: its student, its diagnosis search and the crashes of tests that broke."""
 
-    student: Student
+    student: TimeBudget
     progress: Progress | None
     search: Search = field(default_factory=Search)
     broken: dict[str, str] = field(default_factory=dict)  # nodeid -> the crash of a test that broke

@@ -224,3 +224,21 @@ def test_progress_names_each_test_as_it_starts(config):
     grade_submission(SUBMISSIONS / "correct.py", config, progress=lambda name, number, total: seen.append((name, number, total)))
     assert len(seen) == 41 and seen[0] == ("mha_random[00-B4-T3-d8-h1-dk11-dv6-causal]", 1, 41)
     assert seen[-1] == ("mha_causality[future-from-2-B1-T6-d8-h2-dk4-dv3-causal-unbatched]", 41, 41)
+
+
+def test_a_hang_in_one_causality_test_costs_only_that_test(config, tmp_path):
+    """The first causality test makes the second one's first call early (one restart serves both): its
+    timeout counts against the function's timed-out calls only when the second test takes it, so with one
+    timed-out call allowed the first causality test still passes."""
+    correct = (SUBMISSIONS / "correct.py").read_text()
+    path = tmp_path / "hangs_on_one.py"
+    path.write_text(correct + "\n\nimport time\n_honest = multi_head_attention\n\n\n"
+                    "def multi_head_attention(X, *args, **kwargs):\n"
+                    "    if np.shape(X) == (6, 8):  # only the second causality test's inputs (unbatched, T = 6)\n"
+                    "        time.sleep(1000)\n"
+                    "    return _honest(X, *args, **kwargs)\n")
+    limits = replace(config.limits, call_timeout_s=1, timeouts_per_function=1)
+    report = grade_submission(path, replace(config, limits=limits)).report
+    causality = [(t["status"], t["message"]) for t in report["tests"] if t["group"] == "mha_causality"]
+    assert causality == [("passed", ""), ("timeout", "the call did not finish within 1 s")]
+    assert report["score"] == 97.5

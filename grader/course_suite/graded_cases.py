@@ -56,21 +56,22 @@ def _assignment(grading) -> Assignment:
 
 
 def first_call(case, turn):
-    """A causality case's first call when a test made it ahead, else None (the test makes its own).
+    """A causality case's first call when a test made it early, else None (the test makes its own).
 
     The run's first causality case makes the first calls of the run's later ones before its own,
     so the one restart before its second call serves them all: each later second call then runs in
-    a worker that has never seen its first call, as after a restart of its own (grader.judge).
+    a worker that has never seen its first call, as after a restart of its own (grader.judge). An
+    early call counts against its function's timed-out calls only when its own test takes it.
     """
     if case.changed_args is None:
         return None
     if id(case) in turn.ahead:
-        return turn.ahead.pop(id(case))
+        return turn.student.counted(case.function, turn.ahead.pop(id(case)))
     cases = run_cases(turn.grading)
     position = next((i for i, c in enumerate(cases) if c is case), len(cases))
     for other in cases[position + 1:]:
         if other.changed_args is not None:
-            turn.ahead[id(other)] = turn.student.call(other.function, *other.args, **other.kwargs)
+            turn.ahead[id(other)] = turn.student.early(other.function, *other.args, **other.kwargs)
     return None
 
 
