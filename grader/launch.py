@@ -36,12 +36,14 @@ def main() -> None:
         # made cost more than the garbage they find (as mypy, it collects the youngest objects less
         # often), and what lives to the end is frozen, so the interpreter's teardown skips it.
         gc.set_threshold(100_000, 50, 100)
+    # At exit (a batch holds its reports, and matplotlib once summary.html is drawn) what lives is frozen,
+    # so the interpreter's teardown skips it: a batch ended 0.2 s after its summary.html, now 0.03 s.
     from grader.cli import main as command_line
 
     try:
         command_line()
     finally:
-        if one_grade:
+        if one_grade or batch:
             gc.freeze()
 
 
