@@ -1,7 +1,7 @@
 """Grade a whole class: in parallel, resumable, one atomic report per submission, then the gradebook.
 
 ``run_batch`` discovers the submissions (grader.discover), grades them in
-long-lived worker processes (each imports pytest and the grader once and grades
+long-lived worker processes (each imports the grader once and grades
 many submissions; student code still runs only in the sandbox's child), writes
 each report atomically as soon as it is graded, skips on ``resume`` the reports
 whose file hash and grader configuration hash still match, and finally writes
@@ -67,15 +67,15 @@ def file_sha256(path: Path) -> str:
 
 # ---------------------------------------------------------------- grading one entry (in a worker)
 
-_GRADE_LOCK = threading.Lock()  # pytest.main is not thread-safe: one grading at a time per process
+_GRADE_LOCK = threading.Lock()  # one grading at a time per process (a course suite's pytest.main is not thread-safe)
 
 
 def grade_entry(path: str, student: dict, config: Config, fingerprint: str,
                 helpers: tuple[tuple[str, str], ...] = ()) -> Graded:
     """Grade one submission in this (trusted) worker process and return its report.
 
-    Runs in a long-lived worker: the first call imports pytest and the grader, later calls
-    reuse them. Never raises for a submission's fault: a file the grader cannot take, or a
+    Runs in a long-lived worker: the first call imports the grader, later calls
+    reuse it. Never raises for a submission's fault: a file the grader cannot take, or a
     grader failure, becomes a report with status "error".
     """
     import resource

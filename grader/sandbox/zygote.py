@@ -8,7 +8,8 @@ anything of the grader (no reference, no graded suite, no grader.toml): a
 submission forked from it finds nothing secret in memory.
 Parent side: ``Zygote`` asks it for process trees.
 
-Processes, for one submission (the zygote forks one tree per child start):
+Processes, for one submission (the zygote forks one tree per child start; a batch worker hands a tree,
+emptied by its pid 1, on to its next submission: client.keep_trees):
 
     zygote (imported numpy and libseccomp; forks on request, never runs student code)
      └─ keeper: own session; makes the tree's cgroup, watches the tree, kills it on
