@@ -25,17 +25,14 @@ def main() -> None:
     args = sys.argv[1:]
     one_grade = bool(args) and (args[0] == "submission" or args[0].endswith((".py", ".ipynb")))
     batch = args[:1] == ["batch"]
-    if one_grade or batch:
+    if one_grade:
+        start_single_grade()
+    elif batch:
         from grader.sandbox.boot import start_early
 
         start_early()
     if batch and not any(a.startswith("--scheduler") for a in args):
         worker_context()  # its fork server imports the grader meanwhile
-    if one_grade:
-        # A single grade lives about a third of a second: the collector's passes over what the imports
-        # made cost more than the garbage they find (as mypy, it collects the youngest objects less
-        # often), and what lives to the end is frozen, so the interpreter's teardown skips it.
-        gc.set_threshold(100_000, 50, 100)
     # At exit (a batch holds its reports, and matplotlib once summary.html is drawn) what lives is frozen,
     # so the interpreter's teardown skips it: a batch ended 0.2 s after its summary.html, now 0.03 s.
     from grader.cli import main as command_line
@@ -45,6 +42,21 @@ def main() -> None:
     finally:
         if one_grade or batch:
             gc.freeze()
+
+
+def start_single_grade() -> None:
+    """What grading one submission starts before the grader's imports (``grade FILE``, Gradescope's
+    run_autograder): the sandbox's zygote, and fewer collector passes.
+
+    A single grade lives about a third of a second: the collector's passes over what the imports
+    made cost more than the garbage they find (as mypy, it collects the youngest objects less
+    often); the caller freezes what lives at its end, so the interpreter's teardown skips it.
+    """
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from grader.sandbox.boot import start_early
+
+    start_early()
+    gc.set_threshold(100_000, 50, 100)
 
 
 def worker_context() -> BaseContext:

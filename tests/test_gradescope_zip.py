@@ -50,8 +50,8 @@ def autograder_root(tmp_path: Path, zip_path: Path, files: dict[str, bytes]) -> 
     return root
 
 
-def run_autograder(root: Path) -> tuple[dict, str]:
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable)
+def run_autograder(root: Path, **environment: str) -> tuple[dict, str]:
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, **environment)
     process = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=180,
                              check=False)
     assert process.returncode == 0, process.stderr
@@ -84,9 +84,29 @@ def test_setup_sh_dry_run(autograder_zip, tmp_path):
     assert f"+ {root}/venv/bin/python -m pip install --no-cache-dir --quiet -r {root}/source/requirements.txt" in lines
     assert f"+ chmod -R go-rwx {root}/source" in lines  # the reference and the suite: root only
     assert f"+ chown -R root:root {root}/source" in lines
+    assert lines[-1] == f"+ {root}/venv/bin/python -m grader.export.autograder --store-cases"  # from the source
     assert not (root / "venv").exists()  # a dry run changes nothing
     text = (root / "source" / "setup.sh").read_text()
     assert "useradd --uid 65534 --gid 65534" in text
+
+
+def test_setup_stores_the_cases_that_each_run_reads_back(autograder_zip, tmp_path):
+    """setup.sh's last step grades the starter once, so the image holds the run's cases; run_autograder
+    then finds every value it needs there and writes nothing to the store."""
+    root = autograder_root(tmp_path, autograder_zip, {"solution.py": (SUBMISSIONS / "correct.py").read_bytes()})
+    cache = tmp_path / "cache"
+    stored = subprocess.run([sys.executable, "-m", "grader.export.autograder", "--store-cases"], cwd=root / "source",
+                            env=dict(os.environ, XDG_CACHE_HOME=str(cache)), capture_output=True, text=True,
+                            timeout=180, check=False)
+    assert stored.returncode == 0, stored.stderr
+    assert stored.stdout.startswith("graded starter.py once (0 / 100): its cases are stored")
+    [entry] = (cache / "mha-grader" / "cases").glob("*.cases")
+    before = entry.stat()
+    results, _ = run_autograder(root, XDG_CACHE_HOME=str(cache))
+    assert results["score"] == 100
+    after = entry.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert list((cache / "mha-grader" / "cases").glob("*.cases")) == [entry]
 
 
 @pytest.mark.parametrize(("files", "score"), [

@@ -11,6 +11,7 @@ grader is logged on stdout (hidden from students) and still gives a valid file.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -18,9 +19,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.assignment import describe
-from grader.report import to_json, write_atomic
-from grader.submission import SUBMISSION_SUFFIXES, choose_main
+from grader.submission import SUBMISSION_SUFFIXES, choose_main  # (no numpy: main starts the zygote first)
 
 
 def find_submission(folder: Path, main_file: str = "",
@@ -70,6 +69,7 @@ def zero_result(message: str) -> dict:
 
 def run(root: Path) -> dict:
     """Grade the submission under ``root``; returns the results.json dict (never raises for the student's faults)."""
+    from grader.assignment import describe
     from grader.config import load_config
     from grader.export import gradescope
     from grader.grade import grade_submission
@@ -96,7 +96,29 @@ def run(root: Path) -> dict:
     return gradescope.results(result.report)
 
 
+def store_cases() -> int:
+    """setup.sh's last step (``--store-cases``): grade the assignment's starter once, so that the run's
+    cases, their expected values and trivial verdicts are stored in the image (grader.case_store), and
+    each run_autograder reads them back instead of drawing them."""
+    from grader.assignment import load_assignment
+    from grader.config import load_config
+    from grader.grade import grade_submission
+
+    config = load_config(Path(__file__).resolve().parents[2] / "grader.toml")
+    starter = load_assignment(config.assignment_dir).starter
+    report = grade_submission(starter, config).report
+    print(f"graded {starter.name} once ({report['score']} / {report['max_score']}): its cases are stored")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    from grader.launch import start_single_grade
+
+    start_single_grade()  # before numpy: the sandbox's zygote imports it on the other core meanwhile
+    from grader.report import to_json, write_atomic
+
+    if argv[1:2] == ["--store-cases"]:
+        return store_cases()
     root = Path(argv[1] if len(argv) > 1 else "/autograder")
     target = root / "results" / "results.json"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -108,6 +130,7 @@ def main(argv: list[str]) -> int:
         results = zero_result("The autograder failed while grading this submission; the course staff can see why. "
                               "Please contact them.")
     write_atomic(target, to_json(results))
+    gc.freeze()  # what lives now is not the teardown's to collect (grader.launch.start_single_grade)
     return 0
 
 

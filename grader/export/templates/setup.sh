@@ -2,8 +2,8 @@
 # Gradescope runs this once, as root, when it builds the autograder's image; the zip is
 # unpacked in /autograder/source. It installs the grader's pinned dependencies in a
 # virtual environment, makes sure the unprivileged user that student code runs as
-# (uid/gid 65534) exists, and makes the grader's source (reference solution, graded
-# suite, grader.toml) readable by root only.
+# (uid/gid 65534) exists, makes the grader's source (reference solution, graded
+# suite, grader.toml) readable by root only, and stores the run's cases (grader.case_store).
 #   setup.sh --dry-run   prints the commands instead of running them.
 set -euo pipefail
 DRY_RUN=0
@@ -44,3 +44,9 @@ fi
 run chown -R root:root "$SOURCE"
 run chmod -R go-rwx "$SOURCE"
 run chmod 711 "$ROOT"
+
+# The run's cases, drawn once here and stored in the image (grader.case_store), so that each
+# run_autograder reads them back instead of drawing them; where the image cannot grade yet, each
+# submission draws them as before.
+(cd "$SOURCE" && run "$VENV/bin/python" -m grader.export.autograder --store-cases) \
+    || echo "note: the cases were not stored in the image; each submission draws them"
