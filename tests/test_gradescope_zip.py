@@ -99,7 +99,7 @@ def test_setup_stores_the_cases_that_each_run_reads_back(autograder_zip, tmp_pat
                             env=dict(os.environ, XDG_CACHE_HOME=str(cache)), capture_output=True, text=True,
                             timeout=180, check=False)
     assert stored.returncode == 0, stored.stderr
-    assert stored.stdout.startswith("graded starter.py once (0 / 100): its cases are stored")
+    assert stored.stdout.startswith(f"graded starter.py once (0 / 100): its cases go to {cache}/mha-grader/cases")
     [entry] = (cache / "mha-grader" / "cases").glob("*.cases")
     before = entry.stat()
     results, _ = run_autograder(root, XDG_CACHE_HOME=str(cache))

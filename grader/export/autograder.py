@@ -100,14 +100,19 @@ def store_cases() -> int:
     """setup.sh's last step (``--store-cases``): grade the assignment's starter once, so that the run's
     cases, their expected values and trivial verdicts are stored in the image (grader.case_store), and
     each run_autograder reads them back instead of drawing them."""
+    from grader import case_store
     from grader.assignment import load_assignment
     from grader.config import load_config
     from grader.grade import grade_submission
 
     config = load_config(Path(__file__).resolve().parents[2] / "grader.toml")
     starter = load_assignment(config.assignment_dir).starter
-    report = grade_submission(starter, config).report
-    print(f"graded {starter.name} once ({report['score']} / {report['max_score']}): its cases are stored")
+    where = case_store.folder()
+    if where is None:
+        print("the case store is off here (GRADER_NO_CASE_STORE, or a folder the sandbox shows): nothing stored")
+        return 1
+    report = grade_submission(starter, config).report  # the entry is written before this process exits
+    print(f"graded {starter.name} once ({report['score']} / {report['max_score']}): its cases go to {where}")
     return 0
 
 
