@@ -23,7 +23,7 @@ from hypothesis.extra import numpy as hnp
 
 from grader import compare
 from grader.config import Limits
-from grader.sandbox import Sandbox, child, client, isolation, isolation_available, protocol
+from grader.sandbox import Sandbox, child, client, isolation, isolation_available, linux, protocol
 from grader.sandbox.protocol import MessageReader
 from grader.sandbox.zygote import get_zygote
 
@@ -112,6 +112,11 @@ def test_a_prestarted_child_answers_as_one_started_at_the_first_call(tmp_path, s
     assert _descendants() - before == set()
 
 
+def _trees_kept() -> bool:
+    """Whether a restart (and a kept tree) keeps the process tree here: no visible folder under /tmp (a venv there)."""
+    return isolation.respawns(isolation._visible_paths(tuple(get_zygote().path)))
+
+
 @needs_root
 def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
     """restart() in a kept tree: files in /tmp, /tmp/work and /dev/shm, SysV shared memory, module state and
@@ -152,7 +157,7 @@ def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
     """)
     before = _descendants()
     with Sandbox(path, LIMITS, isolated=isolated) as sandbox:
-        kept = isolation.respawns(isolation._visible_paths(tuple(get_zygote().path)))  # no venv under /tmp
+        kept = _trees_kept()
         for deep in (0, 1500):  # 1500 nested folders in /tmp
             assert sandbox.call("leave", deep).status == "ok"
             keeper = sandbox._child.keeper
@@ -206,7 +211,7 @@ def test_a_kept_tree_takes_the_next_submission_with_nothing_of_the_last(tmp_path
     nothing the last one left, pid 2, /tmp/work inode 2, its own file name in sys.argv."""
     first, second = (write(tmp_path, LEAVES_AND_LOOKS, name) for name in ("first.py", "second.py"))
     before = _descendants()
-    kept = isolation.respawns(isolation._visible_paths(tuple(get_zygote().path)))  # no venv under /tmp
+    kept = _trees_kept()
     with Sandbox(first, LIMITS) as sandbox:
         assert sandbox.call("leave").status == "ok"
         keeper = sandbox._child.keeper
@@ -234,27 +239,27 @@ def test_shared_memory_of_a_trees_first_worker_is_freed_with_it(tmp_path, keepin
             ctypes.memset(libc.shmat(segment, None, 0), 1, megabytes << 20)
             return segment
     """)
-    if not isolation.respawns(isolation._visible_paths(tuple(get_zygote().path))):
+    if not _trees_kept():
         pytest.skip("a visible folder under /tmp (a virtual environment there): no tree is kept")
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("hold", 40).status == "ok"  # 40 MB: under the 1/16 of memory_mb that ends a kept tree
         keeper = sandbox._child.keeper
-        if client._charged_bytes(keeper) < 40 << 20:
+        if linux._charged_bytes(get_zygote().cgroups, keeper) < 40 << 20:
             pytest.skip("no cgroup could be made here")
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("hold", 0).status == "ok"
         assert sandbox._child.keeper == keeper
         deadline = time.monotonic() + 2  # the kernel frees an IPC namespace's segments a moment after its last process
-        while client._charged_bytes(keeper) >= 16 << 20 and time.monotonic() < deadline:
+        while linux._charged_bytes(get_zygote().cgroups, keeper) >= 16 << 20 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert client._charged_bytes(keeper) < 16 << 20
+        assert linux._charged_bytes(get_zygote().cgroups, keeper) < 16 << 20
 
 
 @needs_root
 def test_a_kept_tree_that_cannot_serve_is_ended(tmp_path, keeping, monkeypatch):
     """Other settings, a worker that exited, a cgroup still holding memory: the next sandbox starts a new tree."""
     path = write(tmp_path, textwrap.dedent(LEAVES_AND_LOOKS) + "\ndef leave_now():\n    os._exit(0)\n")
-    if not isolation.respawns(isolation._visible_paths(tuple(get_zygote().path))):
+    if not _trees_kept():
         pytest.skip("a visible folder under /tmp (a virtual environment there): no tree is kept")
     before = _descendants()
     with Sandbox(path, LIMITS) as sandbox:
@@ -270,7 +275,7 @@ def test_a_kept_tree_that_cannot_serve_is_ended(tmp_path, keeping, monkeypatch):
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("seen").status == "ok"
         keeper = sandbox._child.keeper
-    if client._charged_bytes(keeper) == 0:
+    if linux._charged_bytes(get_zygote().cgroups, keeper) == 0:
         pytest.skip("no cgroup could be made here")
     monkeypatch.setattr(client, "KEPT_MEMORY_SHARE", 1 << 40)  # any memory at all is too much
     with Sandbox(path, LIMITS) as sandbox:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.config import Limits
-from grader.sandbox import isolation
+from grader.sandbox import isolation, linux
 from grader.sandbox.boot import ENV
 from grader.sandbox.isolation import DEFAULT_HIDDEN, ROOT_MODE, UNISOLATED, USER_NAMESPACES
 from grader.sandbox.protocol import (
@@ -151,18 +151,6 @@ def keep_trees(keep: bool = True) -> None:
     _keeping = keep
     if not keep:
         _discard_kept()
-
-
-def _charged_bytes(keeper: int) -> int:
-    """Memory the cgroup of the tree of ``keeper`` holds now (linux._make_cgroup names it); 0 without one."""
-    places = get_zygote().cgroups
-    folder = places.get("v2") or places.get("memory")
-    name = "memory.current" if "v2" in places else "memory.usage_in_bytes"
-    try:
-        with open(f"{folder}/grader-{keeper}/{name}", "rb") as handle:
-            return int(handle.read())
-    except (OSError, ValueError, TypeError):
-        return 0
 
 
 def _discard_kept(kept: _Kept | None = None) -> None:
@@ -338,7 +326,7 @@ class Sandbox:
             answer = CallResult(CRASHED)
         self._close_retired()
         # Memory the kernel frees late (an IPC namespace's segments, say) must not count against this submission.
-        charged = _charged_bytes(kept.child.keeper)
+        charged = linux._charged_bytes(get_zygote().cgroups, kept.child.keeper)
         failed = answer.status != OK or answer.output or charged > (self.limits.memory_mb << 20) // KEPT_MEMORY_SHARE
         if failed:
             self._stop_child()
@@ -595,7 +583,7 @@ class Sandbox:
                 "visible": (visible := isolation._visible_paths(tuple(zygote.path))),
                 "hidden": isolation._hidden_paths(self.hidden, tuple(zygote.path)),
             }
-            settings = json.dumps([zygote.process.pid, request], sort_keys=True)
+            settings = json.dumps([zygote.process.pid, request], sort_keys=True) if _keeping else ""
             if attempt == 0 and _kept is not None and self._adopt_kept(settings):
                 return
             request["workdir"] = self._workdir.name

@@ -399,21 +399,36 @@ def _oom_kills(groups: list[_Cgroup]) -> int:
     return kills
 
 
+TREE_CGROUP = "grader-"  # + the keeper's pid: the name of a tree's cgroup(s), below the zygote's places
+
+
+def _charged_bytes(places: dict[str, str], keeper: int) -> int:
+    """Memory the cgroup of ``keeper``'s tree holds now, read by path from outside the tree (the parent);
+    0 without one."""
+    folder = places.get("v2") or places.get("memory")
+    name = "memory.current" if "v2" in places else "memory.usage_in_bytes"
+    try:
+        with open(f"{folder}/{TREE_CGROUP}{keeper}/{name}", "rb") as handle:
+            return int(handle.read())
+    except (OSError, ValueError, TypeError):
+        return 0
+
+
 def _remove_cgroups(groups: list[_Cgroup]) -> None:
     for group in groups:
         group.remove()
 
 
 def _remove_stale_cgroups(places: dict[str, str]) -> None:
-    """Remove empty ``grader-<pid>`` cgroups whose keeper is gone (it was killed before it could)."""
+    """Remove empty ``grader-<pid>`` cgroups (TREE_CGROUP) whose keeper is gone (it was killed before it could)."""
     for parent in places.values():
         try:
             names = os.listdir(parent)
         except OSError:
             continue
         for name in names:
-            pid = name.removeprefix("grader-")
-            if name.startswith("grader-") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            pid = name.removeprefix(TREE_CGROUP)
+            if name.startswith(TREE_CGROUP) and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
                 try:
                     os.rmdir(os.path.join(parent, name))
                 except OSError:

@@ -201,7 +201,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     cgroups: list[linux._Cgroup] = []
     if request["cgroups"]:
         try:
-            cgroups = linux._make_cgroup(request["cgroups"], f"grader-{os.getpid()}", request["limits"]["memory_mb"] << 20,
+            cgroups = linux._make_cgroup(request["cgroups"], f"{linux.TREE_CGROUP}{os.getpid()}", request["limits"]["memory_mb"] << 20,
                                    request["nproc"])
         except OSError:
             cgroups = []  # the zygote could make one a moment ago; the rlimits still hold
