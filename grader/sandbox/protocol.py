@@ -48,6 +48,7 @@ MAX_TUPLE = 8  # elements of a returned tuple, each a number or an array
 MAX_INT_BITS = 256  # largest plain int a result may hold (any count of parameters fits many times over)
 MEMFD_MIN_BYTES = 1 << 20  # arrays at least this big travel in a memfd instead of the socket
 SOCKET_BUFFER = 4 << 20  # SO_SNDBUF / SO_RCVBUF of the protocol socket
+COALESCE_BYTES = 256 << 10  # a message up to this size is copied into one write
 LOST_SOCKET_EXIT = 71  # exit status of a worker whose grading socket was closed or misused
 
 _LEN = struct.Struct(">Q")
@@ -109,13 +110,14 @@ def send_message(sock: socket.socket, header: dict, blobs=(), fds=()) -> None:
     header = dict(header, blobs=[len(b) for b in blobs])
     data = json.dumps(header).encode("utf-8", "backslashreplace")
     prefix = _LEN.pack(len(data))
+    parts = [prefix, data, *blobs]
     if fds:
-        socket.send_fds(sock, [prefix], list(fds))
-        sock.sendall(data)
-    else:
-        sock.sendall(prefix + data)
-    for blob in blobs:
-        sock.sendall(blob)
+        socket.send_fds(sock, [parts.pop(0)], list(fds))  # the descriptors ride on the prefix
+    if sum(len(part) for part in parts) <= COALESCE_BYTES:
+        sock.sendall(b"".join(parts))  # one write: the reader wakes once per message, not once per blob
+        return
+    for part in parts:
+        sock.sendall(part)
 
 
 
