@@ -225,7 +225,7 @@ def blob_to_array(blob: bytes) -> np.ndarray:
 
 
 def _check_size(shape: tuple, dtype: np.dtype, follow: int) -> None:
-    size = dtype.itemsize * int(np.prod(shape, dtype=object))
+    size = dtype.itemsize * math.prod(shape)  # Python ints: exact, however large a forged shape
     if size != follow:
         raise ValueError(f"the .npy header claims shape {shape} of {dtype}, {size} bytes, "
                          f"but {follow} bytes follow")
