@@ -214,10 +214,7 @@ def _refuse_unisolated() -> None:
 
 def default_jobs() -> int:
     """The cores this process may run on (its CPU affinity, which containers narrow), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    return len(_cores()) or os.cpu_count() or 1
 
 
 def _renderer(formats: tuple[str, ...]) -> Callable[[dict, str], str] | None:
@@ -276,13 +273,16 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
 
     queue = deque(todo)
     attempts: Counter[str] = Counter()
-    workers = [_Worker(context, config, fingerprint) for _ in range(min(jobs, len(queue)))]
+    cores = _cores()
+    workers = [_Worker(context, config, fingerprint, cores[i % len(cores)] if cores else None)
+               for i in range(min(jobs, len(queue)))]
     try:
         for worker in workers:
             worker.take(queue)
         while any(w.entry is not None for w in workers):
             busy = [w for w in workers if w.entry is not None]
             wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+            ended: list[tuple[Entry, Graded]] = []
             for index, worker in enumerate(workers):
                 if worker.entry is None:
                     continue
@@ -290,18 +290,20 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
                 graded = worker.result()
                 if graded is not None:
                     worker.entry = None
-                    worker.take(queue)  # the next one first: the worker grades it while this report is written
-                    finished(entry, graded)
+                    worker.take(queue)  # every ready worker gets its next one before any report is written
+                    ended.append((entry, graded))
                 elif not worker.process.is_alive():
                     worker.entry = None
                     attempts[entry.key] += 1
                     if attempts[entry.key] < 2:
                         queue.appendleft(entry)
                     else:
-                        finished(entry, Graded(_lost(entry, config, fingerprint)))
+                        ended.append((entry, Graded(_lost(entry, config, fingerprint))))
                     worker.close()
-                    workers[index] = _Worker(context, config, fingerprint) if queue else worker
+                    workers[index] = _Worker(context, config, fingerprint, worker.core) if queue else worker
                     workers[index].take(queue)
+            for entry, graded in ended:
+                finished(entry, graded)
     finally:
         # Normal end: each worker is told to stop. Interrupted (Ctrl-C): they are killed at once;
         # the reports already written stay, and --resume grades the rest.
@@ -312,11 +314,12 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
 class _Worker:
     """One long-lived grading process and the pipe it takes submissions from."""
 
-    def __init__(self, context, config: Config, fingerprint: str) -> None:
+    def __init__(self, context, config: Config, fingerprint: str, core: int | None) -> None:
         self.conn, child = context.Pipe()
+        self.core = core
         # Never written to: the worker reads EOF on its end the moment this process is gone.
         alive_child, self._alive = context.Pipe(duplex=False)
-        self.process = context.Process(target=_serve, args=(child, config, fingerprint, alive_child),
+        self.process = context.Process(target=_serve, args=(child, config, fingerprint, alive_child, core),
                                        name="grade-worker")
         self.process.start()
         child.close()
@@ -351,12 +354,14 @@ class _Worker:
         self._alive.close()
 
 
-def _serve(conn, config: Config, fingerprint: str, alive) -> None:
+def _serve(conn, config: Config, fingerprint: str, alive, core: int | None) -> None:
     """A worker's loop: grade each (path, student) received until told to stop (None) or orphaned."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the terminal is the main process's to handle
     _die_with_parent(alive)
+    if core is not None:
+        _pin(core)  # before its zygote starts: every sandbox process it forks then runs on that core too
     # The first submission waits for neither: the zygote's interpreter starts, and the cases are built, meanwhile.
     get_zygote()
     prebuild(config)
@@ -372,6 +377,30 @@ def _serve(conn, config: Config, fingerprint: str, alive) -> None:
             conn.send(grade_entry(task[0], task[1], config, fingerprint, task[2]))
     finally:
         keep_trees(False)  # the last tree ends before this worker does
+
+
+def _cores() -> list[int]:
+    """The cores this process may run on, in order ([] where that cannot be told)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return []
+
+
+def _pin(core: int) -> None:
+    """Run this worker, and the sandbox processes it starts from now on, on ``core`` alone.
+
+    Each call of a student function is a round trip between this process and the
+    submission's. On two cores each process wakes the other on the other core, an
+    interrupt between cores that a virtual machine makes costly; on one core the
+    kernel just switches. Pinned so, a call of attention_param_count cost the machine
+    0.1-0.12 ms of this process's CPU instead of 0.22-0.23 ms, and one worker grading
+    a class one submission after another 20-30 % less CPU in all.
+    """
+    try:
+        os.sched_setaffinity(0, {core})
+    except OSError:  # the core went away (a container's CPU set changed): run wherever allowed
+        pass
 
 
 def _helpers(entry: Entry) -> tuple[tuple[str, str], ...]:
