@@ -304,6 +304,12 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
                     workers[index].take(queue)
             for entry, graded in ended:
                 finished(entry, graded)
+        # Left only when every worker died before it could take its next submission (one that cannot even
+        # start, say): each still gets a report that says so, never silence.
+        while queue:
+            entry = queue.popleft()
+            finished(entry, Graded(_lost(entry, config, fingerprint, "no grading worker was left to grade this "
+                                         "submission: each one died before taking it")))
     finally:
         # Normal end: each worker is told to stop. Interrupted (Ctrl-C): they are killed at once;
         # the reports already written stay, and --resume grades the rest.
@@ -426,8 +432,9 @@ def _die_with_parent(alive) -> None:
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
-def _lost(entry: Entry, config: Config, fingerprint: str) -> dict:
-    report = _error_report(str(entry.path), config, "the grading worker process died while grading this submission", 0)
+def _lost(entry: Entry, config: Config, fingerprint: str,
+          why: str = "the grading worker process died while grading this submission") -> dict:
+    report = _error_report(str(entry.path), config, why, 0)
     return dict(report, student=entry.student, grader_config_sha256=fingerprint)
 
 

@@ -381,6 +381,30 @@ def test_a_submission_that_kills_its_worker_does_not_sink_the_batch(tmp_path, co
         assert killer["status"] in ("graded", "import-error")
 
 
+def test_workers_that_die_before_taking_a_submission_leave_a_report_for_each(tmp_path, config, monkeypatch):
+    """Not one submission is dropped in silence, even when no grading worker can start at all."""
+    import multiprocessing
+
+    from grader import batch
+
+    monkeypatch.setattr(batch, "_serve", lambda *args: os._exit(3))  # a worker that dies as it starts
+    start = batch._Worker.__init__
+
+    def dead_on_arrival(self, *args):
+        start(self, *args)
+        self.process.join()  # dead before it is handed its first submission
+
+    monkeypatch.setattr(batch._Worker, "__init__", dead_on_arrival)
+    for name in ("a.py", "b.py", "c.py"):
+        shutil.copy(SUBMISSIONS / "correct.py", tmp_path / name)
+    reports: dict[str, dict] = {}
+    batch._run_local(multiprocessing.get_context("fork"), discover([tmp_path]), config, "0" * 64, 2,
+                     lambda entry, graded: reports.__setitem__(entry.key, graded.report))
+    assert sorted(reports) == ["a.py", "b.py", "c.py"]
+    assert {(r["status"], r["score"], r["error"]) for r in reports.values()} == {
+        ("error", 0, "no grading worker was left to grade this submission: each one died before taking it")}
+
+
 def _process_tree(root: int) -> dict[int, tuple[int, int, str]]:
     """pid -> (parent pid, session id, state) of ``root`` and all its descendants, from /proc."""
     table = {}
