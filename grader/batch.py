@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,8 +30,9 @@ from grader.fingerprint import config_hash
 from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
 from grader.launch import worker_context
 from grader.report import build_report, printable, to_json, write_atomic
+from grader.sandbox import boot
 from grader.sandbox.client import keep_trees
-from grader.sandbox.zygote import get_zygote
+from grader.sandbox.zygote import Handed, get_zygote, hand_over
 
 __all__ = ["BatchError", "BatchResult", "Entry", "Graded", "config_hash", "discover", "run_batch"]
 
@@ -186,7 +187,14 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
         if context is None:
             _run_dask(str(scheduler), todo, config, fingerprint, finished)
         else:
-            _run_local(context, todo, config, fingerprint, jobs or default_jobs(), finished)
+            jobs = jobs or default_jobs()
+            # The zygotes started first thing (grader.launch), this process's own included, go to the workers.
+            handed = hand_over(min(jobs, len(todo)))
+            try:
+                _run_local(context, todo, config, fingerprint, jobs, finished, handed)
+            finally:
+                for zygote in handed:
+                    zygote.reap()
 
     result.rows = gradebook_rows(entries, result.reports)
     write_atomic(outdir / "gradebook.csv", gradebook_csv(result.rows))
@@ -204,9 +212,8 @@ def _refuse_unisolated() -> None:
     """A class is never graded unisolated by accident: each submission could rewrite the others' files."""
     from grader.sandbox import UNISOLATED, isolation_mode, shutdown
 
-    mode = isolation_mode()
-    shutdown()  # the workers start their own zygotes
-    if mode == UNISOLATED:
+    if isolation_mode() == UNISOLATED:  # asked of this process's zygote, which then goes to a worker
+        shutdown()
         raise BatchError("refusing to grade a class unisolated: this kernel allows neither the namespaces of root "
                          "mode nor unprivileged user namespaces, so each submission could read and rewrite the other "
                          "students' files and reports; run where either is allowed, or pass --allow-unisolated")
@@ -260,7 +267,7 @@ def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:
 
 
 def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, jobs: int,
-               finished: Callable[[Entry, Graded], None]) -> None:
+               finished: Callable[[Entry, Graded], None], zygotes: Sequence[Handed] = ()) -> None:
     """Grade in ``jobs`` long-lived worker processes (of ``context``, from ``grader.launch.worker_context``), one submission
     at a time each.
 
@@ -274,7 +281,8 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
     queue = deque(todo)
     attempts: Counter[str] = Counter()
     cores = _cores()
-    workers = [_Worker(context, config, fingerprint, cores[i % len(cores)] if cores else None)
+    workers = [_Worker(context, config, fingerprint, cores[i % len(cores)] if cores else None,
+                       zygotes[i] if i < len(zygotes) else None)
                for i in range(min(jobs, len(queue)))]
     try:
         for worker in workers:
@@ -320,16 +328,19 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
 class _Worker:
     """One long-lived grading process and the pipe it takes submissions from."""
 
-    def __init__(self, context, config: Config, fingerprint: str, core: int | None) -> None:
+    def __init__(self, context, config: Config, fingerprint: str, core: int | None,
+                 zygote: Handed | None = None) -> None:
         self.conn, child = context.Pipe()
         self.core = core
         # Never written to: the worker reads EOF on its end the moment this process is gone.
         alive_child, self._alive = context.Pipe(duplex=False)
-        self.process = context.Process(target=_serve, args=(child, config, fingerprint, alive_child, core),
+        self.process = context.Process(target=_serve, args=(child, config, fingerprint, alive_child, core, zygote),
                                        name="grade-worker")
         self.process.start()
         child.close()
         alive_child.close()
+        if zygote is not None:
+            zygote.sent()  # the worker holds it now; it ends with the worker
         self.entry: Entry | None = None
 
     def take(self, queue) -> None:
@@ -360,16 +371,20 @@ class _Worker:
         self._alive.close()
 
 
-def _serve(conn, config: Config, fingerprint: str, alive, core: int | None) -> None:
-    """A worker's loop: grade each (path, student) received until told to stop (None) or orphaned."""
+def _serve(conn, config: Config, fingerprint: str, alive, core: int | None, zygote: boot.Started | None) -> None:
+    """A worker's loop: grade each (path, student) received until told to stop (None) or orphaned.
+
+    zygote: one the main process started as it started (unpickled from a ``Handed``), ready by now.
+    """
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the terminal is the main process's to handle
     _die_with_parent(alive)
+    if zygote is not None:
+        boot.adopt(zygote)
     if core is not None:
-        _pin(core)  # before its zygote starts: every sandbox process it forks then runs on that core too
-    # The first submission waits for neither: the zygote's interpreter starts, and the cases are built, meanwhile.
-    get_zygote()
+        _pin(core)  # with its zygote: every sandbox process it forks then runs on that core too
+    get_zygote()  # started now if none was handed over; the cases are built meanwhile
     prebuild(config)
     keep_trees()  # each submission takes the emptied process tree of the one before
     try:
@@ -405,6 +420,7 @@ def _pin(core: int) -> None:
     """
     try:
         os.sched_setaffinity(0, {core})
+        os.sched_setaffinity(get_zygote().process.pid, {core})  # one handed over started elsewhere
     except OSError:  # the core went away (a container's CPU set changed): run wherever allowed
         pass
 

@@ -30,7 +30,7 @@ def main() -> None:
     elif batch:
         from grader.sandbox.boot import start_early
 
-        start_early()
+        start_early(1 if any(a.startswith("--scheduler") for a in args) else _workers(args))
     if batch and not any(a.startswith("--scheduler") for a in args):
         worker_context()  # its fork server imports the grader meanwhile
     # At exit (a batch holds its reports, and matplotlib once summary.html is drawn) what lives is frozen,
@@ -42,6 +42,22 @@ def main() -> None:
     finally:
         if one_grade or batch:
             gc.freeze()
+
+
+def _workers(args: list[str]) -> int:
+    """How many workers ``grade batch ARGS`` starts at most: --jobs (-j), else the cores this process may use.
+
+    Each gets a zygote started now; those beyond the cores would only compete with the start.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    jobs = cores
+    for i, arg in enumerate(args):
+        value = (args[i + 1] if arg in ("--jobs", "-j") and i + 1 < len(args) else
+                 arg.removeprefix("--jobs=") if arg.startswith("--jobs=") else
+                 arg[2:] if arg.startswith("-j") and len(arg) > 2 else None)
+        if value is not None and value.isdigit():
+            jobs = int(value)
+    return max(1, min(jobs, cores))
 
 
 def start_single_grade() -> None:

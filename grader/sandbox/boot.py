@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -35,15 +37,41 @@ zygote.main(fd)
 """
 
 
+class Watched:
+    """A zygote that another process started and handed to this one, watched through a pidfd.
+
+    Its parent reaps it; this process only sees it end, waits for that and kills it, as with a Popen.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._fd = os.pidfd_open(pid)
+
+    def poll(self) -> int | None:
+        return 0 if select.select([self._fd], [], [], 0)[0] else None  # readable once it has ended
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not select.select([self._fd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired(f"zygote {self.pid}", timeout or 0)
+        return 0
+
+    def kill(self) -> None:
+        try:
+            signal.pidfd_send_signal(self._fd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 @dataclass
 class Started:
     """A zygote interpreter just started: it says hello on ``sock`` once it has imported numpy."""
 
-    owner: int  # the pid that started it
-    process: subprocess.Popen
+    owner: int  # the pid that holds it (that started it, or that it was handed to)
+    process: subprocess.Popen | Watched
     sock: socket.socket  # our end of its control socket (it exits when this closes)
     errors: IO[bytes]  # its stderr
     home: str | None  # the private copy of its modules, removed once it has imported them
+    hello: dict | None = None  # what it said once ready, when its first holder already read that
 
 
 def start() -> Started:
@@ -59,21 +87,25 @@ def start() -> Started:
     return Started(os.getpid(), process, ours, errors, home)
 
 
-_early: Started | None = None
+_early: list[Started] = []  # started ahead of need (or handed to this process), oldest first
 
 
-def start_early() -> None:
-    """Start this process's first zygote now, for ``take`` to hand over later."""
-    global _early
-    _early = start()
+def start_early(count: int = 1) -> None:
+    """Start ``count`` zygotes now (``grade batch``: one per worker), for ``take`` to hand over later."""
+    _early.extend(start() for _ in range(count))
+
+
+def adopt(started: Started) -> None:
+    """Keep a zygote handed to this process, for ``take``."""
+    _early.append(started)
 
 
 def take() -> Started:
-    """The zygote started early by this process, if it is still running; else one started now."""
-    global _early
-    early, _early = _early, None
-    if early is not None and early.owner == os.getpid() and early.process.poll() is None:
-        return early
+    """The oldest zygote started early by (or handed to) this process that still runs; else one started now."""
+    while _early:
+        early = _early.pop(0)
+        if early.owner == os.getpid() and early.process.poll() is None:
+            return early
     return start()
 
 

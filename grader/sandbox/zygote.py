@@ -36,6 +36,7 @@ import socket
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 
 from . import boot, linux
 from .linux import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
@@ -361,11 +362,11 @@ class Zygote:
     """The parent's handle on the pre-started interpreter that forks one process tree per child (``main``)."""
 
     def __init__(self) -> None:
-        started = boot.take()  # the one a single grade started first thing, or a new one
+        started = boot.take()  # the one a single grade started first thing (or a batch handed over), or a new one
         self.owner, self.process, self.sock, self.errors, self.home = (
             started.owner, started.process, started.sock, started.errors, started.home)
         self.lock = threading.Lock()
-        self._hello: dict | None = None  # awaited on first use, so the start overlaps the grader's own work
+        self._hello: dict | None = started.hello  # else awaited on first use: the start overlaps other work
 
     def _remove_copy(self) -> None:
         if self.home is not None:
@@ -459,6 +460,56 @@ def get_zygote(restart: bool = False) -> Zygote:
                 atexit.register(shutdown)
             _zygote = Zygote()
         return _zygote
+
+
+@dataclass
+class Handed:
+    """A zygote of this process on its way to another (``grade batch``'s workers, through multiprocessing).
+
+    Pickled, it carries copies of its descriptors (``multiprocessing.reduction.DupFd``) and becomes
+    there a ``boot.Started`` that ``take`` hands out, watched through a pidfd (``boot.Watched``).
+    Its process stays this process's child: ``reap`` waits for it once the other one is done with it.
+    """
+
+    started: boot.Started
+
+    def __reduce__(self):
+        from multiprocessing.reduction import DupFd
+
+        s = self.started
+        return _adopted, (s.process.pid, DupFd(s.sock.fileno()), DupFd(s.errors.fileno()), s.home, s.hello)
+
+    def sent(self) -> None:
+        """The other process holds its copies now: drop this one's, so the zygote ends with that process."""
+        self.started.sock.close()
+        self.started.errors.close()
+
+    def reap(self) -> None:
+        try:
+            self.started.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.started.process.kill()
+            self.started.process.wait()
+
+
+def _adopted(pid: int, sock, errors, home: str | None, hello: dict | None) -> boot.Started:
+    """A handed zygote, as the receiving process unpickles it (for ``boot.adopt``)."""
+    return boot.Started(os.getpid(), boot.Watched(pid), socket.socket(fileno=sock.detach()),
+                        os.fdopen(errors.detach(), "rb"), home, hello)
+
+
+def hand_over(count: int) -> list[Handed]:
+    """``count`` zygotes for other processes: this process's own first (its hello already read), then those
+    started early, then new ones. This process has none left."""
+    global _zygote
+    with _zygote_lock:
+        own, _zygote = _zygote, None
+    handed = []
+    if own is not None and own.alive():
+        handed.append(Handed(boot.Started(own.owner, own.process, own.sock, own.errors, own.home, own._hello)))
+    while len(handed) < count:
+        handed.append(Handed(boot.take()))
+    return handed
 
 
 def shutdown() -> None:
