@@ -199,7 +199,7 @@ class Sandbox:
         self._cgroup, self._seccomp = cgroup, seccomp  # off only to measure what they cost (benchmarks)
         get_zygote()  # starts it now, if needed, without waiting: it imports numpy while pytest collects
         self.deadline = time.monotonic() + limits.submission_timeout_s
-        self._workdir = tempfile.TemporaryDirectory(prefix="grade-")
+        self._workdir: tempfile.TemporaryDirectory | None = None  # made when a new tree needs it (a kept one does not)
         self._child: _Child | None = None
         self._loading = False  # the child was launched and its import not yet awaited
         self._respawned = False  # that child is a worker its tree's pid 1 forked anew (restart)
@@ -250,7 +250,8 @@ class Sandbox:
         """
         if not (_keeping and self._keep_tree()):
             self._stop_child()
-        self._workdir.cleanup()
+        if self._workdir is not None:
+            self._workdir.cleanup()
 
     def restart(self) -> None:
         """End the current child: the next call runs in a new one that imports the submission afresh.
@@ -586,6 +587,8 @@ class Sandbox:
             settings = json.dumps([zygote.process.pid, request], sort_keys=True) if _keeping else ""
             if attempt == 0 and _kept is not None and self._adopt_kept(settings):
                 return
+            if self._workdir is None:
+                self._workdir = tempfile.TemporaryDirectory(prefix="grade-")
             request["workdir"] = self._workdir.name
             if attempt == 0:
                 proto, proto_child, out, out_child = self._channels()
