@@ -504,9 +504,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     _needs_the_course("batch", config_path)
     from grader.batch import BatchError, is_terminal, log_line, run_batch
     from grader.report import write_atomic
-    from grader.summary_html import preload, render_html, summary_table
-
-    threading.Thread(target=preload, name="import-matplotlib", daemon=True).start()  # while the class is graded
+    from grader.summary_html import render_html, summary_table
 
     config = _config(config_path, seed, assignment=assignment)
     try:

@@ -81,11 +81,15 @@ def test_summary_page_renders_in_headless_chromium(tmp_path):
     dom = chromium(tmp_path, "--virtual-time-budget=5000", "--dump-dom", url)
     assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
     text = dom.stdout.decode()
-    # The page's own script counts the charts that decoded to real pixels: both must.
-    assert 'data-images-loaded="2/2"' in text
+    # The histogram: one column per score range, its bar's height relative to the tallest (2 submissions).
+    assert re.findall(r'<span class="count">(\d+)</span><span class="fill" style="height: ([0-9.]+)%"></span>',
+                      text) == [("1", "42.5"), ("0", "0.0"), ("0", "0.0"), ("0", "0.0"), ("2", "85.0"),
+                                ("0", "0.0"), ("0", "0.0"), ("0", "0.0"), ("0", "0.0"), ("2", "85.0")]
+    assert '<span class="edge">90–100</span>' in text
     assert "<title>mha: batch summary</title>" in text
     assert "canvas__broken_3_4_mha.py" in text and "&lt;b&gt;boom&lt;/b&gt;" in text  # student text is escaped
-    assert re.search(r"<td>wrong-split-order</td><td>2</td>", text)
+    assert ('<td>wrong-split-order</td><td class="num">2</td><td><span class="bar" aria-hidden="true">'
+            '<span class="diagnosed" style="width: 100.0%"></span></span></td>') in text
     assert "http://" not in text and "https://" not in text  # self-contained: no external resource
     # The table of students, per-function statistics and the legend of codes.
     assert '<td>alan</td><td class="num" data-sort="40">40</td>' in text
@@ -118,7 +122,9 @@ def test_summary_page_with_nothing_graded_still_renders():
     summary["score"].update(count=0, mean=None, median=None, min=None, max=None,
                             histogram={"edges": [10 * i for i in range(11)], "counts": [0] * 10})
     page = render_html(summary)
-    assert page.count("<img alt=") == 2
+    assert "<img" not in page
+    assert page.count("<span class='fill' style='height: 0.0%'></span>") == 10
+    assert "<p class='none'>No misconception diagnosed.</p>" in page
     assert "<p class='none'>None.</p>" in page
 
 
