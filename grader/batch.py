@@ -133,11 +133,9 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     Raises BatchError when the inputs or the output folder are unusable, or when the sandbox
     would run unisolated and ``allow_unisolated`` is not set.
     """
-    # Local workers' fork server starts (and imports the grader) while the sandbox is asked how it isolates
-    # and the inputs are read and hashed.
+    # Local workers' fork server starts (and imports the grader) while the inputs are read and hashed, then
+    # the sandbox is asked how it isolates (its zygote, started first thing, has imported numpy by then).
     context = worker_context() if scheduler is None else None
-    if scheduler is None and not allow_unisolated:
-        _refuse_unisolated()
     outdir = Path(outdir)
     clock = time.monotonic()
     render = _renderer(formats)
@@ -145,12 +143,14 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
                        functions=describe(config).function_names)
     if not entries:
         raise BatchError("no files found under " + ", ".join(str(p) for p in paths))
+    fingerprint = config_hash(config)
+    if scheduler is None and not allow_unisolated:
+        _refuse_unisolated()
     reports_dir = outdir / "reports"
     try:
         reports_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BatchError(f"cannot create {reports_dir}: {exc.strerror}") from None
-    fingerprint = config_hash(config)
     result = BatchResult(outdir, entries, {}, {})
     todo: list[Entry] = []
     total = sum(1 for e in entries if e.skip is None)
