@@ -2,9 +2,9 @@
 
 Then the command line itself (grader.cli). A single grade (``grade FILE`` or
 ``grade submission ...``) starts the sandbox's zygote first, so its interpreter
-imports numpy on the other core while this one does; so does ``grade batch``,
-which asks that zygote how the sandbox isolates before its workers grade, and
-starts its workers' fork server too.
+imports numpy on the other core while this one does. ``grade batch`` starts one
+zygote per worker, asks the first how the sandbox isolates and hands each to a
+worker (grader.batch), and starts its workers' fork server too.
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ def main() -> None:
     batch = args[:1] == ["batch"]
     if one_grade:
         start_single_grade()
-    elif batch:
+    local = batch and not any(a.startswith("--scheduler") for a in args)
+    if batch:
         from grader.sandbox.boot import start_early
 
-        start_early(1 if any(a.startswith("--scheduler") for a in args) else _workers(args))
-    if batch and not any(a.startswith("--scheduler") for a in args):
+        start_early(_workers(args) if local else 1)
+    if local:
         worker_context()  # its fork server imports the grader meanwhile
-    # At exit (a batch holds its reports, and matplotlib once summary.html is drawn) what lives is frozen,
+    # At exit (a batch holds its reports, and a feedback page's matplotlib) what lives is frozen,
     # so the interpreter's teardown skips it: a batch ended 0.2 s after its summary.html, now 0.03 s.
     from grader.cli import main as command_line
 

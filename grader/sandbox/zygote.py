@@ -505,7 +505,7 @@ def hand_over(count: int) -> list[Handed]:
     with _zygote_lock:
         own, _zygote = _zygote, None
     handed = []
-    if own is not None and own.alive():
+    if count and own is not None and own.alive():
         handed.append(Handed(boot.Started(own.owner, own.process, own.sock, own.errors, own.home, own._hello)))
     while len(handed) < count:
         handed.append(Handed(boot.take()))
