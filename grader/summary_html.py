@@ -8,8 +8,8 @@ explanations), the pass rate of each test as a sortable table (each name in
 full), and the slowest and the failed-to-grade submissions. The bars are plain
 HTML and CSS: the page is one file that works offline, with no image, and a
 batch spends nothing on drawing (matplotlib's import cost every batch 0.4 s of
-CPU, and its charts 0.6-0.7 s after the last report, when they were three). ``summary_table(summary)`` is the
-same content as plain text for the terminal.
+CPU, and its charts 0.6-0.7 s after the last report, when they were three).
+``summary_table(summary)`` is the same content as plain text for the terminal.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def _diagnosed(summary: dict) -> str:
     rows = "".join(f"<tr><td>{html.escape(code)}</td><td class='num'>{n}</td><td><span class='bar' aria-hidden='true'>"
                    f"<span class='diagnosed' style='width: {100 * n / most:.1f}%'></span></span></td></tr>"
                    for code, n in diagnoses.items())
-    return f"<table id='diagnoses'><thead><tr><th>misconception</th><th>submissions</th><th></th></tr></thead>" \
-           f"<tbody>{rows}</tbody></table>"
+    return (f"<table id='diagnoses'><thead><tr><th>misconception</th><th>submissions</th><th></th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
 
 
 def _table(headers: list[str], rows: list[list[object]]) -> str:
