@@ -62,7 +62,8 @@ def discover(paths: Iterable[Path], exclude: Path | None = None, main_file: str 
     Any other file is graded under its file name. Links are never followed (each
     gets a not-a-submission row). Hidden files and folders, ``__pycache__`` and
     ``exclude`` (the output folder) are ignored. ``main_file``: grader.toml's
-    assignment.main_file.
+    assignment.main_file. A file reached through several of ``paths`` (a folder
+    given twice, or a folder and a file in it) is one row, the first found.
     """
     entries: list[Entry] = []
     exclude = exclude.resolve() if exclude is not None else None
@@ -75,7 +76,13 @@ def discover(paths: Iterable[Path], exclude: Path | None = None, main_file: str 
             entries.extend(walk.files(path.parent, [path]))
         else:
             entries.extend(walk.folder(path, path, depth=0))
-    return _unique_keys(entries)
+    once, found = [], set()
+    for entry in entries:
+        where = os.path.abspath(entry.path)  # links not followed: a link keeps its own row
+        if where not in found:
+            found.add(where)
+            once.append(entry)
+    return _unique_keys(once)
 
 
 @dataclass

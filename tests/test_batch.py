@@ -168,6 +168,16 @@ def test_discover_plain_files_and_notebooks(tmp_path):
         ("bob.ipynb", {"id": "bob", "source": "file"}, None)]
 
 
+def test_a_file_reached_through_two_given_paths_is_one_row(tmp_path):
+    """A folder given twice, or a folder and a file in it, grades each file once (no alice.py-2 row)."""
+    folder = tmp_path / "one"
+    folder.mkdir()
+    shutil.copy(SUBMISSIONS / "correct.py", folder / "alice.py")
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", folder / "bob.py")
+    entries = discover([folder, folder, folder / "alice.py", tmp_path / "one" / ".." / "one" / "bob.py"])
+    assert [(e.key, e.path) for e in entries] == [("alice.py", folder / "alice.py"), ("bob.py", folder / "bob.py")]
+
+
 def test_an_identity_taken_from_a_file_name_is_escaped(tmp_path):
     # A plain file's name becomes the student id, which reaches gradebook.csv, the log and summary.html:
     # escape, carriage return and a right-to-left override must not reach a terminal or a spreadsheet raw.
