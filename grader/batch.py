@@ -28,7 +28,7 @@ from grader.config import Config
 from grader.discover import BatchError, Entry, discover
 from grader.fingerprint import config_hash
 from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
-from grader.launch import worker_context
+from grader.launch import cores, default_jobs, worker_context
 from grader.report import build_report, printable, to_json, write_atomic
 from grader.sandbox import boot
 from grader.sandbox.client import keep_trees
@@ -219,11 +219,6 @@ def _refuse_unisolated() -> None:
                          "students' files and reports; run where either is allowed, or pass --allow-unisolated")
 
 
-def default_jobs() -> int:
-    """The cores this process may run on (its CPU affinity, which containers narrow), at least 1."""
-    return len(_cores()) or os.cpu_count() or 1
-
-
 def _renderer(formats: tuple[str, ...]) -> Callable[[dict, str], str] | None:
     """The LMS exporters' ``render(report, format)``, checked before anything is graded."""
     extra = [f for f in formats if f != "native"]
@@ -280,8 +275,8 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
 
     queue = deque(todo)
     attempts: Counter[str] = Counter()
-    cores = _cores()
-    workers = [_Worker(context, config, fingerprint, cores[i % len(cores)] if cores else None,
+    allowed = cores()
+    workers = [_Worker(context, config, fingerprint, allowed[i % len(allowed)] if allowed else None,
                        zygotes[i] if i < len(zygotes) else None)
                for i in range(min(jobs, len(queue)))]
     try:
@@ -398,14 +393,6 @@ def _serve(conn, config: Config, fingerprint: str, alive, core: int | None, zygo
             conn.send(grade_entry(task[0], task[1], config, fingerprint, task[2]))
     finally:
         keep_trees(False)  # the last tree ends before this worker does
-
-
-def _cores() -> list[int]:
-    """The cores this process may run on, in order ([] where that cannot be told)."""
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return []
 
 
 def _pin(core: int) -> None:

@@ -50,15 +50,28 @@ def _workers(args: list[str]) -> int:
 
     Each gets a zygote started now; those beyond the cores would only compete with the start.
     """
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    jobs = cores
+    jobs = limit = default_jobs()
     for i, arg in enumerate(args):
         value = (args[i + 1] if arg in ("--jobs", "-j") and i + 1 < len(args) else
                  arg.removeprefix("--jobs=") if arg.startswith("--jobs=") else
                  arg[2:] if arg.startswith("-j") and len(arg) > 2 else None)
         if value is not None and value.isdigit():
             jobs = int(value)
-    return max(1, min(jobs, cores))
+    return max(1, min(jobs, limit))
+
+
+def default_jobs() -> int:
+    """``grade batch``'s workers when --jobs is not given: the cores this process may use, at least 1."""
+    return len(cores()) or os.cpu_count() or 1
+
+
+def cores() -> list[int]:
+    """The cores this process may run on (its CPU affinity, which containers narrow), in order; [] where
+    that cannot be told."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return []
 
 
 def start_single_grade() -> None:

@@ -436,13 +436,18 @@ class Zygote:
         if self.owner != os.getpid():
             return  # a forked copy of the grading process: the zygote belongs to its parent
         self.sock.close()  # the zygote exits when its control socket closes
-        try:
-            self.process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        _wait_or_kill(self.process)
         self.errors.close()
         self._remove_copy()
+
+
+def _wait_or_kill(process: subprocess.Popen | boot.Watched) -> None:
+    """Wait for a zygote whose control socket is closed to exit (it does at once); kill it after 2 s."""
+    try:
+        process.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 _zygote: Zygote | None = None
@@ -485,11 +490,7 @@ class Handed:
         self.started.errors.close()
 
     def reap(self) -> None:
-        try:
-            self.started.process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self.started.process.kill()
-            self.started.process.wait()
+        _wait_or_kill(self.started.process)
 
 
 def _adopted(pid: int, sock, errors, home: str | None, hello: dict | None) -> boot.Started:
