@@ -24,6 +24,7 @@ from hypothesis.extra import numpy as hnp
 from grader import compare
 from grader.config import Limits
 from grader.sandbox import Sandbox, child, client, isolation, isolation_available, linux, protocol
+from grader.sandbox.linux import TREE_UID_BASE, TREE_UIDS
 from grader.sandbox.protocol import MessageReader
 from grader.sandbox.zygote import get_zygote
 
@@ -400,7 +401,7 @@ def test_zero_dimensional_results_keep_their_shape(tmp_path):
 
 @needs_root
 def test_root_mode_identity_network_files_and_stdlib_imports(tmp_path):
-    """uid/gid 65534, no groups or capabilities, no network, nothing of the project, and the stdlib imports."""
+    """A uid/gid of the tree's own, no groups or capabilities, no network, nothing of the project, and the stdlib imports."""
     import errno
 
     project = Path(__file__).resolve().parent.parent
@@ -430,7 +431,9 @@ def test_root_mode_identity_network_files_and_stdlib_imports(tmp_path):
         result = sandbox.call("probe")
     assert result.status == "ok", result.message
     uid, gid, groups, caps, no_new_privs, *rest = result.value.tolist()
-    assert (uid, gid, groups, caps, no_new_privs) == (65534, 65534, 0, 0, 1)
+    # A uid and gid of the tree's own (grader.sandbox.linux.tree_uid), no longer 65534, shared by every tree
+    assert TREE_UID_BASE < uid < TREE_UID_BASE + TREE_UIDS and gid == uid
+    assert (groups, caps, no_new_privs) == (0, 0, 1)
     # socket() is off the seccomp allowlist (ENOSYS) before the empty network namespace (ENETUNREACH) is reached
     assert rest == [0, 0, 0, 0, errno.ENOSYS, 1, 1, 123]
 
@@ -696,13 +699,18 @@ def test_each_child_tree_has_its_own_cgroup_removed_when_it_ends(tmp_path, isola
             groups = open("/proc/self/cgroup").read()
             return sum(1 for line in groups.splitlines() if "/grader-" in line)
     """)
+    # Isolated, the tree's cgroup namespace shows "/" for every group: where it runs is read from outside.
     before = _grader_cgroups()
     with Sandbox(path, LIMITS, isolated=isolated) as sandbox:
         result = sandbox.call("where")
         assert result.status == "ok", result.message
-        assert result.value >= 1  # v2: one line; v1: the memory and the pids lines
         during = _grader_cgroups()
         assert len(during) > len(before)
+        if isolated:
+            assert result.value == 0
+            assert all(Path(g, "cgroup.procs").read_text().split() for g in during if g not in before)
+        else:
+            assert result.value >= 1  # v2: one line; v1: the memory and the pids lines
         memory = [g for g in during if g not in before and os.path.exists(g + "/memory.limit_in_bytes")]
         for group in memory:
             assert Path(group, "memory.limit_in_bytes").read_text().strip() == str(LIMITS.memory_mb << 20)

@@ -20,7 +20,7 @@ import traceback
 import numpy as np
 
 from . import linux
-from .linux import NOBODY, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG
+from .linux import PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG
 from .protocol import (
     LOST_SOCKET_EXIT,
     MAX_INT_BITS,
@@ -219,12 +219,15 @@ def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
         linux._set_limits(request["limits"], request["nproc"])
         os.environ.clear()
         os.environ.update(request["env"], HOME=workdir, TMPDIR="/tmp" if isolated else workdir, PWD=workdir)
+        if isolated:
+            linux._mask_own_mounts()  # while it may still mount
         if isolated and request["userns"]:
             linux._drop_capabilities()  # the user's own uid, with none of the user namespace's capabilities
         elif isolated:
+            uid = request["uid"]  # the tree's own (linux.tree_uid), shared with no other tree
             os.setgroups([])
-            os.setresgid(NOBODY, NOBODY, NOBODY)
-            os.setresuid(NOBODY, NOBODY, NOBODY)  # clears every capability
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)  # clears every capability
         linux._prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid bits and file capabilities are ignored from now on
         if request.get("seccomp", True):
             linux._install_seccomp()

@@ -68,9 +68,9 @@ _ENGINE = Path(__file__).resolve().parents[1]  # the grader package, this subpac
 
 
 def respawns(visible: Sequence[str]) -> bool:
-    """Can a restart keep the child's tree (linux._reset_writable)? Not when a visible folder lies under /tmp,
-    which pid 1 mounts afresh."""
-    return not any(path == "/tmp" or path.startswith("/tmp/") for path in visible)
+    """Can a restart keep the child's tree (linux._reset_writable)? Yes, wherever the visible folders lie:
+    those under /tmp, which pid 1 mounts afresh, are bound back into the new one (linux._mount_tmp)."""
+    return True
 
 
 @functools.lru_cache(maxsize=8)  # asked at every child's start; the same answer for a process's life

@@ -10,13 +10,43 @@ import resource
 import select
 import signal
 
-NOBODY = 65534  # uid and gid of student code when the grader runs as root
+NOBODY = 65534  # the uid every root-mode tree shared before each had its own (TREE_UID_BASE)
+
+# ---------------------------------------------------------------- one identity per process tree (root mode)
+#
+# In root mode each tree's processes run as a uid and gid of their own: TREE_UID_BASE plus the host pid of
+# the tree's keeper (zygote._keeper). Two trees alive at once, in one grading process or in several, have
+# two keepers, so two pids of the grader's PID namespace, so two uids: nothing keyed by the uid (its
+# RLIMIT_NPROC count, its keyring, who may signal whom, file ownership) is shared between them. The uid is
+# free again when the keeper exits: every process of the tree is gone by then (pid 1 of the tree's PID
+# namespace dies with its keeper through PR_SET_PDEATHSIG, and takes the namespace with it), and the
+# kernel hands the same pid to a new keeper only after cycling through pid_max. No lock file and nothing to
+# clean up after a crash: a killed grader's keepers die with their trees. A kept tree (client.keep_trees)
+# keeps its keeper, so its uid. The range, 0x70000000 up to 0x70000000 + 2**22 (PID_MAX_LIMIT, the largest
+# pid_max a 64-bit kernel allows), lies where systemd reserves nothing (above the systemd-nspawn container
+# ranges, below the 2**31 mark tools get wrong) and far above the ranges useradd hands out in /etc/subuid.
+# Two graders in two containers that share a user namespace but not a PID namespace could draw the same
+# uid: one grading container per host (Gradescope, PrairieLearn) or one PID namespace for all graders
+# avoids that.
+TREE_UID_BASE = 0x7000_0000
+TREE_UIDS = 1 << 22
+
+
+def tree_uid(keeper: int) -> int:
+    """The uid and gid of the tree whose keeper has host pid ``keeper`` (root mode)."""
+    return TREE_UID_BASE + keeper
+
+
+def is_tree_uid(uid: int) -> bool:
+    """Is ``uid`` one of the range root-mode trees run as (or 65534, which they all ran as before)?"""
+    return uid == NOBODY or TREE_UID_BASE <= uid < TREE_UID_BASE + TREE_UIDS
 
 # ---------------------------------------------------------------- system calls (Linux, via libc)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER = 0x20000000, 0x40000000, 0x10000000
+CLONE_NEWCGROUP = 0x02000000
 NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -59,7 +89,9 @@ def _mount(source, target, fstype, flags: int, data=None) -> None:
 # and a hostile submission would want: the kernel keyrings (one per uid, outside every namespace: a
 # channel between submissions), new namespaces (unshare, setns, clone with a CLONE_NEW* flag),
 # mounts, ptrace and process_vm_*, bpf, perf_event_open, userfaultfd, io_uring, memfd_create (the
-# worker only maps memfds the parent made), kernel modules and the like; clone3 says ENOSYS (its
+# worker only maps memfds the parent made), kernel modules and the like, and what two trees could
+# signal through or fight over: file locks (flock, fcntl's lock commands), CPU affinity (a batch worker's
+# core is pinned from the trusted side), nice values and scheduling policy; clone3 says ENOSYS (its
 # flags are in memory the filter cannot read). Any ABI but the native one (x86's 32-bit int 0x80,
 # x32) kills the process: their syscall numbers differ and would go around the rules. libseccomp
 # knows every architecture's numbers and emits the ABI checks (x32 included); it is loaded once, in
@@ -73,9 +105,9 @@ _ALLOWED = (
     "getdents", "getdents64", "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "unlink",
     "unlinkat", "rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "chmod",
     "fchmod", "fchmodat", "truncate", "ftruncate", "fsync", "fdatasync", "fallocate", "fadvise64",
-    "utimensat", "utime", "utimes", "umask", "flock", "sendfile", "copy_file_range",
+    "utimensat", "utime", "utimes", "umask", "sendfile", "copy_file_range",
     "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
-    "pipe", "pipe2", "dup", "dup2", "dup3", "fcntl",
+    "pipe", "pipe2", "dup", "dup2", "dup3",
     "poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait",
     "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2",
     # the sockets the worker already holds (no socket, connect, bind: nothing new)
@@ -91,8 +123,8 @@ _ALLOWED = (
     "setsid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "getresuid", "getresgid", "capget",
     "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigpending",
     "rt_sigtimedwait", "sigaltstack", "pause", "restart_syscall",
-    "sched_yield", "sched_getaffinity", "sched_setaffinity", "sched_getparam", "sched_getscheduler",
-    "sched_get_priority_max", "sched_get_priority_min", "getpriority", "setpriority", "getcpu",
+    "sched_yield", "sched_getaffinity", "sched_getparam", "sched_getscheduler",
+    "sched_get_priority_max", "sched_get_priority_min", "getpriority", "getcpu",
     "prlimit64", "getrlimit", "setrlimit", "getrusage", "times", "uname", "sysinfo", "getrandom",
     # time
     "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time", "alarm",
@@ -102,6 +134,13 @@ _ALLOWED = (
 # ioctl only with these requests: isatty and the terminal size (TCGETS, TIOCGWINSZ), FIONREAD,
 # FIONBIO, FIOCLEX/FIONCLEX. No TIOCSTI or any other device's requests.
 _IOCTLS = (0x5401, 0x5413, 0x541B, 0x5421, 0x5450, 0x5451)
+# fcntl only with these commands: F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC, the pipe
+# size (F_SETPIPE_SZ, F_GETPIPE_SZ) and a memfd's seals (F_ADD_SEALS, F_GET_SEALS): what CPython, numpy
+# and subprocess use. The lock commands (F_GETLK, F_SETLK, F_SETLKW, the OFD ones), leases and directory
+# notifications fail with EPERM (_FCNTL_DENIED): two sandboxes that both see a file (the interpreter's,
+# site-packages') could otherwise pass bits through its locks; any other command says ENOSYS.
+_FCNTLS = (0, 1, 2, 3, 4, 1030, 1031, 1032, 1033, 1034)
+_FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1026)
 
 _DENIED = (
     "keyctl", "add_key", "request_key",
@@ -115,6 +154,10 @@ _DENIED = (
     "fanotify_init", "lookup_dcookie", "iopl", "ioperm", "modify_ldt", "uselib", "vhangup",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname",
     "move_pages", "migrate_pages",
+    # Nothing two trees could signal through or fight over: file locks (flock; fcntl's, above), cores
+    # (grade batch pins each worker from the trusted side: linux._inherited, batch._pin) and priority.
+    "flock", "sched_setaffinity", "setpriority", "sched_setscheduler", "sched_setparam", "sched_setattr",
+    "ioprio_set",
 )
 _CLONE_NEW_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 SCMP_ACT_KILL_PROCESS, SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_LOG = 0x80000000, 0x7FFF0000, 0x00050000, 0x7FFC0000
@@ -200,6 +243,10 @@ def _filter_context():
         rule(SCMP_ACT_ALLOW, name)
     for request in _IOCTLS:  # the request is an unsigned int: compare its low 32 bits only
         rule(SCMP_ACT_ALLOW, "ioctl", _ArgCmp(1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, request))
+    for command in _FCNTLS:  # the command is an int: its low 32 bits, as for ioctl
+        rule(SCMP_ACT_ALLOW, "fcntl", _ArgCmp(1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, command))
+    for command in _FCNTL_DENIED:
+        rule(SCMP_ACT_ERRNO | EPERM, "fcntl", _ArgCmp(1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, command))
     return ctx
 
 
@@ -498,6 +545,32 @@ def _inherited() -> tuple:
     return limits, os.getpriority(os.PRIO_PROCESS, 0), tuple(sorted(os.sched_getaffinity(0)))
 
 
+def _nproc_limit(nproc: int, counted: bool, mode: str) -> int | None:
+    """The RLIMIT_NPROC a tree's worker gets, or None when its pids cgroup counts its processes (``counted``).
+
+    RLIMIT_NPROC counts every task of a uid, not of a tree. Root mode: each tree has a uid of its own
+    (tree_uid), so ``nproc`` counts that tree alone. User mode: the tree has a user namespace of its own,
+    and since Linux 5.14 the kernel counts a uid's tasks per user namespace too (ucounts), so ``nproc``
+    again counts the tree alone; before 5.14 it counts the user's tasks machine-wide, so the limit is
+    ``nproc`` above what the user runs now, a count other processes of the user still share. Unisolated:
+    the same, always.
+    """
+    if counted:
+        return None
+    if mode == "root" or (mode == "user" and _counts_per_user_namespace()):
+        return nproc
+    return _user_tasks(os.getuid()) + nproc
+
+
+def _counts_per_user_namespace() -> bool:
+    """Does this kernel count RLIMIT_NPROC per user namespace (Linux 5.14 and later)?"""
+    parts = os.uname().release.split(".")
+    try:
+        return (int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)) >= (5, 14)
+    except (IndexError, ValueError):
+        return False
+
+
 def _user_tasks(uid: int) -> int:
     """Processes and threads of ``uid`` now: RLIMIT_NPROC counts them all, not only the submission's."""
     count = 0
@@ -521,18 +594,108 @@ def _reset_writable(request: dict) -> None:
     tmpfs mounts (the old ones, detached, are freed: a new file system also numbers its inodes
     afresh), SysV IPC and POSIX message queues a fresh IPC namespace, and the PID namespace's
     counter goes back to 1, so the next worker is pid 2 again, as in a new tree (a process that
-    forked to move the counter on could otherwise pass a number). Only when nothing is bound
-    under /tmp (``isolation.respawns``): a virtual environment there would be lost with the old mount.
+    forked to move the counter on could otherwise pass a number). Visible folders under /tmp (a
+    virtual environment there) are bound back into the new /tmp from where _build_root holds them.
     """
     for target in ("/tmp", "/dev/shm"):
         _check(_libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
-        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + _tmpfs_size(request))
-    os.makedirs("/tmp/work", mode=0o700)
-    if not request["userns"]:
-        os.chown("/tmp/work", NOBODY, NOBODY)
+    _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + _tmpfs_size(request))
+    _mount_tmp("", request)
     _check(_libc.unshare(CLONE_NEWIPC), "unshare IPC")
-    with open("/proc/sys/kernel/ns_last_pid", "w") as counter:
-        counter.write("1")
+    if _ns_last_pid is None:
+        raise OSError("no PID counter to reset")
+    os.pwrite(_ns_last_pid, b"1", 0)  # the writer's PID namespace's counter
+
+
+_ns_last_pid: int | None = None  # pid 1's descriptor of kernel.ns_last_pid (the child's /proc has no sys/)
+_HELD = "/.held"  # in the child's root: the visible folders under /tmp, for pid 1 alone (mode 000, read-only root)
+
+
+def _under_tmp(path: str) -> bool:
+    return path.startswith("/tmp/")
+
+
+def _mount_tmp(root: str, request: dict) -> None:
+    """A fresh tmpfs on ``root``/tmp holding the working folder (the tree's own uid owns it in root mode),
+    and the visible folders that lie under /tmp (``request["held"]``) bound back into it read-only, from
+    where _build_root holds them, with what is hidden under them hidden again."""
+    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + _tmpfs_size(request))
+    os.makedirs(root + "/tmp/work", mode=0o700)
+    if not request["userns"]:
+        os.chown(root + "/tmp/work", request["uid"], request["uid"])
+    for index, path in enumerate(request.get("held", ())):
+        os.makedirs(root + path, mode=0o755, exist_ok=True)
+        _bind(f"{root}{_HELD}/{index}", root + path)
+    _hide(root, [path for path in request["hidden"] if _under_tmp(path)])
+
+
+def _hide(root: str, paths: list[str]) -> None:
+    """An empty read-only tmpfs over each folder of ``paths`` below ``root``, /dev/null over each file."""
+    for path in paths:
+        target = root + path
+        if os.path.isdir(target):
+            _mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0000,size=4k")
+        elif os.path.exists(target):
+            _bind("/dev/null", target)
+
+
+# What /proc shows that is the machine's, not the tree's: runc's default maskedPaths (bound over with
+# /dev/null, or an empty read-only tmpfs for a folder) and readonlyPaths, plus what two trees could both
+# read or move: every file lock (locks), the load and the machine's task count (loadavg, stat's
+# procs_running), pressure stall figures. Only where a procfs with ``subset=pid`` cannot be mounted
+# (Linux before 5.8): that option leaves out everything but the processes' own folders.
+_PROC_MASKED = ("kcore", "keys", "key-users", "timer_list", "sched_debug", "latency_stats", "timer_stats",
+                "scsi", "acpi", "locks", "loadavg", "stat", "pressure")
+_PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs", "asound")
+# Per process: the mount table (the sandbox's mounts, with the host folders they come from) and its
+# statistics. The worker hides its own before student code runs (_mask_own_mounts); /proc/<pid>/cgroup
+# shows "/" from the tree's cgroup namespace (zygote._init).
+_PROC_OWN_MASKED = ("mountinfo", "mounts", "mountstats")
+
+
+def _mount_proc(target: str) -> bool:
+    """A fresh /proc of the PID namespace on ``target`` that shows processes only (False: none here)."""
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    try:
+        _mount("proc", target, "proc", flags, "hidepid=invisible,subset=pid")
+        return True
+    except OSError:
+        pass
+    try:
+        _mount("proc", target, "proc", flags, "hidepid=2")
+    except OSError:
+        return False  # some containers forbid a fresh /proc; the student then has none
+    for name in _PROC_MASKED:
+        path = f"{target}/{name}"
+        try:
+            if os.path.isdir(path):
+                _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0000,size=4k")
+            elif os.path.exists(path):
+                _mount("/dev/null", path, None, MS_BIND)
+        except OSError:
+            pass
+    for name in _PROC_READONLY:
+        path = f"{target}/{name}"
+        try:
+            if os.path.exists(path):
+                _mount(path, path, None, MS_BIND | MS_REC)
+                _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        except OSError:
+            pass
+    return True
+
+
+def _mask_own_mounts() -> None:
+    """In the worker, before it drops its privileges: /dev/null over its own mount table in /proc (its
+    folder, and its main thread's). A process or thread it starts later has a folder of its own, unmasked:
+    README, "Sandbox and isolation"."""
+    pid = os.getpid()
+    for folder in (f"/proc/{pid}", f"/proc/{pid}/task/{pid}"):
+        for name in _PROC_OWN_MASKED:
+            try:
+                _mount("/dev/null", f"{folder}/{name}", None, MS_BIND)
+            except OSError:
+                pass  # no /proc here
 
 
 def _tmpfs_size(request: dict) -> str:
@@ -547,36 +710,36 @@ def _build_root(request: dict) -> None:
     package folders the grader named (read-only, nosuid, nodev), with the
     grader's own packages inside them hidden under empty tmpfs mounts; a
     private read-only /dev with null, zero, full, random and urandom; a fresh /proc of
-    the PID namespace; a private tmpfs /tmp holding the working folder. The
+    the PID namespace with the processes' folders only (_mount_proc); a private tmpfs
+    /tmp holding the working folder and the visible folders under /tmp. The
     old root is unmounted, so nothing else (the project folder, reference/,
     the graded suite, grader.toml, /root, /home) exists in the new one.
     """
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     root = request["workdir"]  # an empty folder of the parent's; this tmpfs covers it in this namespace only
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-    size = _tmpfs_size(request)
-    os.makedirs(root + "/tmp")  # first: a virtual environment under /tmp is bound inside it below
-    _mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
-    os.makedirs(root + "/tmp/work", mode=0o700)
-    if not request["userns"]:
-        os.chown(root + "/tmp/work", NOBODY, NOBODY)
     mounted: list[str] = []
+    held: list[str] = []  # visible folders under /tmp (a virtual environment there): /tmp is mounted afresh
     for path in request["visible"]:
-        if not os.path.lexists(path) or any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounted):
+        if (not os.path.lexists(path) or path == "/tmp"
+                or any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounted)):
             continue
+        mounted.append(os.path.realpath(path) if os.path.islink(path) else path)
         target = root + path
-        if os.path.islink(path) and os.path.dirname(path) == "/":  # /lib -> usr/lib on merged-/usr systems
+        if _under_tmp(path):
+            held.append(path)
+            target = f"{root}{_HELD}/{len(held) - 1}"
+        elif os.path.islink(path) and os.path.dirname(path) == "/":  # /lib -> usr/lib on merged-/usr systems
             os.symlink(os.readlink(path), target)
             continue
         os.makedirs(target, mode=0o755, exist_ok=True)
         _bind(path, target)
-        mounted.append(os.path.realpath(path) if os.path.islink(path) else path)
-    for path in request["hidden"]:
-        target = root + path
-        if os.path.isdir(target):
-            _mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0000,size=4k")
-        elif os.path.exists(target):
-            _bind("/dev/null", target)
+    if held:
+        os.chmod(root + _HELD, 0)  # pid 1 reaches it with its capabilities; the worker has none
+    request["held"] = held
+    os.makedirs(root + "/tmp")
+    _mount_tmp(root, request)  # the tree's own uid owns /tmp/work (root mode); held folders bound back
+    _hide(root, [path for path in request["hidden"] if not _under_tmp(path)])
     os.makedirs(root + "/dev", mode=0o755)
     _mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k")
     for name in ("null", "zero", "full", "random", "urandom"):
@@ -586,15 +749,17 @@ def _build_root(request: dict) -> None:
     for number, name in enumerate(("stdin", "stdout", "stderr")):
         os.symlink(f"/proc/self/fd/{number}", f"{root}/dev/{name}")
     os.makedirs(root + "/dev/shm")
-    _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + size)
+    _mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777," + _tmpfs_size(request))
     # Read-only once filled: in user mode the worker's uid owns this tmpfs, and a file it left here would
     # outlive it (a restart keeps the tree).
     _mount(None, root + "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
-    os.makedirs(root + "/proc")
+    global _ns_last_pid
     try:
-        _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+        _ns_last_pid = os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY | os.O_CLOEXEC)  # the grader's /proc
     except OSError:
-        pass  # some containers forbid a fresh /proc; the student then has none
+        _ns_last_pid = None  # then a restart starts a new tree (_reset_writable fails)
+    os.makedirs(root + "/proc")
+    _mount_proc(root + "/proc")
     os.chdir(root)
     if SYS_PIVOT_ROOT is not None:
         _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")

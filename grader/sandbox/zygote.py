@@ -18,7 +18,7 @@ emptied by its pid 1, on to its next submission: client.keep_trees):
          ├─ isolated: pid 1 of new PID, mount, network, IPC and UTS namespaces
          │  (as an ordinary user, inside a user namespace of the keeper's own);
          │  joins the cgroup, builds a minimal root file system, then forks
-         │   └─ worker: root mode: uid/gid 65534, no groups; user mode: the user's uid
+         │   └─ worker: root mode: a uid/gid of the tree's own (linux.tree_uid), no groups; user mode: the user's uid
          │      without capabilities; both: no_new_privs, the seccomp filter
          └─ unisolated (the kernel refuses namespaces): the keeper is a child subreaper
              └─ worker: joins the cgroup; the user's own uid, rlimits, the seccomp filter
@@ -71,6 +71,10 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
         linux._check(linux._libc.unshare(linux.CLONE_NEWIPC), "unshare IPC")
         linux._build_root(request)
         linux._wait_for_cgroups(go)  # before the worker exists: it starts inside them
+        # A cgroup namespace rooted at the tree's cgroup: /proc/<pid>/cgroup then shows "/", not the
+        # grader's cgroup path and the keeper's host pid in the group's name. Kernels before 4.6 lack it:
+        # the failure is ignored there, and the view is the grader's.
+        linux._libc.unshare(linux.CLONE_NEWCGROUP)
     except BaseException as exc:
         report(ctl, {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
         raise
@@ -206,16 +210,18 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
                                    request["nproc"])
         except OSError:
             cgroups = []  # the zygote could make one a moment ago; the rlimits still hold
+    # The tree's pids cgroup counts its processes; without one, RLIMIT_NPROC on an identity of the tree's own.
+    mode = "root" if isolated and not request["userns"] else "user" if isolated else "unisolated"
+    request["nproc"] = linux._nproc_limit(request["nproc"], bool(cgroups), mode)
+    request["uid"] = linux.tree_uid(os.getpid())  # used in root mode only: this keeper's pid is the tree's alone
     try:
         if isolated and request["userns"]:
-            request["nproc"] = linux._user_tasks(os.getuid()) + request["nproc"]  # RLIMIT_NPROC counts the uid's tasks
             linux._enter_user_namespace()
         if isolated:
             linux._check(linux._libc.unshare(linux.NAMESPACES), "unshare")
         else:
             linux._prctl(PR_SET_CHILD_SUBREAPER, 1)
             workdir = request["workdir"]
-            request["nproc"] = linux._user_tasks(os.getuid()) + request["nproc"]
     except OSError as exc:
         report(ctl, {"event": "setup-error", "message": str(exc)})
         linux._remove_cgroups(cgroups)
