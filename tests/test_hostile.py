@@ -28,6 +28,7 @@ from grader.config import load_config
 from grader.grade import grade_submission
 from grader.report import to_json
 from grader.sandbox import UNISOLATED, isolation_mode
+from grader.sandbox.linux import is_tree_uid
 from grader.sandbox.zygote import get_zygote
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
@@ -183,6 +184,12 @@ EXPECTED: dict[str, Expect] = {
     "pdeathsig_daemon": Expect(100, ALL_PASS, root_only=True),
     "proc_cmdline_snoop": Expect(100, ALL_PASS, root_only=True),
     "unmount_what_hides": Expect(100, ALL_PASS, root_only=True),
+    # Nothing two sandboxes share to signal through (tests/test_isolation.py): locks, cores and priority are
+    # refused, /proc shows processes only, and a tree that holds all the processes it may keeps its answers.
+    "flock_channel": Expect(100, ALL_PASS),
+    "affinity_hop": Expect(100, ALL_PASS),
+    "proc_peek": Expect(100, ALL_PASS, root_only=True),
+    "nproc_hog": Expect(100, ALL_PASS),
 }
 
 
@@ -255,8 +262,8 @@ def graded():
             walls[name] = time.monotonic() - clock
             zygote = get_zygote().process.pid
             left = _descendants(os.getpid()) - before - {zygote}
-            if AS_ROOT:
-                left |= {p for p, (_, uid) in _processes().items() if uid == 65534}
+            if AS_ROOT:  # every tree's own uid (or 65534, which they all shared before)
+                left |= {p for p, (_, uid) in _processes().items() if is_tree_uid(uid)}
             else:  # a daemon that left the tree still runs as this user
                 left |= {p for p, (_, uid) in _processes().items() if uid == os.getuid()} - mine - {zygote}
             leftovers[name] = {(p, _describe(p)) for p in left}
@@ -290,7 +297,7 @@ def test_hostile_submission(name, graded, validate_report):
         assert len(test["message"]) < 3000
     if expect.failing:
         assert [t["name"] for t in failed] == list(expect.failing)
-    # No process of the submission outlives its grading (as root: nothing of uid 65534 at all).
+    # No process of the submission outlives its grading (as root: nothing of the trees' uids at all).
     assert leftovers[name] == set()
     # Valid UTF-8 JSON, under 1 MB; each test's own duration stays within the submission limit.
     text = to_json(report)
