@@ -382,3 +382,57 @@ def test_this_file_in_user_mode(cgroups, tmp_path_factory):
     assert "failed" not in run.stdout, tail
     # Only the root-mode uid test is skipped there.
     assert run.stdout.count("SKIPPED") == 1 and "root mode only" in run.stdout, tail
+
+
+# ---------------------------------------------------------------- a grader installed under /tmp
+
+READ_BACK = """
+    import os
+
+    def read():
+        folder = {folder!r}
+        with open(os.path.join(folder, "data.txt")) as handle:
+            value = int(handle.read())
+        try:
+            open(os.path.join(folder, "new.txt"), "w").close()
+            written = 1
+        except OSError:
+            written = 0
+        return value, written, os.getuid()
+"""
+
+
+@needs_isolation
+def test_a_visible_folder_under_tmp_stays_visible_after_restarts_and_in_kept_trees(tmp_path, monkeypatch):
+    """The sandbox mounts a fresh /tmp; a virtual environment or checkout under /tmp (a visible folder of the
+    zygote's sys.path) is bound back into it, read-only, at the tree's start, at each restart and in a kept
+    tree, which is kept (a restart does not start a new tree) as anywhere else."""
+    import tempfile
+
+    from grader.sandbox import isolation
+
+    folder = Path(tempfile.mkdtemp(prefix="grader-visible-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        (folder / "data.txt").write_text("42")
+        original = isolation._visible_paths
+        monkeypatch.setattr(isolation, "_visible_paths", lambda path: [*original(path), str(folder)])
+        path = tmp_path / "reader.py"
+        path.write_text(textwrap.dedent(READ_BACK.replace("{folder!r}", repr(str(folder)))))
+        with Sandbox(path, LIMITS) as sandbox:
+            first = sandbox.call("read").value
+            sandbox.restart()
+            again = sandbox.call("read").value
+        assert first[:2] == (42, 0) and again == first  # read-only; the same tree (the same uid in root mode)
+        client.keep_trees()
+        try:
+            seen = []
+            for _ in range(2):
+                with Sandbox(path, LIMITS) as sandbox:
+                    seen.append(sandbox.call("read").value)
+        finally:
+            client.keep_trees(False)
+        assert seen[0][:2] == (42, 0) and seen[1] == seen[0]  # the kept tree took the second submission
+        assert not (folder / "new.txt").exists()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,5 +1,5 @@
-"""Holds as many processes as it may (forking until fork fails) from its import on, and keeps them while it
-is graded: each call waits 0.1 s. Its own answers are honest: full marks. Graded beside another student
+"""Holds as many processes as it may (threads, started until one cannot be) from its import on, and keeps
+them while it is graded: each call waits 0.1 s. Its own answers are honest: full marks. Graded beside another student
 (tests/test_isolation.py), that student's threads must not notice: each tree counts its own processes."""
 
 import numpy as np
@@ -45,20 +45,25 @@ def head_entropy(A):
     return -(A * np.log(safe)).sum(-1).mean(-1)
 
 
-import os
-import signal
+import _thread
+import ctypes
+import threading
 import time
 
-HELD = []
+# Threads count as processes (RLIMIT_NPROC, a pids cgroup) and start in microseconds when nothing waits for
+# them to run; small stacks and one malloc arena (not one of 64 MiB per thread), so that RLIMIT_AS does not
+# stop them first, nor the mapping of big arguments later. Each blocks on a lock held forever.
+ctypes.CDLL(None).mallopt(-8, 1)  # M_ARENA_MAX
+threading.stack_size(256 << 10)
+_forever = _thread.allocate_lock()
+_forever.acquire()
+HELD = 0
 for _ in range(10_000):
     try:
-        pid = os.fork()
-    except OSError:
+        _thread.start_new_thread(_forever.acquire, ())
+    except RuntimeError:  # can't start new thread: the limit is reached
         break
-    if pid == 0:
-        signal.pause()
-        os._exit(0)
-    HELD.append(pid)
+    HELD += 1
 
 _honest = multi_head_attention, attention_param_count, head_entropy
 
@@ -79,4 +84,4 @@ def head_entropy(A):
 
 
 def processes_held():
-    return len(HELD)
+    return HELD
