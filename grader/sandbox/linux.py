@@ -125,7 +125,7 @@ _ALLOWED = (
     "rt_sigtimedwait", "sigaltstack", "pause", "restart_syscall",
     "sched_yield", "sched_getaffinity", "sched_getparam", "sched_getscheduler",
     "sched_get_priority_max", "sched_get_priority_min", "getpriority", "getcpu",
-    "prlimit64", "getrlimit", "setrlimit", "getrusage", "times", "uname", "sysinfo", "getrandom",
+    "prlimit64", "getrlimit", "setrlimit", "getrusage", "times", "uname", "getrandom",
     # time
     "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time", "alarm",
     "getitimer", "setitimer", "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun",
@@ -158,6 +158,7 @@ _DENIED = (
     # (grade batch pins each worker from the trusted side: linux._inherited, batch._pin) and priority.
     "flock", "sched_setaffinity", "setpriority", "sched_setscheduler", "sched_setparam", "sched_setattr",
     "ioprio_set",
+    "sysinfo",  # the machine's load and task count, as /proc/loadavg (glibc's sysconf then says -1 for memory)
 )
 _CLONE_NEW_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 SCMP_ACT_KILL_PROCESS, SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_LOG = 0x80000000, 0x7FFF0000, 0x00050000, 0x7FFC0000
