@@ -368,7 +368,9 @@ def test_this_file_in_user_mode(cgroups, tmp_path_factory):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(folder / "home"), "PYTHONPATH": ":".join(paths),
            "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(folder / "home")}
     try:
-        args = f"-m pytest -q -rs -p no:cacheprovider {Path(__file__)} -k 'not user_mode'"
+        # Not the batch: its multiprocessing pool fails under this relocated interpreter (the resource
+        # tracker's lock), before any sandbox; the two trees at once in one process run here instead.
+        args = f"-m pytest -q -rs -p no:cacheprovider {Path(__file__)} -k 'not user_mode and not batch_of_two'"
         run = subprocess.run(_as_nobody(args, folder, groups, env), check=False, capture_output=True, text=True,
                              timeout=900, cwd=TESTS.parent)
     finally:
@@ -378,7 +380,7 @@ def test_this_file_in_user_mode(cgroups, tmp_path_factory):
     tail = run.stdout[-3000:] + run.stderr[-2000:]
     assert run.returncode == 0, tail
     passed = re.search(r"(\d+) passed", run.stdout)
-    assert passed and int(passed.group(1)) >= 9, tail
+    assert passed and int(passed.group(1)) == 9, tail  # every test above but the batch and the root-mode one
     assert "failed" not in run.stdout, tail
     # Only the root-mode uid test is skipped there.
     assert run.stdout.count("SKIPPED") == 1 and "root mode only" in run.stdout, tail
