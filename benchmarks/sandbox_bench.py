@@ -6,7 +6,9 @@ Floor: starting one interpreter that imports numpy (what every child cost before
 Prints: N x (Sandbox + one call + close), and the median of 5 calls with ~25 MB of float64 inputs;
 then what the cgroup and the seccomp filter add to a child's start: the same start with neither,
 with each alone and with both, interleaved round by round so that a busy machine slows all alike,
-each as a ratio to the start without them.
+each as a ratio to the start without them; then what per-tree identities add (root mode: a uid of the
+tree's own; every isolated mode: the cgroup namespace and the masked mount table), the same start with
+and without them, interleaved, as a ratio to the start without them and to the floor.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 
 from grader.config import Limits
 from grader.sandbox import Sandbox
-from grader.sandbox.zygote import get_zygote
+from grader.sandbox.zygote import Zygote, get_zygote
 
 SUBMISSION = Path(__file__).resolve().parent.parent / "tests" / "submissions" / "correct.py"
 
@@ -32,6 +34,17 @@ def start(isolated: bool | None, *, cgroup: bool = True, seccomp: bool = True) -
     with Sandbox(SUBMISSION, Limits(), isolated=isolated, cgroup=cgroup, seccomp=seccomp) as sandbox:
         assert sandbox.call("attention_param_count", 768, 12).status == "ok"
     return time.perf_counter() - started
+
+
+def start_as_before(isolated: bool | None) -> float:
+    """start(), its tree as every tree was before they had identities: uid 65534, no cgroup namespace,
+    the mount table unmasked (the keeper's "identity": False, a request key only this script sets)."""
+    spawn = Zygote.spawn
+    Zygote.spawn = lambda self, request, fds: spawn(self, {**request, "identity": False}, fds)  # type: ignore[method-assign]
+    try:
+        return start(isolated)
+    finally:
+        Zygote.spawn = spawn  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -68,6 +81,11 @@ def main() -> None:
         for name, options in variants.items():
             seen[name].append(start(isolated, **options))
     base = statistics.median(seen["neither"])
+    identities: dict[str, list[float]] = {"as before": [], "per tree": []}
+    for _ in range(rounds):
+        identities["as before"].append(start_as_before(isolated))
+        identities["per tree"].append(start(isolated))
+    before = statistics.median(identities["as before"])
 
     mode = Sandbox(SUBMISSION, Limits(), isolated=isolated).mode
     cgroups = ", ".join(f"{k} at {v}" for k, v in hello.get("cgroups", {}).items()) or "none could be made"
@@ -79,6 +97,10 @@ def main() -> None:
     for name, values in seen.items():
         median = statistics.median(values)
         print(f"  {name:<13} {median * 1000:6.1f} ms = {median / base:.2f} x without cgroup and seccomp")
+    print(f"per-tree identities (own uid, cgroup namespace, masked mount table), median of {rounds} interleaved rounds:")
+    for name, values in identities.items():
+        median = statistics.median(values)
+        print(f"  {name:<13} {median * 1000:6.1f} ms = {median / before:.2f} x as before = {median / floor:.3f} x floor")
 
 
 if __name__ == "__main__":

@@ -219,7 +219,7 @@ def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
         linux._set_limits(request["limits"], request["nproc"])
         os.environ.clear()
         os.environ.update(request["env"], HOME=workdir, TMPDIR="/tmp" if isolated else workdir, PWD=workdir)
-        if isolated:
+        if isolated and request["identity"]:
             linux._mask_own_mounts()  # while it may still mount
         if isolated and request["userns"]:
             linux._drop_capabilities()  # the user's own uid, with none of the user namespace's capabilities
