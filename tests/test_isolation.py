@@ -217,6 +217,38 @@ def test_proc_shows_no_lock_no_load_no_host_path_and_no_host_pid(tmp_path):
     assert child_cgroup.splitlines() == lines and child_missing == 1
 
 
+PINNED = """
+    import os
+
+    def probe():
+        try:
+            os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+            moved = "moved"
+        except OSError as exc:
+            moved = str(exc)
+        raise RuntimeError(repr((sorted(os.sched_getaffinity(0)), moved)))
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin to one")
+def test_a_pinned_batch_worker_keeps_its_students_on_its_core(tmp_path):
+    """grade batch pins each worker and its zygote to a core (batch._pin, from the trusted side, before any
+    tree exists); every tree inherits that, and the student cannot move off it."""
+    from grader.batch import _pin
+
+    zygote = get_zygote().process.pid
+    own, zygotes = os.sched_getaffinity(0), os.sched_getaffinity(zygote)
+    core = max(own)
+    try:
+        _pin(core)
+        for isolated in ([None, False] if ISOLATED else [False]):
+            result = _probe(tmp_path, PINNED, isolated=isolated)
+            assert result.message.split(": ", 1)[1] == repr(([core], "[Errno 1] Operation not permitted"))
+    finally:
+        os.sched_setaffinity(0, own)
+        os.sched_setaffinity(zygote, zygotes)
+
+
 # ---------------------------------------------------------------- one identity per tree
 
 
@@ -380,7 +412,7 @@ def test_this_file_in_user_mode(cgroups, tmp_path_factory):
     tail = run.stdout[-3000:] + run.stderr[-2000:]
     assert run.returncode == 0, tail
     passed = re.search(r"(\d+) passed", run.stdout)
-    assert passed and int(passed.group(1)) == 9, tail  # every test above but the batch and the root-mode one
+    assert passed and int(passed.group(1)) == 10, tail  # every test above but the batch and the root-mode one
     assert "failed" not in run.stdout, tail
     # Only the root-mode uid test is skipped there.
     assert run.stdout.count("SKIPPED") == 1 and "root mode only" in run.stdout, tail

@@ -17,7 +17,7 @@ The child side (boot, protocol, linux, child, zygote) imports only the standard
 library and numpy; the zygote runs a private copy of it, never ``grader``.
 Each child tree has a cgroup of its own (memory and processes, where one can
 be made) and a seccomp filter. When the grader runs as root, each child runs as
-uid/gid 65534 in new PID, mount, network, IPC and UTS namespaces with a minimal
+a uid/gid of its tree's own (linux.tree_uid) in new PID, mount, network, IPC, UTS and cgroup namespaces with a minimal
 root file system; as an ordinary user it gets the same namespaces inside a user
 namespace of its own, without capabilities; where the kernel refuses both, it
 runs with rlimits, its own session and a subreaper only, and says so (README:

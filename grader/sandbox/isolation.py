@@ -22,7 +22,7 @@ ROOT_MODE, USER_NAMESPACES, UNISOLATED = "root", "user-namespaces", "unisolated"
 
 
 def isolation_mode() -> str:
-    """How student code runs here: ``root`` (uid 65534 in new namespaces), ``user-namespaces`` (the
+    """How student code runs here: ``root`` (a uid of each tree's own in new namespaces), ``user-namespaces`` (the
     user's uid, without capabilities, in namespaces of a user namespace of its own) or ``unisolated``
     (rlimits, a session and a subreaper only: the kernel refused both). README: "Sandbox and isolation".
     """
@@ -60,7 +60,7 @@ def _warn_unisolated_once() -> None:
 
 
 def isolation_available() -> bool:
-    """True when student code can run as uid 65534 in its own namespaces: root, and namespaces allowed."""
+    """True when student code can run as a uid of its tree's own in its own namespaces: root, and namespaces allowed."""
     return os.geteuid() == 0 and get_zygote().namespaces
 
 
