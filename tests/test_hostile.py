@@ -262,7 +262,7 @@ def graded():
             walls[name] = time.monotonic() - clock
             zygote = get_zygote().process.pid
             left = _descendants(os.getpid()) - before - {zygote}
-            if AS_ROOT:  # every tree's own uid (or 65534, which they all shared before)
+            if AS_ROOT:  # any uid of the trees' range (each tree has its own)
                 left |= {p for p, (_, uid) in _processes().items() if is_tree_uid(uid)}
             else:  # a daemon that left the tree still runs as this user
                 left |= {p for p, (_, uid) in _processes().items() if uid == os.getuid()} - mine - {zygote}

@@ -30,7 +30,7 @@ from grader.cli import main
 from grader.config import Limits, load_config
 from grader.grade import grade_submission
 from grader.sandbox import UNISOLATED, Sandbox, client, isolation_mode
-from grader.sandbox.linux import NOBODY, TREE_UID_BASE, TREE_UIDS, is_tree_uid
+from grader.sandbox.linux import NOBODY, is_tree_uid
 from grader.sandbox.zygote import get_zygote
 
 TESTS = Path(__file__).resolve().parent
@@ -88,7 +88,7 @@ def _left_behind(before: set[int]) -> set[int]:
     out: others run as 65534 here); as a user, any new one of this uid but the zygote."""
     zygote = get_zygote().process.pid
     if AS_ROOT:
-        return {p for p, uid in _tasks().items() if TREE_UID_BASE <= uid < TREE_UID_BASE + TREE_UIDS} - before
+        return {p for p, uid in _tasks().items() if is_tree_uid(uid)} - before
     return {p for p, uid in _tasks().items() if uid == os.getuid()} - before - {zygote, os.getpid()}
 
 

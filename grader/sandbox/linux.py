@@ -38,8 +38,8 @@ def tree_uid(keeper: int) -> int:
 
 
 def is_tree_uid(uid: int) -> bool:
-    """Is ``uid`` one of the range root-mode trees run as (or 65534, which they all ran as before)?"""
-    return uid == NOBODY or TREE_UID_BASE <= uid < TREE_UID_BASE + TREE_UIDS
+    """Is ``uid`` one of the range root-mode trees run as?"""
+    return TREE_UID_BASE <= uid < TREE_UID_BASE + TREE_UIDS
 
 # ---------------------------------------------------------------- system calls (Linux, via libc)
 
