@@ -282,6 +282,26 @@ def test_each_tree_has_its_own_uid_kept_while_it_lives(tmp_path):
         client.keep_trees(False)
 
 
+@pytest.mark.skipif(not (AS_ROOT and ISOLATED), reason="root mode only: in user mode every tree is the user's uid")
+def test_two_grading_processes_never_share_a_uid(tmp_path):
+    """Another grading process (a second ``grade``) holds a tree while this one opens its own: two uids."""
+    path = tmp_path / "uid.py"
+    path.write_text(textwrap.dedent(UID))
+    script = ("import sys; from pathlib import Path; from grader.config import Limits; "
+              "from grader.sandbox import Sandbox; s = Sandbox(Path(sys.argv[1]), Limits()); "
+              "print(s.call('uid').value[0], flush=True); sys.stdin.read(); s.close()")
+    other = subprocess.Popen([sys.executable, "-c", script, str(path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, cwd=TESTS.parent)
+    try:
+        assert other.stdout is not None
+        theirs = int(other.stdout.readline())
+        with Sandbox(path, LIMITS) as sandbox:
+            ours = sandbox.call("uid").value[0]
+    finally:
+        other.communicate("", timeout=60)
+    assert is_tree_uid(theirs) and is_tree_uid(ours) and theirs != ours
+
+
 # ---------------------------------------------------------------- two students at once
 
 
@@ -414,8 +434,8 @@ def test_this_file_in_user_mode(cgroups, tmp_path_factory):
     passed = re.search(r"(\d+) passed", run.stdout)
     assert passed and int(passed.group(1)) == 10, tail  # every test above but the batch and the root-mode one
     assert "failed" not in run.stdout, tail
-    # Only the root-mode uid test is skipped there.
-    assert run.stdout.count("SKIPPED") == 1 and "root mode only" in run.stdout, tail
+    # Only the two root-mode uid tests are skipped there.
+    assert run.stdout.count("SKIPPED") == run.stdout.count("root mode only") == 2, tail
 
 
 # ---------------------------------------------------------------- a grader installed under /tmp
