@@ -158,7 +158,8 @@ _DENIED = (
     # (grade batch pins each worker from the trusted side: linux._inherited, batch._pin) and priority.
     "flock", "sched_setaffinity", "setpriority", "sched_setscheduler", "sched_setparam", "sched_setattr",
     "ioprio_set",
-    "sysinfo",  # the machine's load and task count, as /proc/loadavg (glibc's sysconf then says -1 for memory)
+    "sysinfo",  # the machine's load and task count, as /proc/loadavg (glibc's sysconf(_SC_PHYS_PAGES) then
+    # returns a meaningless number: homework does not ask how much memory the machine has)
 )
 _CLONE_NEW_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 SCMP_ACT_KILL_PROCESS, SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_LOG = 0x80000000, 0x7FFF0000, 0x00050000, 0x7FFC0000
@@ -725,7 +726,6 @@ def _build_root(request: dict) -> None:
         if (not os.path.lexists(path) or path == "/tmp"
                 or any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounted)):
             continue
-        mounted.append(os.path.realpath(path) if os.path.islink(path) else path)
         target = root + path
         if _under_tmp(path):
             held.append(path)
@@ -735,6 +735,7 @@ def _build_root(request: dict) -> None:
             continue
         os.makedirs(target, mode=0o755, exist_ok=True)
         _bind(path, target)
+        mounted.append(os.path.realpath(path) if os.path.islink(path) else path)
     if held:
         os.chmod(root + _HELD, 0)  # pid 1 reaches it with its capabilities; the worker has none
     request["held"] = held
