@@ -119,6 +119,20 @@ def test_a_reply_is_read_only_as_the_answer_to_what_was_asked():
     assert (unknown.status, unknown.message) == ("crashed", "unexpected reply from the submission's process: passed")
 
 
+def test_the_import_answer_holds_no_arrays(tmp_path):
+    # The import is answered by "ready" or an import-error, neither with arrays: one announcing 1 MiB is
+    # refused unread, and the import failed (it never said it was ready as the protocol has it).
+    path = tmp_path / "ready_with_arrays.py"
+    path.write_text("import json, os, struct, time\n"
+                    "header = json.dumps({'status': 'ready', 'blobs': [1 << 20]}).encode()\n"
+                    "os.write(3, struct.pack('>Q', len(header)) + header + bytes(8192))\ntime.sleep(5)\n")
+    with Sandbox(path, Limits(call_timeout_s=3, submission_timeout_s=30)) as sandbox:
+        result = sandbox.call("f", 1)
+    assert (result.status, result.message) == ("import-error", ("importing ready_with_arrays.py failed: the "
+                                               "submission's process broke the grading protocol (a result of "
+                                               "1,048,576 bytes, more than the 0 bytes this call accepts)"))
+
+
 def _frame(header: dict, blobs: tuple[bytes, ...] = ()) -> bytes:
     data = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode()
     return struct.pack(">Q", len(data)) + data + b"".join(blobs)

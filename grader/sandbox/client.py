@@ -432,11 +432,12 @@ class Sandbox:
         """Wait for one reply while draining the child's output; the output printed before it belongs to it.
 
         expect: what the reply answers (``_LOAD``, ``_CALL`` or ``_PING``): only the replies that
-        answer it are accepted (``_decode``). bound: the bytes of arrays the reply may hold
+        answer it are accepted (``_decode``). bound: the bytes of arrays a call's reply may hold
         (``reply_limit``); a reply that announces more is refused unread and its worker replaced.
+        The import's answer and a ping's hold none.
         """
         deadline = time.monotonic() + max(timeout, 0.001)
-        reader = MessageReader(self.limits.max_result_bytes, bound)
+        reader = MessageReader(self.limits.max_result_bytes, bound if expect == _CALL else 0)  # "ready": no arrays
         watch: list[socket.socket | int] = [child.sock, child.out]
         message = None
         while message is None:
@@ -460,6 +461,8 @@ class Sandbox:
                 try:
                     message = reader.feed(data)
                 except TooLarge as refused:
+                    if expect != _CALL:
+                        return self._failure(child, f"the submission's process broke the grading protocol ({refused})")
                     return self._refuse(child, refused)
                 except ProtocolError as exc:
                     return self._failure(child, f"the submission's process broke the grading protocol ({exc})")
