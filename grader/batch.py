@@ -161,9 +161,10 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
         if entry.skip is not None:
             continue
         existing = _matching_report(reports_dir / f"{entry.key}.json", entry, fingerprint) if resume else None
+        if existing is not None and not _kept_usable(outdir, entry, existing, config, fingerprint, formats, render):
+            existing = None  # a kept report that cannot be read back whole is graded again
         if existing is not None:
             result.reports[entry.key] = existing
-            _write_formats(outdir, entry.key, existing, formats, render)
             result.resumed += 1
             done += 1
             if progress:
@@ -174,7 +175,12 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     def finished(entry: Entry, graded: Graded) -> None:
         nonlocal done
         write_atomic(reports_dir / f"{entry.key}.json", to_json(graded.report))
-        _write_formats(outdir, entry.key, graded.report, formats, render)
+        try:
+            _write_formats(outdir, entry.key, graded.report, formats, render)
+        except Exception as exc:  # noqa: BLE001 - one student's output the exporters cannot render: the rest go on
+            print(f"grade batch: {printable(entry.key, newlines=False)}: a format could not be written "
+                  f"({type(exc).__name__}: {printable(str(exc), newlines=False)[:200]}); its native report is written",
+                  file=sys.stderr)
         result.reports[entry.key] = graded.report
         result.graded_now += 1
         result.peak_worker_rss_mb = max(result.peak_worker_rss_mb, graded.worker_rss_mb)
@@ -245,6 +251,20 @@ def _write_formats(outdir: Path, key: str, report: dict, formats: tuple[str, ...
 
 
 FORMAT_SUFFIX = {"text": "txt", "html": "html"}  # OUTDIR/<format>/<key>.<suffix>; json for the others
+
+
+def _kept_usable(outdir: Path, entry: Entry, report: dict, config: Config, fingerprint: str,
+                 formats: tuple[str, ...], render: Callable[[dict, str], str] | None) -> bool:
+    """Whether a kept report (``--resume``) reads back whole: as strict JSON, as a gradebook row, in the summary
+    and in each format (written now). A kept report that is corrupt, or that breaks any of them, is graded again."""
+    try:
+        to_json(report)  # no NaN: summary.json is strict JSON
+        gradebook_rows([entry], {entry.key: report})
+        build_summary([entry], {entry.key: report}, config, fingerprint)
+        _write_formats(outdir, entry.key, report, formats, render)
+    except Exception:  # noqa: BLE001 - a kept file is data: whatever it breaks, it is regraded, never a crash
+        return False
+    return True
 
 
 

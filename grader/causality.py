@@ -41,7 +41,7 @@ def check_causality(first: CallResult, second: CallResult, changed_from: int,
     for result in (first, second):
         if result.status != "ok":
             status = CALL_STATUSES.get(result.status, ERROR)
-            return Verdict(status, f"{what} {result.message}" if result.status in ("raised", "bad-type")
+            return Verdict(status, f"{what} {result.message}" if result.status in ("raised", "bad-type", "too-large")
                            else result.message)
         if not isinstance(result.value, np.ndarray) or result.value.dtype.kind not in "fiu":
             return Verdict(FAILED, f"{what} returned {result.type_name}, expected an array of shape {expected_shape}")

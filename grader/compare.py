@@ -22,6 +22,7 @@ CALL_STATUSES = {  # a sandbox call that did not return a value → the test's r
     "raised": ERROR,  # the function raised (message: type, line in the submission, its text, clipped)
     "missing": ERROR,  # the submission does not define the function: only that function's tests fail
     "bad-type": FAILED,  # not plain numbers: ndarray subclass, object/complex/str array, other objects
+    "too-large": FAILED,  # more bytes than the test's expected output could need: refused unread (a wrong shape)
     "timeout": "timeout",  # the call or the whole submission ran out of wall-clock time; the tree was killed
     "memory": "memory",  # MemoryError under the address-space limit
     "crashed": "crashed",  # killed by a signal (named), exited during the call, or broke the grading socket
@@ -39,11 +40,15 @@ def _call_failed(result: CallResult, what: str) -> Verdict | None:
     if result.status == "ok":
         return None
     status = CALL_STATUSES.get(result.status, ERROR)
-    return Verdict(status, f"{what} {result.message}" if result.status in ("raised", "bad-type") else result.message)
+    prefixed = result.status in ("raised", "bad-type", "too-large")
+    return Verdict(status, f"{what} {result.message}" if prefixed else result.message)
 
 
 def check_array(result: CallResult, expected: np.ndarray, rtol: float, atol: float, what: str) -> Verdict:
     """Compare an array result with ``expected`` (finite, float) within |got − expected| ≤ atol + rtol·|expected|."""
+    if result.status == "too-large" and result.shape is not None:  # refused unread, but its announced shape says why
+        return Verdict(FAILED, f"{what} returned shape {result.shape}, expected {np.shape(expected)}: "
+                               f"{result.message.rsplit(': ', 1)[-1]}")
     if failed := _call_failed(result, what):
         return failed
     got = result.value
@@ -56,14 +61,15 @@ def check_array(result: CallResult, expected: np.ndarray, rtol: float, atol: flo
         return Verdict(FAILED, f"{what} returned shape {got.shape}, expected {expected.shape}")
     if got.dtype.kind not in "fiu":
         return Verdict(FAILED, f"{what} returned dtype {got.dtype}, expected floating-point numbers")
-    got = got.astype(np.float64)
-    bad = ~np.isfinite(got)
-    if bad.any():
-        index = tuple(int(i) for i in np.argwhere(bad)[0])
-        return Verdict(FAILED, f"{what} returned {int(bad.sum())} non-finite value(s) of {got.size}; "
-                               f"first at index {index}: got {got[index]}, expected {expected[index]:.6g}")
-    error = np.abs(got - expected)
-    wrong = error > atol + rtol * np.abs(expected)
+    with np.errstate(all="ignore"):  # any float: ±max, subnormals (a difference of two ±max is inf, still wrong)
+        got = got.astype(np.float64)
+        bad = ~np.isfinite(got)
+        if bad.any():
+            index = tuple(int(i) for i in np.argwhere(bad)[0])
+            return Verdict(FAILED, f"{what} returned {int(bad.sum())} non-finite value(s) of {got.size}; "
+                                   f"first at index {index}: got {got[index]}, expected {expected[index]:.6g}")
+        error = np.abs(got - expected)
+        wrong = error > atol + rtol * np.abs(expected)
     if wrong.any():
         index = tuple(int(i) for i in np.unravel_index(np.argmax(np.where(wrong, error, -1)), error.shape))
         return Verdict(FAILED, f"{what}: {int(wrong.sum())} of {got.size} values differ beyond rtol={rtol:g}, atol={atol:g}; "
@@ -91,7 +97,7 @@ def check_raises(result: CallResult, exception: str, what: str) -> Verdict:
         return Verdict(PASSED)
     if result.status == "raised":
         return Verdict(FAILED, f"{what} {result.message}; expected {exception}")
-    if result.status == "ok":
+    if result.status in ("ok", "too-large"):
         return Verdict(FAILED, f"{what} returned a value; expected it to raise {exception}")
     return _call_failed(result, what) or Verdict(ERROR, result.message)
 

@@ -7,6 +7,8 @@ the two give the same verdicts, messages and diagnoses.
 
 from __future__ import annotations
 
+import weakref
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
@@ -15,13 +17,34 @@ import numpy as np
 from grader.causality import check_causality, leaked
 from grader.compare import ERROR, FAILED, PASSED, Verdict, check_array, check_count, check_raises
 from grader.diagnose import CAUSAL_LEAK, GENERIC, SEP, Explained, Search, generic, raised_value
-from grader.sandbox import CallResult
+from grader.sandbox import CallResult, reply_limit
 from grader.suite import Student
+
+REPLY_FACTOR = 4  # a reply may hold this many times the expected output's elements × 8 bytes (float64)
+REPLY_FLOOR = 64 << 10  # bytes every reply may hold: a scalar's, an .npy header's, a small wrong shape's
+
+
+FULL_SEARCHES = 3  # searches over every misconception combination, per function and submission
+
+
+def reply_bound(expected: object) -> int:
+    """The bytes of arrays a reply to a test whose right output is ``expected`` may hold (grader.sandbox.reply_limit).
+
+    REPLY_FACTOR × 8 bytes per expected element plus REPLY_FLOOR: room for any numeric dtype
+    (16 bytes at most) of the right shape, so no reply that could pass is refused. A larger
+    one cannot have the expected shape: it is refused unread, and fails its test as a wrong
+    shape would. None (a case that must raise) or a number: REPLY_FLOOR.
+    """
+    parts = expected if isinstance(expected, tuple) else (expected,)
+    elements = sum(int(np.size(p)) for p in parts if isinstance(p, (np.ndarray, np.generic)))
+    return REPLY_FACTOR * 8 * elements + REPLY_FLOOR
 
 
 def check_arrays(result: CallResult, expected: tuple, rtol: float, atol: float, what: str,
                  outputs: Sequence[str] = ()) -> Verdict:
     """A returned tuple checked part by part (grader.compare.check_array), each part named by ``outputs``."""
+    if result.status == "too-large":
+        return Verdict(FAILED, f"{what} {result.message}")
     if result.status != "ok":
         return check_array(result, np.asarray(0.0), rtol, atol, what)  # the call's own failure
     value = result.value
@@ -46,6 +69,30 @@ def joined(value: object) -> object:
 
 def _joined_candidates(candidates: Callable[[Sequence[str] | None], Mapping[str, object]]):
     return lambda keys: {k: joined(v) for k, v in candidates(keys).items()}
+
+
+_full_searches: weakref.WeakKeyDictionary[Search, Counter[str]] = weakref.WeakKeyDictionary()
+
+
+def _bounded(candidates: Callable[[Sequence[str] | None], Mapping[str, object]], search: Search, function: str
+             ) -> Callable[[Sequence[str] | None], Mapping[str, object]]:
+    """``candidates``, but after FULL_SEARCHES searches over all of them for ``function`` in ``search``, none.
+
+    A submission whose wrong outputs match one combination, then none, made the search run over
+    every combination on each failed test (25 times for an attention function whose outputs change
+    from call to call: 0.7 s of the grading process's CPU, where a misconception needs one search).
+    Beyond the bound, a failed test gets the generic findings only. The bound is a count, not a
+    time: a diagnosis never depends on the machine's speed or load.
+    """
+    def bounded(keys: Sequence[str] | None) -> Mapping[str, object]:
+        if keys is None:
+            spent = _full_searches.setdefault(search, Counter())
+            if spent[function] >= FULL_SEARCHES:
+                return {}
+            spent[function] += 1
+        return candidates(keys)
+
+    return bounded
 
 
 def judge(case, student: Student, grading, expected: object,
@@ -73,7 +120,12 @@ def judge(case, student: Student, grading, expected: object,
     first: a causality case's first call, already made in a worker that ``student``'s current one has
     never been (then no restart is needed before the second call).
     """
-    result = first if first is not None else student.call(case.function, *case.args, **case.kwargs)
+    bound = reply_bound(None if case.raises else expected)
+    if first is None:
+        with reply_limit(bound):
+            result = student.call(case.function, *case.args, **case.kwargs)
+    else:
+        result = first
     what = f"{case.function}()"
     output = result.output
     if case.raises:
@@ -81,7 +133,8 @@ def judge(case, student: Student, grading, expected: object,
     if case.changed_args is not None:  # causality: both outputs right, and the earlier ones unmoved
         if first is None:
             student.restart()  # a fresh child: the second call cannot copy what the first returned
-        changed = student.call(case.function, *case.changed_args, **case.kwargs)
+        with reply_limit(max(bound, reply_bound(expected_changed))):
+            changed = student.call(case.function, *case.changed_args, **case.kwargs)
         output += changed.output
         verdict = check_causality(result, changed, case.changed_from,
                                   (cast(np.ndarray, expected), cast(np.ndarray, expected_changed)),
@@ -100,8 +153,9 @@ def judge(case, student: Student, grading, expected: object,
     if kind == "arrays":  # a tuple's parts are compared as one: the diagnosis needs all of them to match
         got, expected = joined(got), joined(expected)
         candidates = _joined_candidates(candidates)
-    found = (search or Search()).diagnose(case.function, got, expected, candidates, grading.rtol, grading.atol,
-                                          catalogue)
+    search = search or Search()
+    found = search.diagnose(case.function, got, expected, _bounded(candidates, search, case.function), grading.rtol,
+                            grading.atol, catalogue)
     if leaked(verdict) and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
         found = generic(CAUSAL_LEAK, catalogue)
     if found is None:

@@ -190,6 +190,14 @@ EXPECTED: dict[str, Expect] = {
     "affinity_hop": Expect(100, ALL_PASS),
     "proc_peek": Expect(100, ALL_PASS, root_only=True),
     "nproc_hog": Expect(100, ALL_PASS),
+    # Replies only the trusted side reads (tests/test_hostile_replies.py says more): an import-error after the
+    # import was fine fails each call as crashed; 64 MiB of the wrong shape is refused unread; any float is judged.
+    "forged_import_error": Expect(0, {MHA: {"crashed": 27}, COUNT: {"crashed": 8}, ENTROPY: {"crashed": 6}},
+                                  "answered a call with 'import-error'"),
+    "huge_wrong_reply": Expect(0, {MHA: {"failed": 27}, COUNT: {"failed": 8}, ENTROPY: {"failed": 6}}, "returned"),
+    "extreme_floats": Expect(15, {MHA: {"failed": 27}, COUNT: {"passed": 8}, ENTROPY: {"failed": 6}}),
+    # Wrong outputs that change from call to call: the search over every combination runs 3 times, not 25.
+    "shifting_outputs": Expect(30, {**ALL_PASS, MHA: {"failed": 27}}, "", MHA, unpaid=2),
 }
 
 

@@ -11,7 +11,8 @@ import numpy as np
 from grader.assignment import Assignment, load_assignment, remembered, run_cases
 from grader.evidence import evidence
 from grader.fairness import trivially_passed
-from grader.judge import judge
+from grader.judge import judge, reply_bound
+from grader.sandbox import reply_limit
 
 
 def expected_value(assignment: Assignment, case):
@@ -71,7 +72,8 @@ def first_call(case, turn):
     position = next((i for i, c in enumerate(cases) if c is case), len(cases))
     for other in cases[position + 1:]:
         if other.changed_args is not None:
-            turn.ahead[id(other)] = turn.student.early(other.function, *other.args, **other.kwargs)
+            with reply_limit(reply_bound(expected_value(_assignment(turn.grading), other))):  # as judge bounds it
+                turn.ahead[id(other)] = turn.student.early(other.function, *other.args, **other.kwargs)
     return None
 
 

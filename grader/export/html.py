@@ -91,6 +91,8 @@ def _function_section(report: dict, function: str, entry: dict, pictures: Report
         if test.get("output"):
             shown.append(f"<details><summary>what your code printed</summary><pre>{_e(test['output'])}</pre></details>")
         shown += [_figure(p) for p in pictures.tests.get(index, [])]
+        if index in pictures.notes:  # a picture its values could not be drawn from: said, never a failed page
+            shown.append(f"<p class='note'>{_e(pictures.notes[index])}</p>")
         parts.append("\n".join(shown) + "</div>")
     if hidden:
         parts.append(f"<p class='meta'>{hidden} hidden test(s) failed; their details are not shown.</p>")

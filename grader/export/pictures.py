@@ -12,6 +12,12 @@
 Only visible tests are drawn, from their ``evidence`` (grader.evidence); a hidden
 test is never drawn. matplotlib (Agg backend) is imported only when there is
 something to draw, so a report with no failures costs nothing here.
+
+The values are the student's: any float (±1.7e308, subnormals, NaN and inf mixed).
+Colour and axis limits are computed here and kept within ±``DRAWN_LIMIT``; values
+beyond it are drawn at the limit, and the label says so. A picture that still
+cannot be drawn is left out, with a note in its place (``ReportPictures.notes``):
+what a student returned never stops a feedback page or an export.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ HEAD_CODES = {"wrong-split-order": "split", "wrong-merge-order": "merge"}
 BATCH_SHOWN = 4  # batch elements drawn per test
 MAX_CELLS = 4096  # cells of the head map: T × h·d_k
 LABELLED_CELLS = 400  # up to this many cells, each cell says its token
+DRAWN_LIMIT = 1e100  # largest magnitude drawn: matplotlib's limits, ticks and colour scales overflow near 1.8e308
+NOT_DRAWN = "The picture of this test could not be drawn from the values returned."
 
 
 class Picture(NamedTuple):
@@ -42,6 +50,7 @@ class Picture(NamedTuple):
 class ReportPictures:
     tests: dict[int, list[Picture]] = field(default_factory=dict)  # index in report["tests"] → its pictures
     functions: dict[str, list[Picture]] = field(default_factory=dict)  # function → its misconception's picture
+    notes: dict[int, str] = field(default_factory=dict)  # index in report["tests"] → why its picture is missing
 
     def by_test(self) -> dict[int, list[Picture]]:
         """Every picture under the test it was drawn from: a misconception's picture first, then the test's own."""
@@ -68,17 +77,36 @@ def report_pictures(report: dict) -> ReportPictures:
             continue
         if expected.shape != got.shape:
             continue
-        if _per_head(evidence, expected):
-            found.tests[index] = [Picture(f"{test['name']}: entropy of each head, expected and yours",
-                                          _png(_entropy_bars(expected, got)), index)]
-        else:
-            found.tests[index] = [Picture(f"{test['name']}: expected output, yours, and where they differ",
-                                          _png(_heatmaps(expected, got)), index)]
+        clipped = _beyond(expected) or _beyond(got)
+        beyond = f" (values beyond ±{DRAWN_LIMIT:g} drawn at ±{DRAWN_LIMIT:g})" if clipped else ""
+        try:
+            if _per_head(evidence, expected):
+                found.tests[index] = [Picture(f"{test['name']}: entropy of each head, expected and yours{beyond}",
+                                              _png(_entropy_bars(expected, got)), index)]
+            else:
+                found.tests[index] = [Picture(f"{test['name']}: expected output, yours, and where they differ{beyond}",
+                                              _png(_heatmaps(expected, got)), index)]
+        except Exception:  # noqa: BLE001 - whatever the student's values do to matplotlib: no picture, a note
+            found.notes[index] = NOT_DRAWN
     for function in dict.fromkeys(t["function"] for t in report["tests"]):
-        picture = _head_picture([(i, t) for i, t in enumerate(report["tests"]) if t["function"] == function])
+        try:
+            picture = _head_picture([(i, t) for i, t in enumerate(report["tests"]) if t["function"] == function])
+        except Exception:  # noqa: BLE001 - drawn from the report's (student-influenced) shapes: as above
+            picture = None
         if picture is not None:
             found.functions[function] = [picture]
     return found
+
+
+def _beyond(array: np.ndarray) -> bool:
+    """Whether ``array`` has finite values that are drawn at ±DRAWN_LIMIT."""
+    return bool((np.abs(array[np.isfinite(array)]) > DRAWN_LIMIT).any())
+
+
+def _drawable(array: np.ndarray) -> np.ndarray:
+    """``array`` with finite values clipped to ±DRAWN_LIMIT (NaN and ±inf stay: they are marked, not drawn)."""
+    finite = np.isfinite(array)
+    return np.where(finite, np.clip(np.where(finite, array, 0.0), -DRAWN_LIMIT, DRAWN_LIMIT), array)
 
 
 def _per_head(evidence: dict, expected: np.ndarray) -> bool:
@@ -171,17 +199,18 @@ def _heatmaps(expected: np.ndarray, got: np.ndarray):
     from matplotlib import colormaps
     from matplotlib.ticker import MaxNLocator
 
-    want, have = _as_batches(expected), _as_batches(got)
+    want, have = _as_batches(_drawable(expected)), _as_batches(_drawable(got))
     rows = min(len(want), BATCH_SHOWN)
     finite = np.concatenate([want[np.isfinite(want)], have[np.isfinite(have)]])
     limit = float(np.abs(finite).max()) if finite.size else 1.0
+    limit = limit if limit > 0 else 1.0  # all zeros (or -0.0): a scale of ±1
     T, F = want.shape[1:]
     cell = min(0.3, 3.2 / max(F, 1), 3.2 / max(T, 1))  # inches per value: a panel at most 3.2 inches
     figure = _figure(3 * (max(F * cell, 1.2) + 1.3), rows * (max(T * cell, 1.0) + 0.9) + 0.6, top=0.6)
     axes = figure.subplots(rows, 3, squeeze=False)
     difference_map = colormaps["Reds"].with_extremes(bad="black")
     for b in range(rows):
-        difference = np.where(np.isfinite(have[b]), np.abs(have[b] - want[b]), np.nan)
+        difference = np.where(np.isfinite(have[b]), np.abs(have[b] - want[b]), np.nan)  # ≤ 2·DRAWN_LIMIT: finite
         panels = ((want[b], "expected", "RdBu_r", -limit, limit), (have[b], "yours", "RdBu_r", -limit, limit),
                   (difference, "|yours − expected|", difference_map, 0, None))
         for column, (values, title, cmap, low, high) in enumerate(panels):
@@ -206,6 +235,7 @@ def _heatmaps(expected: np.ndarray, got: np.ndarray):
 
 
 def _entropy_bars(expected: np.ndarray, got: np.ndarray):
+    expected, got = _drawable(expected), _drawable(got)
     want = expected.reshape(-1, expected.shape[-1]) if expected.ndim else expected.reshape(1, 1)
     have = got.reshape(want.shape)
     rows = min(len(want), BATCH_SHOWN)

@@ -33,18 +33,18 @@ import importlib
 from typing import TYPE_CHECKING
 
 _WHERE = {  # each public name -> the module that defines it
-    **dict.fromkeys(("NPROC", "TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox"), "client"),
+    **dict.fromkeys(("NPROC", "TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "reply_limit"), "client"),
     **dict.fromkeys(("DEFAULT_HIDDEN", "NO_CGROUP_WARNING", "NO_SECCOMP_WARNING", "ROOT_MODE", "UNISOLATED",
                      "UNISOLATED_WARNING", "USER_NAMESPACES", "isolation_available", "isolation_mode",
                      "sandbox_warnings"), "isolation"),
     **dict.fromkeys(("BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT",
-                     "SandboxError", "Status"), "protocol"),
+                     "TOO_LARGE", "SandboxError", "Status"), "protocol"),
     "shutdown": "zygote",
 }
 __all__ = ["BAD_TYPE", "CRASHED", "DEFAULT_HIDDEN", "IMPORT_ERROR", "MEMORY", "MISSING", "NO_CGROUP_WARNING",
            "NO_SECCOMP_WARNING", "NPROC", "OK", "RAISED", "ROOT_MODE", "TEXT_BUDGET", "TEXT_FLOOR", "TIMEOUT",
-           "UNISOLATED", "UNISOLATED_WARNING", "USER_NAMESPACES", "CallResult", "Sandbox", "SandboxError", "Status",
-           "isolation_available", "isolation_mode", "sandbox_warnings", "shutdown"]
+           "TOO_LARGE", "UNISOLATED", "UNISOLATED_WARNING", "USER_NAMESPACES", "CallResult", "Sandbox", "SandboxError",
+           "Status", "isolation_available", "isolation_mode", "reply_limit", "sandbox_warnings", "shutdown"]
 assert sorted(__all__) == sorted(_WHERE)
 
 
@@ -56,7 +56,7 @@ def __getattr__(name: str) -> object:
 
 
 if TYPE_CHECKING:
-    from grader.sandbox.client import NPROC, TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox
+    from grader.sandbox.client import NPROC, TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, reply_limit
     from grader.sandbox.isolation import (
         DEFAULT_HIDDEN,
         NO_CGROUP_WARNING,
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         OK,
         RAISED,
         TIMEOUT,
+        TOO_LARGE,
         SandboxError,
         Status,
     )

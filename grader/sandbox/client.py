@@ -14,6 +14,8 @@ codec are ``protocol.py``'s; what the child does is ``child.py`` and
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import select
@@ -21,7 +23,7 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -44,10 +46,13 @@ from grader.sandbox.protocol import (
     RAISED,
     SOCKET_BUFFER,
     TIMEOUT,
+    TOO_LARGE,
     MessageReader,
     ProtocolError,
     SandboxError,
     Status,
+    TooLarge,
+    announced_array,
     blob_to_array,
     encode_values,
     send_message,
@@ -55,8 +60,8 @@ from grader.sandbox.protocol import (
 from grader.sandbox.zygote import get_zygote
 from grader.submission import read_regular_file
 
-__all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT", "CallResult",
-           "Sandbox", "SandboxError", "Status"]
+__all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT", "TOO_LARGE",
+           "CallResult", "Sandbox", "SandboxError", "Status", "reply_limit"]
 
 
 TEXT_BUDGET = 100_000  # characters of student-controlled text (output, messages) kept per submission
@@ -65,6 +70,8 @@ NPROC = 256  # processes and threads student code may have at once (RLIMIT_NPROC
 # Read per recv from the child. A buffer of 1 MiB is mapped and unmapped by malloc at every call: 17-20 us
 # a reply here, where one of 64 KiB costs 2.6 us (a reply of a few hundred bytes, one recv either way).
 RECV_BYTES = 1 << 16
+# What the reply being awaited answers: a trusted-side state, never the child's to choose (``Sandbox._decode``).
+_LOAD, _CALL, _PING = "import", "call", "ping"
 
 
 
@@ -78,6 +85,26 @@ class CallResult:
     message: str = ""  # what went wrong, in one line, for the student
     output: str = ""  # what the student's code printed during the call (capped)
     seconds: float = 0.0
+    shape: tuple[int, ...] | None = None  # too-large: the shape its .npy header announced (unchecked), if readable
+
+
+_reply_bound: contextvars.ContextVar[int | None] = contextvars.ContextVar("reply_bound", default=None)
+
+
+@contextlib.contextmanager
+def reply_limit(nbytes: int | None) -> Iterator[None]:
+    """Within this block, a call's reply may hold at most ``nbytes`` bytes of arrays (None: ``max_result_bytes``).
+
+    The caller knows what its test can accept (a few times the expected output's
+    bytes); a reply that announces more fails its call as "too-large" before any
+    of it is buffered, and its worker is replaced. Never more than
+    ``limits.max_result_bytes``. Callers that are not a Sandbox ignore it.
+    """
+    token = _reply_bound.set(nbytes)
+    try:
+        yield
+    finally:
+        _reply_bound.reset(token)
 
 
 
@@ -325,7 +352,7 @@ class Sandbox:
         started = time.monotonic()
         self._child, self._retired = kept.child, kept.retired
         try:
-            answer = self._receive(kept.child, KEPT_ANSWER_S)
+            answer = self._receive(kept.child, KEPT_ANSWER_S, expect=_PING)
         except SandboxError:  # the new worker's setup failed
             answer = CallResult(CRASHED)
         self._close_retired()
@@ -372,6 +399,9 @@ class Sandbox:
             return replace(self._import_failure, output="")
         child = self._child
         assert child is not None  # started above, or the import failure was returned
+        if self._unsolicited(child):
+            return self._failure(child, "the submission's process sent a reply before it was asked for one "
+                                        "(a second reply to a call, or one in advance)")
         specs, blobs, fds = encode_values(list(args) + list(kwargs.values()))
         request = {"op": "call", "function": function, "args": specs[: len(args)],
                    "kwargs": dict(zip(kwargs, specs[len(args):]))}
@@ -383,15 +413,31 @@ class Sandbox:
         finally:
             for fd in fds:
                 os.close(fd)
-        return self._receive(child, min(self.limits.call_timeout_s, self._remaining()))
+        return self._receive(child, min(self.limits.call_timeout_s, self._remaining()), bound=_reply_bound.get())
+
+    @staticmethod
+    def _unsolicited(child: _Child) -> bool:
+        """Whether the worker has sent bytes while no call was outstanding (a second reply, a reply in advance)."""
+        if not select.select([child.sock], [], [], 0)[0]:
+            return False
+        try:
+            return bool(child.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except OSError:
+            return False  # closed or gone: the request's send or its reply says so
 
     def _out_of_time(self) -> CallResult:
         return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit")
 
-    def _receive(self, child: _Child, timeout: float) -> CallResult:
-        """Wait for one reply while draining the child's output; the output printed before it belongs to it."""
+    def _receive(self, child: _Child, timeout: float, expect: str = _CALL, bound: int | None = None) -> CallResult:
+        """Wait for one reply while draining the child's output; the output printed before it belongs to it.
+
+        expect: what the reply answers (``_LOAD``, ``_CALL`` or ``_PING``): only the replies that
+        answer it are accepted (``_decode``). bound: the bytes of arrays a call's reply may hold
+        (``reply_limit``); a reply that announces more is refused unread and its worker replaced.
+        The import's answer and a ping's hold none.
+        """
         deadline = time.monotonic() + max(timeout, 0.001)
-        reader = MessageReader(self.limits.max_result_bytes)
+        reader = MessageReader(self.limits.max_result_bytes, bound if expect == _CALL else 0)  # "ready": no arrays
         watch: list[socket.socket | int] = [child.sock, child.out]
         message = None
         while message is None:
@@ -414,12 +460,32 @@ class Sandbox:
                     return self._failure(child, "")
                 try:
                     message = reader.feed(data)
+                except TooLarge as refused:
+                    if expect != _CALL:
+                        return self._failure(child, f"the submission's process broke the grading protocol ({refused})")
+                    return self._refuse(child, refused)
                 except ProtocolError as exc:
                     return self._failure(child, f"the submission's process broke the grading protocol ({exc})")
+        self._drain_output(child)
+        return self._decode(*message, child.output.take(), expect=expect)
+
+    def _drain_output(self, child: _Child) -> None:
         for _ in range(64):  # what is already in the pipe was printed before the reply
             if not select.select([child.out], [], [], 0)[0] or not self._read_output(child):
                 break
-        return self._decode(*message, child.output.take())
+
+    def _refuse(self, child: _Child, refused: TooLarge) -> CallResult:
+        """A reply larger than its call accepts: "too-large", its arrays never read; the worker is replaced."""
+        header = refused.header
+        items = header.get("items") if isinstance(header.get("items"), list) else None
+        array = announced_array(refused.head) if items is None and "array" in header else None
+        what = f"an array of shape {array[0]} ({array[1]}): " if array else ""
+        self._drain_output(child)
+        output = child.output.take()
+        self.restart()  # its pid 1 ends the worker (still sending) and forks a new one, or a new tree is started
+        return CallResult(TOO_LARGE, message=f"returned {what}{refused.size:,} bytes, more than the "
+                          f"{refused.bound:,} bytes this test accepts, not read",
+                          output=output, shape=array[0] if array else None)
 
     @staticmethod
     def _read_output(child: _Child) -> bool:
@@ -432,7 +498,7 @@ class Sandbox:
         child.output.add(chunk)
         return bool(chunk)
 
-    def _decode(self, reply: dict, blobs: list[bytes], output: str) -> CallResult:
+    def _decode(self, reply: dict, blobs: list[bytes], output: str, expect: str = _CALL) -> CallResult:
         """Validate the child's reply; never raises: a reply it cannot read fails this call as "crashed".
 
         The reply is the submission's to forge (any JSON, any bytes): whatever
@@ -440,6 +506,15 @@ class Sandbox:
         crafted shape, say) is that call's failure, never the whole report's.
         The message names only what the reply held, nothing of the test.
         """
+        status = reply.get("status")
+        if expect != _CALL:  # the import's answer (a kept tree's ping: "ready" only), nothing else
+            if status == "ready" or (status == IMPORT_ERROR and expect == _LOAD):
+                return self._decode_import(reply, output)
+            return CallResult(CRASHED, message=f"the submission's process answered its {expect} with "
+                              f"{_clip(str(status), 100)!r}, not 'ready'", output=output)
+        if status in ("ready", IMPORT_ERROR):
+            return CallResult(CRASHED, message=f"the submission's process answered a call with {status!r}, which only "
+                              "its import may answer: the grader does not accept it", output=output)
         try:
             return self._decode_reply(reply, blobs, output)
         except Exception as exc:  # noqa: BLE001 - any failure to read untrusted data is the submission's
@@ -473,17 +548,21 @@ class Sandbox:
             if kind == MEMORY:
                 text = f"ran out of memory (limit {self.limits.memory_mb} MB): {text}"
             return CallResult(kind, message=text, output=output)
-        if status == "ready":
-            return CallResult("ok", output=output)
-        if status == IMPORT_ERROR:
-            exception = _clip(reply.get("exception"), 200)
-            where = _clip(reply.get("where"), 100)
-            text = exception + (f" at {where}" if where else "") + (f": {message}" if message else "")
-            return CallResult(IMPORT_ERROR, message=text, output=output)
         if status in (MISSING, BAD_TYPE):
             return CallResult(status, type_name=type_name, message=message, output=output)
         return CallResult(CRASHED, message=f"unexpected reply from the submission's process: {_clip(str(status), 100)}",
                           output=output)
+
+    @staticmethod
+    def _decode_import(reply: dict, output: str) -> CallResult:
+        """The import's answer: "ready" (ok), or the import-error the worker describes."""
+        if reply.get("status") == "ready":
+            return CallResult(OK, output=output)
+        exception = _clip(reply.get("exception"), 200)
+        where = _clip(reply.get("where"), 100)
+        message = _clip(reply.get("message"))
+        text = exception + (f" at {where}" if where else "") + (f": {message}" if message else "")
+        return CallResult(IMPORT_ERROR, message=text, output=output)
 
     @staticmethod
     def _value(reply: dict, blobs: list[bytes], type_name: str, output: str) -> CallResult:
@@ -648,7 +727,7 @@ class Sandbox:
         child, limits = self._child, self.limits
         assert child is not None and self._loading
         self._loading = False
-        result = self._receive(child, min(limits.call_timeout_s, self._remaining()))
+        result = self._receive(child, min(limits.call_timeout_s, self._remaining()), expect=_LOAD)
         respawned, self._respawned = self._respawned, False
         self._close_retired()
         if result.status == "ok":

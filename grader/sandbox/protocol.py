@@ -32,7 +32,7 @@ import numpy as np
 
 # What a call of a student function ended as: "ok", or what went wrong. The child's replies use
 # the same strings ("ok", "raised", "missing", "bad-type", "import-error"); the parent adds the rest.
-Status = Literal["ok", "import-error", "missing", "raised", "timeout", "memory", "crashed", "bad-type"]
+Status = Literal["ok", "import-error", "missing", "raised", "timeout", "memory", "crashed", "bad-type", "too-large"]
 OK: Status = "ok"
 IMPORT_ERROR: Status = "import-error"  # the submission could not be imported
 MISSING: Status = "missing"  # the function is not defined
@@ -41,6 +41,7 @@ TIMEOUT: Status = "timeout"  # the call or the submission ran out of time
 MEMORY: Status = "memory"  # MemoryError under the memory limit
 CRASHED: Status = "crashed"  # the child died (signal, exit) or broke the protocol
 BAD_TYPE: Status = "bad-type"  # the return value is not plain numeric data
+TOO_LARGE: Status = "too-large"  # the result is larger than its test can accept: refused unread
 
 MAX_HEADER = 1 << 20  # bytes of JSON header a message may carry
 NUMERIC_KINDS = "biuf"  # numpy dtype kinds that may cross the boundary
@@ -56,6 +57,19 @@ _LEN = struct.Struct(">Q")
 
 class ProtocolError(Exception):
     """The peer broke the framing: short read, oversized or malformed header."""
+
+
+class TooLarge(ProtocolError):
+    """A reply announced more bytes than the call may return (``MessageReader``'s ``bound``): refused unread.
+
+    ``size``: the bytes of blobs its header announced; ``bound``: what the call accepts;
+    ``header``: its (untrusted) JSON header; ``head``: the first bytes of its first blob
+    (at most ``PEEK_BYTES``: an .npy header, for the message), never the rest.
+    """
+
+    def __init__(self, size: int, bound: int, header: dict, head: bytes) -> None:
+        super().__init__(f"a result of {size:,} bytes, more than the {bound:,} bytes this call accepts")
+        self.size, self.bound, self.header, self.head = size, bound, header, head
 
 
 class SandboxError(Exception):
@@ -142,10 +156,16 @@ def recv_message(sock: socket.socket, max_blob: int, with_fds: bool = False):
 
 
 class MessageReader:
-    """Parses one framed message (the parent's side), fed as bytes arrive; raises ProtocolError."""
+    """Parses one framed message (the parent's side), fed as bytes arrive; raises ProtocolError.
 
-    def __init__(self, max_blob: int) -> None:
+    ``bound``: the bytes of blobs this reply may have (what its call can accept, at most
+    ``max_blob``). A header that announces more raises ``TooLarge`` as soon as it and the first
+    ``PEEK_BYTES`` of the first blob have arrived: the rest is never buffered.
+    """
+
+    def __init__(self, max_blob: int, bound: int | None = None) -> None:
         self.max_blob = max_blob
+        self.bound = max_blob if bound is None else min(bound, max_blob)
         self.buffer = bytearray()
         self.header: dict | None = None
         self.sizes: list[int] = []
@@ -163,7 +183,13 @@ class MessageReader:
             self.header, self.sizes = parse_header(bytes(self.buffer[_LEN.size:_LEN.size + size]), self.max_blob,
                                                    total=True)
             self.start = _LEN.size + size
-        end = self.start + sum(self.sizes)
+        total = sum(self.sizes)
+        if total > self.bound:
+            peek = min(self.sizes[0] if self.sizes else 0, PEEK_BYTES)
+            if len(self.buffer) < self.start + peek:
+                return None
+            raise TooLarge(total, self.bound, self.header, bytes(self.buffer[self.start:self.start + peek]))
+        end = self.start + total
         if len(self.buffer) < end:
             return None
         if len(self.buffer) > end:
@@ -173,6 +199,22 @@ class MessageReader:
             blobs.append(bytes(self.buffer[offset:offset + size]))
             offset += size
         return self.header, blobs
+
+
+PEEK_BYTES = 4096  # bytes of a refused reply's first blob read, for its .npy header (shape and dtype)
+
+
+def announced_array(head: bytes) -> tuple[tuple[int, ...], str] | None:
+    """(shape, dtype) that the start of an .npy blob announces, when it is numpy's plain header; else None.
+
+    Untrusted and unchecked against the bytes that follow: for a message only.
+    """
+    if head[:8] != b"\x93NUMPY\x01\x00" or len(head) < 10:
+        return None
+    plain = _PLAIN_HEADER.fullmatch(head, 10, min(len(head), 10 + int.from_bytes(head[8:10], "little")))
+    if plain is None:
+        return None
+    return tuple(int(n) for n in plain[3].split(b",") if n.strip()), str(np.dtype(plain[1].decode()))
 
 
 def report(ctl: socket.socket, message: dict) -> None:
