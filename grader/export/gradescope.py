@@ -32,7 +32,8 @@ def results(report: dict) -> dict:
     Scores stay in points (Gradescope adds them up); a test's Gradescope status
     is "passed" only when ours is "passed", and our finer status (timeout,
     crashed, …) opens its output. A report with status "error" (the grader
-    failed) gives score 0, no tests, and the reason in ``output``.
+    failed) gives score 0, no tests, and the reason in ``output``; so does a refused file (empty,
+    binary or undecodable: the report's ``refused``).
     """
     base = {
         "score": report["score"],
@@ -44,6 +45,9 @@ def results(report: dict) -> dict:
     }
     if report["status"] == "error":
         return dict(base, score=0, output=f"This submission could not be graded: {report['error']}", tests=[])
+    if report.get("refused"):  # empty, binary or undecodable: nothing ran, one message says why
+        return dict(base, score=0, output=f"Your submission could not be graded: {report['refused']['message']}",
+                    tests=[])
     numbers = _numbers(report["tests"], list(report.get("functions", {})))
     tests = [{
         "name": test["name"],

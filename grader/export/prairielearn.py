@@ -37,6 +37,10 @@ def results(report: dict, *, list_hidden: bool = True, cap: int = SIZE_CAP) -> d
     if report["status"] == "error":
         return {"gradable": False, "score": 0.0, "message": f"This submission could not be graded: {report['error']}",
                 "output": "", "tests": []}
+    if report.get("refused"):  # empty, binary or undecodable: nothing ran (grader.submission.classify)
+        reason = report["refused"]["message"]
+        return fit({"gradable": False, "score": 0.0, "message": f"Your submission could not be graded: {reason}",
+                    "format_errors": [reason], "output": "", "tests": []}, cap)
     if report["tests"] and all(t["status"] == "import-error" for t in report["tests"]):
         reason = report["tests"][0]["message"]
         return fit({"gradable": False, "score": 0.0, "message": f"Your code could not be imported: {reason}",
