@@ -492,8 +492,8 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
               help="Grade even where the kernel allows no namespaces (submissions could then reach each other).")
 @assignment_option
 def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
-                  scheduler_timeout: float | None, config_path: Path | None, seed: int | None, formats: tuple[str, ...], allow_unisolated: bool,
-                  assignment: str | None) -> None:
+                  scheduler_timeout: float | None, config_path: Path | None, seed: int | None,
+                  formats: tuple[str, ...], allow_unisolated: bool, assignment: str | None) -> None:
     """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
 
     Understands Gradescope's export layout (submission_metadata.yml beside one
@@ -541,7 +541,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
 
             result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
                                progress=progress, formats=formats, allow_unisolated=allow_unisolated,
-                                   scheduler_timeout=scheduler_timeout)
+                               scheduler_timeout=scheduler_timeout)
         write_atomic(outdir / "summary.html", render_html(result.summary, feedback="html" in formats))
     except BatchError as exc:
         raise click.ClickException(str(exc)) from None

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.report import printable
-from grader.submission import SUBMISSION_SUFFIXES, choose_main
+from grader.submission import SUBMISSION_SUFFIXES, choose_main, may_be_main
 
 GRADESCOPE_METADATA = "submission_metadata.yml"
 METADATA_LIMIT = 8 << 20  # bytes of submission_metadata.yml read at most
@@ -182,7 +182,9 @@ class _Walk:
 
     def _one_submission(self, root: Path, named: list[tuple[str, Path]], student: dict, fallback: Path) -> Iterator[Entry]:
         """One submission made of ``named`` (name, path) files: its main file, with the .py files beside it."""
-        candidates = [(n, p) for n, p in named if p.suffix in SUBMISSION_SUFFIXES and _could_be_main(p)]
+        code = [(n, p) for n, p in named if p.suffix in SUBMISSION_SUFFIXES]
+        # empty or binary files are not candidates, unless all are (run_autograder picks the same way)
+        candidates = [(n, p) for n, p in code if may_be_main(p)] or code
         if len(named) == 1 or not named:  # a single file says itself why it is not a submission
             path = named[0][1] if named else fallback
             yield Entry(path, _safe_key(_relative(root, path)), student,
@@ -199,7 +201,7 @@ class _Walk:
             return
         main = candidates[index][1]
         helpers = tuple((n, p) for n, p in named if p is not main and p.suffix == ".py" and p.parent == main.parent
-                        and _could_be_main(p))
+                        and may_be_main(p))
         yield Entry(main, _safe_key(_relative(root, main)), student, None, helpers)
 
 
@@ -290,17 +292,6 @@ def _not_a_submission(path: Path) -> str | None:
     if path.suffix not in SUBMISSION_SUFFIXES:
         return f"not a submission: {path.suffix or 'no'} extension, expected .py or .ipynb"
     return None
-
-
-def _could_be_main(path: Path) -> bool:
-    """Whether a file of a several-file submission may be its graded file or a helper: readable, and
-    neither empty nor binary (its first 64 KiB: a student's folder may hold a huge file)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(65536)
-    except OSError:
-        return False
-    return bool(head.removeprefix(b"\xef\xbb\xbf").strip()) and b"\0" not in head
 
 
 def _relative(root: Path, path: Path) -> str:

@@ -45,9 +45,9 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
 
     The file is read once (grader.submission.read_submission): those bytes are hashed, graded and
     analysed. A refused file (empty, binary, undecodable) runs nothing: every test is an
-    import-error saying why, the score is 0, and the report's ``refused`` holds its status and message. ``helpers``: the
-    (name, path) of the submission's other .py files, which the graded file may import
-    (each read once too, and hashed into the report's ``submission.helpers``).
+    import-error saying why, the score is 0, and the report's ``refused`` holds its status and
+    message. ``helpers``: the (name, path) of the submission's other .py files, which the graded
+    file may import (each read once too, and hashed into the report's ``submission.helpers``).
     progress: called as each graded test starts, with (test name, its number, number of tests).
     """
     submission = read_submission(path)

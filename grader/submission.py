@@ -118,6 +118,21 @@ def classify(data: bytes, path: Path) -> tuple[str, str, str]:
     return (NOTEBOOK if Path(path).suffix == ".ipynb" else PYTHON), encoding, ""
 
 
+def may_be_main(path: Path) -> bool:
+    """Whether a file of a several-file submission may be its graded file or a helper: readable, neither
+    empty nor binary (judged on its first 64 KiB: a student's folder may hold a huge file).
+
+    ``grade batch`` (grader.discover) and run_autograder (grader.export.autograder) both ask it
+    before ``choose_main``, so they pick the same file.
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return False
+    return bool(head.removeprefix(_BOM).strip()) and b"\0" not in head
+
+
 def load_submission(path: Path) -> Submission:
     """Check that ``path`` is a readable .py or .ipynb file and read it once; raises SubmissionError saying why not.
 

@@ -185,3 +185,24 @@ def test_prairielearn_format(odd, tmp_path):
                 f"Your submission could not be graded: {results['format_errors'][0]}")
             found[name] = (Decimal(0), results["format_errors"][0])
     assert found == {name: (score, message) for name, (score, _, message) in _expected().items()}
+
+
+def test_a_submission_of_several_files_is_graded_through_the_same_file(tmp_path):
+    # An empty __init__.py and a binary .py beside the solution: neither grade batch (a Gradescope export's
+    # submission folder) nor run_autograder takes them for the file to grade, or for a helper.
+    from grader.discover import discover
+    from grader.export.autograder import find_submission
+
+    export = tmp_path / "export"
+    folder = export / "submission_1"
+    folder.mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text("submission_1:\n  :submitters:\n  - :name: Ada\n    :sid: '1'\n")
+    (folder / "__init__.py").write_bytes(b"")
+    (folder / "picture.py").write_bytes(ODD_FILES["binary.py"])
+    (folder / "mha.py").write_text(CORRECT)
+    (folder / "helper.py").write_text("SCALE = 1.0\n")
+    functions = ("multi_head_attention", "attention_param_count", "head_entropy")
+    [entry] = discover([export], functions=functions)
+    main_file, helpers, problem = find_submission(folder, functions=functions)
+    assert (entry.path, entry.skip, [n for n, _ in entry.helpers]) == (folder / "mha.py", None, ["helper.py"])
+    assert (main_file, [n for n, _ in helpers], problem) == (folder / "mha.py", ["helper.py"], "")

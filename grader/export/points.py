@@ -110,7 +110,7 @@ def shared_points(tests: Sequence[dict], score: float, max_score: float) -> list
     earned = _two_level(scored, groups, units(score))
     # A group's extra max_score units go first to the tests whose score got one, then to failed tests, so
     # that a passed test shows its score equal to its max_score wherever the totals allow.
-    raised = [0 if e * 1 > s * _UNIT else 1 if e == 0 else 2 for e, s in zip(earned, scored)]
+    raised = [0 if e > s * _UNIT else 1 if e == 0 else 2 for e, s in zip(earned, scored)]
     maxima = _two_level(worth, groups, units(max_score), raised)
     for i, got in enumerate(earned):
         while maxima[i] < got:
