@@ -25,7 +25,7 @@ from pathlib import Path
 from grader import __version__
 from grader.assignment import describe, prebuild
 from grader.config import Config
-from grader.discover import BatchError, Entry, discover
+from grader.discover import IGNORED, BatchError, Entry, discover
 from grader.fingerprint import config_hash
 from grader.gradebook import build_summary, gradebook_csv, gradebook_rows
 from grader.launch import cores, default_jobs, worker_context
@@ -118,13 +118,15 @@ def _error_report(path: str, config: Config, error: str, seconds: float) -> dict
 def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | None = None, resume: bool = False,
               scheduler: str | None = None,
               progress: Callable[[Entry | None, Graded | None, int, int], None] | None = None,
-              formats: tuple[str, ...] = (), allow_unisolated: bool = False) -> BatchResult:
+              formats: tuple[str, ...] = (), allow_unisolated: bool = False,
+              scheduler_timeout: float | None = None) -> BatchResult:
     """Grade every submission under ``paths`` into ``outdir``; returns the reports and the summary.
 
     outdir gets reports/<key>.json (one per submission, written atomically as soon as it is
     graded), gradebook.csv and summary.json. ``jobs``: worker processes (default: the number of
     cores). ``resume``: keep reports whose file sha256 and grader configuration hash match.
-    ``scheduler``: address of a Dask distributed scheduler to grade on instead of local workers.
+    ``scheduler``: address of a Dask distributed scheduler to grade on instead of local workers;
+    ``scheduler_timeout``: seconds to wait for it to answer (default SCHEDULER_TIMEOUT_S).
     ``progress(entry, graded_or_None, done, total)`` is called once with entry None before grading
     starts, then after each entry (graded None: its report was kept by ``resume``).
     ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json
@@ -141,8 +143,9 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     render = _renderer(formats)
     entries = discover(paths, exclude=outdir, main_file=config.main_file,
                        functions=describe(config).function_names)
-    if not entries:
-        raise BatchError("no files found under " + ", ".join(str(p) for p in paths))
+    if all(e.skip_status == IGNORED for e in entries):
+        ignored = f" (only files that are not .py or .ipynb: {', '.join(e.key for e in entries)})" if entries else ""
+        raise BatchError("no submissions found under " + ", ".join(str(p) for p in paths) + ignored)
     fingerprint = config_hash(config)
     if scheduler is None and not allow_unisolated:
         _refuse_unisolated()
@@ -191,7 +194,8 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
 
     if todo:
         if context is None:
-            _run_dask(str(scheduler), todo, config, fingerprint, finished)
+            _run_dask(str(scheduler), todo, config, fingerprint, finished,
+                      SCHEDULER_TIMEOUT_S if scheduler_timeout is None else scheduler_timeout)
         else:
             jobs = jobs or default_jobs()
             # The zygotes started first thing (grader.launch), this process's own included, go to the workers.
@@ -461,21 +465,26 @@ def _lost(entry: Entry, config: Config, fingerprint: str,
     return dict(report, student=entry.student, grader_config_sha256=fingerprint)
 
 
+SCHEDULER_TIMEOUT_S = 5.0  # a scheduler that has not answered by then is reported unreachable
+
+
 def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
-              finished: Callable[[Entry, Graded], None]) -> None:
-    """Grade on an existing Dask distributed cluster (needs the optional extra ``mha-grader[dask]``).
+              finished: Callable[[Entry, Graded], None], timeout: float = SCHEDULER_TIMEOUT_S) -> None:
+    """Grade on an existing Dask distributed cluster (needs the optional extra ``dask``: pip install '.[dask]').
 
     The workers must have this grader installed and see the submission files at the same paths;
-    reports come back to this process, which writes them.
+    reports come back to this process, which writes them. A scheduler that does not answer
+    within ``timeout`` seconds is a BatchError of one line.
     """
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
-        raise BatchError("--scheduler needs Dask: pip install 'mha-grader[dask]'") from None
+        raise BatchError("--scheduler needs Dask: pip install '.[dask]' in the grader's checkout") from None
     try:
-        client = Client(address, timeout=30)
+        client = Client(address, timeout=timeout)
     except (OSError, TimeoutError, ValueError) as exc:  # ValueError: an address without a port, say
-        raise BatchError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BatchError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s: {why}") from None
     with client:
         futures = {client.submit(grade_entry, str(e.path), e.student, config, fingerprint, _helpers(e), pure=False): e
                    for e in todo}

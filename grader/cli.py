@@ -480,7 +480,9 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
 @click.option("--resume", is_flag=True,
               help="Keep the reports whose file hash and grader configuration hash still match.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
-              help="Grade on this Dask distributed scheduler (needs mha-grader[dask]).")
+              help="Grade on this Dask distributed scheduler (needs the dask extra: pip install '.[dask]').")
+@click.option("--scheduler-timeout", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+              help="How long to wait for the --scheduler to answer (default 5).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
 @click.option("--format", "formats", multiple=True, metavar="FORMAT",
@@ -490,8 +492,8 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
               help="Grade even where the kernel allows no namespaces (submissions could then reach each other).")
 @assignment_option
 def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
-                  config_path: Path | None, seed: int | None, formats: tuple[str, ...], allow_unisolated: bool,
-                  assignment: str | None) -> None:
+                  scheduler_timeout: float | None, config_path: Path | None, seed: int | None,
+                  formats: tuple[str, ...], allow_unisolated: bool, assignment: str | None) -> None:
     """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
 
     Understands Gradescope's export layout (submission_metadata.yml beside one
@@ -530,20 +532,27 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
                     bar.update(task, completed=done, total=total, rate=f"{rate:.1f} subs/s")
 
                 result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
-                                   progress=progress, formats=formats, allow_unisolated=allow_unisolated)
+                                   progress=progress, formats=formats, allow_unisolated=allow_unisolated,
+                                   scheduler_timeout=scheduler_timeout)
         else:
             def progress(entry, graded, done, total):
                 if entry is not None:
                     click.echo(log_line(entry, graded, done, total), err=True)
 
             result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
-                               progress=progress, formats=formats, allow_unisolated=allow_unisolated)
+                               progress=progress, formats=formats, allow_unisolated=allow_unisolated,
+                               scheduler_timeout=scheduler_timeout)
         write_atomic(outdir / "summary.html", render_html(result.summary, feedback="html" in formats))
     except BatchError as exc:
         raise click.ClickException(str(exc)) from None
-    except KeyboardInterrupt:
-        raise click.ClickException(f"interrupted; the reports written so far are in {outdir}/reports, "
-                                   "and --resume grades the rest") from None
+    except KeyboardInterrupt:  # exit 130 as a single grade does (1 is "the grader failed")
+        click.echo(f"interrupted: the reports written so far are in {outdir}/reports, and --resume grades the rest",
+                   err=True)
+        sys.exit(130)
+    if result.summary.get("ignored"):  # files that name no student (grader.discover.IGNORED): never a row
+        names = [f["file"] for f in result.summary["ignored"]]
+        click.echo(f"ignored {len(names)} file(s) that are not .py or .ipynb and belong to no student's "
+                   f"submission: {', '.join(names)}", err=True)
     click.echo(summary_table(result.summary), nl=False)
     click.echo(f"{result.graded_now} graded now, {result.resumed} kept from earlier runs; "
                f"wrote {outdir}/gradebook.csv, summary.json, summary.html and reports/")

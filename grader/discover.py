@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.report import printable
-from grader.submission import SUBMISSION_SUFFIXES, choose_main
+from grader.submission import SUBMISSION_SUFFIXES, choose_main, may_be_main
 
 GRADESCOPE_METADATA = "submission_metadata.yml"
 METADATA_LIMIT = 8 << 20  # bytes of submission_metadata.yml read at most
@@ -48,7 +48,16 @@ class Entry:
     student: dict  # {id, name, email, source, ...}: the report's "student" object
     skip: str | None = None
     helpers: tuple[tuple[str, Path], ...] = ()
-    skip_status: str = "not-a-submission"  # "error" when it is a submission that cannot be graded as it is
+    # "error" when it is a submission that cannot be graded as it is; "ignored" for a file no student is
+    # named by (see IGNORED): listed apart, never a student's row
+    skip_status: str = "not-a-submission"
+
+
+# The rule for files that are not .py or .ipynb. A file an LMS names as a student's (a Canvas download
+# name, a file in a Gradescope submission's folder) is that student's submission of the wrong type: a
+# row that says so. Any other such file (README.txt, a PDF, notes at the top of a class folder or in a
+# plain folder) names no student: it is IGNORED, listed apart (stderr, summary), never a student's row.
+IGNORED = "ignored"
 
 
 def discover(paths: Iterable[Path], exclude: Path | None = None, main_file: str = "",
@@ -160,8 +169,10 @@ class _Walk:
             match = CANVAS_NAME.match(path.name)
             if match:
                 canvas.setdefault((match["user_id"], match["submission_id"]), []).append((match["file"], path))
-            else:
-                yield Entry(path, _safe_key(_relative(root, path)), _file_student(path), _not_a_submission(path))
+            else:  # a plain file: its name is its student only when it can be a submission
+                why = _not_a_submission(path)
+                yield Entry(path, _safe_key(_relative(root, path)), _file_student(path), why,
+                            skip_status=IGNORED if why else "not-a-submission")
         for group in canvas.values():
             match = CANVAS_NAME.match(group[0][1].name)
             assert match is not None
@@ -171,7 +182,9 @@ class _Walk:
 
     def _one_submission(self, root: Path, named: list[tuple[str, Path]], student: dict, fallback: Path) -> Iterator[Entry]:
         """One submission made of ``named`` (name, path) files: its main file, with the .py files beside it."""
-        candidates = [(n, p) for n, p in named if p.suffix in SUBMISSION_SUFFIXES and _not_a_submission(p) is None]
+        code = [(n, p) for n, p in named if p.suffix in SUBMISSION_SUFFIXES]
+        # empty or binary files are not candidates, unless all are (run_autograder picks the same way)
+        candidates = [(n, p) for n, p in code if may_be_main(p)] or code
         if len(named) == 1 or not named:  # a single file says itself why it is not a submission
             path = named[0][1] if named else fallback
             yield Entry(path, _safe_key(_relative(root, path)), student,
@@ -188,7 +201,7 @@ class _Walk:
             return
         main = candidates[index][1]
         helpers = tuple((n, p) for n, p in named if p is not main and p.suffix == ".py" and p.parent == main.parent
-                        and _not_a_submission(p) is None)
+                        and may_be_main(p))
         yield Entry(main, _safe_key(_relative(root, main)), student, None, helpers)
 
 
@@ -270,23 +283,14 @@ def _file_student(path: Path) -> dict:
 
 
 def _not_a_submission(path: Path) -> str | None:
-    """Why ``path`` cannot be a submission, or None when it can be graded."""
+    """Why ``path`` cannot be a submission (its extension), or None when it goes to grading.
+
+    What the file holds is judged when it is graded, by the same reading as every other
+    route (grader.submission.read_submission): an empty, binary or undecodable file gets a
+    report with score 0 and a status that says why.
+    """
     if path.suffix not in SUBMISSION_SUFFIXES:
         return f"not a submission: {path.suffix or 'no'} extension, expected .py or .ipynb"
-    try:
-        with open(path, "rb") as handle:  # only the head: a student's folder may hold a huge file
-            head = handle.read(65536)
-    except OSError as exc:
-        return f"not a submission: cannot read the file ({exc.strerror})"
-    if not head.strip():
-        return "not a submission: the file is empty"
-    if b"\0" in head:
-        return "not a submission: binary content, not text"
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:  # a multi-byte character cut by the 64 KiB window is fine
-            return "not a submission: not UTF-8 text"
     return None
 
 

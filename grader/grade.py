@@ -6,6 +6,7 @@ report, with status "error" and score 0 when the grader itself failed.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -20,10 +21,10 @@ from grader.assignment import describe, store_cases
 from grader.config import Config
 from grader.diagnose import GENERIC, Diagnosis, Finding, settle
 from grader.fairness import pay_for_work
-from grader.notebook import NotebookError, Script, sandbox_for, script_for, script_name
+from grader.notebook import NotebookError, NotRun, Script, sandbox_for, script_for, script_name
 from grader.report import build_report, printable, summary_text
 from grader.score import Score, as_number, score
-from grader.submission import Submission, load_submission
+from grader.submission import Submission, load_submission, read_submission
 from grader.suite import Progress, SuiteError, TestOutcome, session_for
 from grader.vectorization import analyse
 
@@ -42,12 +43,14 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
                      progress: Progress | None = None) -> GradeResult:
     """Grade the submission at ``path``; raises SubmissionError only for an unusable path.
 
-    The file is read once: those bytes are hashed, graded and analysed. ``helpers``: the
-    (name, path) of the submission's other .py files, which the graded file may import
-    (each read once too, and hashed into the report's ``submission.helpers``).
+    The file is read once (grader.submission.read_submission): those bytes are hashed, graded and
+    analysed. A refused file (empty, binary, undecodable) runs nothing: every test is an
+    import-error saying why, the score is 0, and the report's ``refused`` holds its status and
+    message. ``helpers``: the (name, path) of the submission's other .py files, which the graded
+    file may import (each read once too, and hashed into the report's ``submission.helpers``).
     progress: called as each graded test starts, with (test name, its number, number of tests).
     """
-    submission = load_submission(path)
+    submission = read_submission(path)
     extra = [(name, load_submission(helper)) for name, helper in helpers]
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
@@ -59,12 +62,14 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
     analysis_warnings: list[str] = []
     try:
         session = session_for(config)  # pytest collects on its own thread while the sandbox starts the child
-        script = script_for(submission.path, config.limits, submission.data)  # a notebook is parsed and validated once
+        # a notebook is parsed and validated once; a refused file is not even parsed
+        script = None if submission.refused else script_for(submission.path, config.limits, submission.data)
+        running: contextlib.AbstractContextManager = (
+            contextlib.nullcontext((NotRun(submission.problem), [])) if submission.refused else
+            sandbox_for(submission.path, config.limits, submission.data, [(name, s.data) for name, s in extra], script))
         # The grading process multiplies small matrices only (expected values, misconception variants):
         # one BLAS thread is faster there than several contending for a shared machine's cores.
-        with sandbox_for(submission.path, config.limits, submission.data,
-                         [(name, s.data) for name, s in extra], script) as (sandbox, warnings), \
-                _one_blas_thread():
+        with running as (sandbox, warnings), _one_blas_thread():
             outcomes, verdicts = settle_diagnoses(session.run(sandbox, progress))
             outcomes = pay_for_work(outcomes)
         if isinstance(script, Script):  # "cell 3, line 12" rather than the joined script's line
@@ -89,6 +94,8 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
         duration_s=time.monotonic() - clock, outcomes=outcomes, score=result,
         visibility=config.visibility, error=error, notes=notes, verdicts=verdicts,
     )
+    if submission.refused:
+        report["refused"] = {"status": submission.kind, "message": printable(submission.problem, newlines=False)}
     warnings = [*warnings, *analysis_warnings]
     if warnings:  # e.g. IPython magics dropped from a notebook
         report["warnings"] = [printable(w, newlines=False) for w in warnings]  # they quote the notebook's lines
@@ -159,7 +166,7 @@ def _source(submission: Submission, script: Script | NotebookError | None) -> st
     """What the analysis reads: a notebook's graded script (nothing when unreadable), or the .py's text."""
     if script is not None:
         return script.source if isinstance(script, Script) else ""
-    return submission.data.decode("utf-8", errors="replace")
+    return submission.text  # decoded as Python decodes it (coding line, byte-order mark); "" when refused
 
 
 def vectorization(source: str, outcomes: list[TestOutcome], result: Score, config: Config,

@@ -2,9 +2,13 @@
 
 Pure functions of the discovered entries and their reports; no I/O. A report's
 status in the gradebook is "graded", "import-error" (nothing could be imported;
-score 0) or "error" (the grader itself failed); a file that is not a submission
-is "not-a-submission". Diagnoses are the ``diagnosis.code`` of the report's
-tests, when the graded suite names a misconception.
+score 0), "empty" or "not-text" (the file was refused without running: score 0,
+grader.submission.classify) or "error" (the grader itself failed); a file that
+is not a submission is "not-a-submission". A graded submission some of whose
+tests timed out, ran out of memory or crashed says so in its status, e.g.
+"graded (6 timeout)", and its message names the function, e.g. "head_entropy:
+timed out in 6 of 6 tests (the call did not finish within 10 s)". Diagnoses are
+the ``diagnosis.code`` of the report's tests, when the graded suite names a misconception.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Sequence
 from grader import __version__
 from grader.config import Config
 from grader.csvcells import csv_text
-from grader.discover import Entry
+from grader.discover import IGNORED, Entry
 from grader.report import diagnosis_codes, one_line, printable
 
 # gradebook.csv's columns: these, one per function of the assignment (in its order), then TAIL_COLUMNS.
@@ -31,12 +35,30 @@ SLOWEST_SHOWN = 10
 HISTOGRAM_BINS = 10
 
 
+# Test statuses that mean the run itself went wrong (not a wrong answer), as the gradebook words them.
+TROUBLES = {"timeout": "timed out", "memory": "ran out of memory", "crashed": "crashed"}
+
+
 def _status(report: dict) -> str:
+    """The report's status: "graded", "import-error", a refused file's "empty" or "not-text", or "error"."""
     if report["status"] == "error":
         return "error"
+    refused = report.get("refused")
+    if isinstance(refused, dict) and refused.get("status"):
+        return str(refused["status"])
     if report["tests"] and all(t["status"] == "import-error" for t in report["tests"]):
         return "import-error"
     return "graded"
+
+
+def shown_status(report: dict) -> str:
+    """The status column: ``_status``, with the tests that timed out, ran out of memory or crashed counted
+    after "graded", in that order: "graded (6 timeout)", "graded (2 timeout, 1 crashed)"."""
+    status = _status(report)
+    counts = Counter(t["status"] for t in report["tests"] if t["status"] in TROUBLES)
+    if status != "graded" or not counts:
+        return status
+    return f"graded ({', '.join(f'{counts[kind]} {kind}' for kind in TROUBLES if counts[kind])})"
 
 
 def _diagnoses(report: dict) -> list[str]:
@@ -53,11 +75,24 @@ def _diagnoses(report: dict) -> list[str]:
 
 
 def _message(report: dict) -> str:
-    if report["status"] == "error":
+    """Why the status is not plain "graded": the grader's error, the refusal, the import error, or per
+    function what went wrong in its run ("head_entropy: timed out in 6 of 6 tests (the call did not
+    finish within 10 s)"; several joined with "; "). Empty for a plain grade."""
+    status = _status(report)
+    if status == "error":
         return printable(report["error"] or "", newlines=False)  # a report on disk may predate escaping
-    if _status(report) == "import-error":
+    if status != "graded" and isinstance(report.get("refused"), dict):
+        return printable(str(report["refused"].get("message", "")), newlines=False)
+    if status == "import-error":
         return printable(report["tests"][0]["message"], newlines=False)
-    return ""
+    said = []
+    for function in dict.fromkeys(t["function"] for t in report["tests"]):
+        tests = [t for t in report["tests"] if t["function"] == function]
+        for kind, verb in TROUBLES.items():
+            hit = [t for t in tests if t["status"] == kind]
+            if hit:  # the first one's message says how (the limit, the signal); later ones may only repeat it
+                said.append(f"{function}: {verb} in {len(hit)} of {len(tests)} tests ({hit[0]['message']})")
+    return printable("; ".join(said), newlines=False)
 
 
 def gradebook_rows(entries: list[Entry], reports: dict[str, dict], functions: Sequence[str] | None = None) -> list[dict]:
@@ -67,6 +102,8 @@ def gradebook_rows(entries: list[Entry], reports: dict[str, dict], functions: Se
     FUNCTIONS = tuple(functions) if functions is not None else report_functions(reports.values())
     rows = []
     for entry in entries:
+        if entry.skip_status == IGNORED:  # no student's file: listed apart (build_summary's "ignored")
+            continue
         people = entry.student.get("group") or [entry.student]
         report = reports.get(entry.key)
         for person in people:
@@ -83,7 +120,7 @@ def gradebook_rows(entries: list[Entry], reports: dict[str, dict], functions: Se
                 scored = report["functions"]
                 row.update({"score": report["score"], "max_score": report["max_score"],
                             **{f: scored[f]["score"] if f in scored else "" for f in FUNCTIONS},
-                            "status": _status(report), "diagnoses": "; ".join(_diagnoses(report)),
+                            "status": shown_status(report), "diagnoses": "; ".join(_diagnoses(report)),
                             "message": _message(report)})
             rows.append(row)
     return rows
@@ -97,7 +134,12 @@ def gradebook_csv(rows: list[dict]) -> str:
 
 
 def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config, fingerprint: str) -> dict:
-    """The class summary as a plain dict (summary.json): pure, from the entries and their reports."""
+    """The class summary as a plain dict (summary.json): pure, from the entries and their reports.
+
+    Files that name no student (grader.discover.IGNORED) are only listed, under "ignored".
+    """
+    ignored = [e for e in entries if e.skip_status == IGNORED]
+    entries = [e for e in entries if e.skip_status != IGNORED]
     graded = [(e, reports[e.key]) for e in entries if e.key in reports]
     statuses = Counter(_status(r) for _, r in graded)
     scores = [r["score"] for _, r in graded if r["status"] == "graded"]
@@ -120,6 +162,7 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
         "assignment": config.assignment, "seed": config.seed, "grader_version": __version__,
         "grader_config_sha256": fingerprint,
         "files": len(entries), "graded": statuses["graded"], "import_errors": statuses["import-error"],
+        "refused": statuses["empty"] + statuses["not-text"],
         "errors": statuses["error"] + sum(1 for e in entries if e.skip and e.skip_status == "error"),
         "not_submissions": sum(1 for e in entries if e.skip and e.skip_status != "error"),
         "scored": len(scores),
@@ -133,6 +176,7 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
         "slowest": [{"file": one_line(e.key), "student_id": e.student.get("id", ""), "duration_s": r["duration_s"]}
                     for e, r in slowest],
         "failed_to_grade": failed,
+        "ignored": [{"file": one_line(e.key), "message": one_line(e.skip)} for e in ignored],
         "functions": _function_stats(graded),
         "students": [_student_row(e, reports.get(e.key)) for e in entries],
         "misconceptions": _misconceptions([r for _, r in graded]),
@@ -165,7 +209,7 @@ def _student_row(entry: Entry, report: dict | None) -> dict:
         return dict(row, status=entry.skip_status if entry.skip else "not-graded", message=one_line(entry.skip or ""))
     return dict(row, report=f"reports/{entry.key}.json", score=report["score"], max_score=report["max_score"],
                 functions={f: v["score"] for f, v in report["functions"].items()},
-                status=_status(report), diagnoses=_diagnoses(report), message=_message(report))
+                status=shown_status(report), diagnoses=_diagnoses(report), message=_message(report))
 
 
 def _misconceptions(reports: list[dict]) -> dict:

@@ -82,7 +82,7 @@ def extract_script(path: Path, data: bytes | None = None, max_bytes: int | None 
             if max_bytes is not None and len(data) > max_bytes:
                 raise NotebookError(f"{path.name} is more than the {max_bytes / (1 << 20):g} MiB a submission may "
                                     "have (limits.file_size_mb)")
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark, which some editors write, is not the notebook's
     except (OSError, UnicodeDecodeError) as exc:
         raise NotebookError(f"cannot read {path.name} as UTF-8 text: {exc}") from None
     try:
@@ -241,17 +241,25 @@ def _judge_lines_alone(lines: list[str]) -> tuple[list[str], list[str]]:
     return kept, dropped
 
 
-class UnreadableNotebook:
-    """Stands in for the Sandbox when the notebook cannot be read: every call is an import error."""
+class NotRun:
+    """Stands in for the Sandbox when nothing of the submission can run: every call is an import error
+    with ``message`` (a refused submission: grader.submission.classify)."""
 
     def __init__(self, message: str) -> None:
         self.message = message
 
     def call(self, function: str, *args, **kwargs) -> CallResult:
-        return CallResult(IMPORT_ERROR, message=f"importing the notebook failed: {self.message}")
+        return CallResult(IMPORT_ERROR, message=self.message)
 
     def restart(self) -> None:
         """Nothing runs, so nothing to restart."""
+
+
+class UnreadableNotebook(NotRun):
+    """Stands in for the Sandbox when the notebook cannot be read: every call is an import error."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"importing the notebook failed: {message}")
 
 
 def script_name(path: Path) -> str:

@@ -90,6 +90,9 @@ def summary_text(report: dict, *, every: bool = False) -> str:
     if report["status"] == "error":
         return f"{report['assignment']}: {name} could not be graded: {one_line(report['error'])}\n"
     lines = [f"{report['assignment']}: {name} scored {_num(report['score'])} / {_num(report['max_score'])}"]
+    if report.get("refused"):  # nothing ran: one line says why, rather than one per test
+        refused = report["refused"]
+        return "\n".join([*lines, f"  not graded [{refused['status']}]: {one_line(refused['message'])}"]) + "\n"
     lines += [f"  warning: {one_line(warning)}" for warning in report.get("warnings", [])]
     for function, entry in report["functions"].items():
         lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"

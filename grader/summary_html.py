@@ -100,11 +100,22 @@ def _students(summary: dict, feedback: bool = False) -> str:
             link += f" <a href='{html.escape(page, quote=True)}'>feedback</a>"
         body = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
         body += "".join(f"<td class='num' data-sort='{'' if v is None else v}'>{_number(v)}</td>" for v in values)
-        body += (f"<td title='{html.escape(s.get('message') or '', quote=True)}'>{html.escape(s['status'])}</td>"
+        why = s.get("message") or ""  # shown, not only on hover: a timeout or a refusal is seen at a glance
+        body += (f"<td title='{html.escape(why, quote=True)}'>{html.escape(s['status'])}"
+                 + (f"<div class='why'>{html.escape(why)}</div>" if why else "") + "</td>"
                  f"<td>{html.escape(', '.join(s['diagnoses']))}</td><td class='links'>{link}</td>")
         rows.append(f"<tr>{body}</tr>")
     return (f"<div class='wide'><table class='sortable' id='students'><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _ignored(summary: dict) -> str:
+    """The files that name no student (not .py or .ipynb, outside any student's submission): one line."""
+    ignored = summary.get("ignored") or []
+    if not ignored:
+        return ""
+    return (f"<p class='hint'>Ignored, no student's ({len(ignored)}): "
+            f"{html.escape(', '.join(f['file'] for f in ignored))}</p>")
 
 
 def _legend(summary: dict) -> str:
@@ -149,6 +160,7 @@ def render_html(summary: dict, feedback: bool = False) -> str:
     facts = [
         ("files", summary["files"]), ("with a score", summary.get("scored", score["count"])),
         ("graded", summary["graded"]), ("import errors", summary["import_errors"]),
+        ("refused (empty, not text)", summary.get("refused", 0)),
         ("failed to grade", summary["errors"]), ("not submissions", summary["not_submissions"]),
         ("mean score", "–" if score["mean"] is None else f"{score['mean']:g} / {score['max_score']:g}"),
         ("median score", "–" if score["median"] is None else f"{score['median']:g}"),
@@ -177,6 +189,7 @@ body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 80em; p
 table {{ border-collapse: collapse; margin: .5em 0 1.5em; font-size: .9em; }}
 td, th {{ border-bottom: 1px solid #ddd; padding: .2em .8em; text-align: left; }}
 .none, .hint, .section {{ color: #777; }}
+.why {{ color: #a33; font-size: .85em; max-width: 30em; }}
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 table.sortable th {{ cursor: pointer; user-select: none; }}
 table.sortable th[data-order=up]::after {{ content: " ▲"; }}
@@ -207,7 +220,7 @@ configuration {summary['grader_config_sha256'][:12]}</p>
 <h2>Points per function</h2>{functions}
 <h2>Diagnosed misconceptions</h2>{_diagnosed(summary)}
 <h3>What the codes mean</h3>{_legend(summary)}
-<h2>Failed to grade, or not submissions</h2>{failed}
+<h2>Failed to grade, or not submissions</h2>{failed}{_ignored(summary)}
 <h2>Slowest submissions</h2>{slowest}
 <h2>Pass rate of each test</h2><p class="hint">Click a column's header to sort by it.</p>{_pass_rates(summary)}
 <script>{SORT_SCRIPT}</script>
@@ -219,7 +232,8 @@ def summary_table(summary: dict) -> str:
     """The summary as plain text, for the terminal or a log."""
     score = summary["score"]
     lines = [(f"{summary['assignment']}: {summary['files']} file(s): {summary.get('scored', score['count'])} with a "
-              f"score ({summary['graded']} graded, {summary['import_errors']} import error(s)), "
+              f"score ({summary['graded']} graded, {summary['import_errors']} import error(s), "
+              f"{summary.get('refused', 0)} refused), "
               f"{summary['errors']} failed to grade, {summary['not_submissions']} not submissions")]
     if score["count"]:
         lines.append(f"score: mean {score['mean']:g}, median {score['median']:g}, min {score['min']:g}, "

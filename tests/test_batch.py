@@ -105,12 +105,13 @@ def baseline(baseline_run) -> Path:
 def test_log_lines_and_summary_when_not_a_terminal(baseline_run):
     # Not a terminal (CliRunner): one plain line per submission, in completion order, then the summary.
     out, output = baseline_run
-    assert re.search(r"^\[\d/5\] gradescope__submission_1001__mha\.py \(Ada Lovelace\): 100 / 100 in \d+\.\d\d s$",
+    assert re.search(r"^\[\d/7\] gradescope__submission_1001__mha\.py \(Ada Lovelace\): 100 / 100 in \d+\.\d\d s$",
                      output, re.MULTILINE)
-    assert re.search(r"^\[\d/5\] canvas__roekim_502_9002_mha\.py \(roekim\): 0 / 100 in ", output, re.MULTILINE)
-    assert ("mha: 8 file(s): 5 with a score (3 graded, 2 import error(s)), 0 failed to grade, "
-            "3 not submissions\n") in output
-    assert f"5 graded now, 0 kept from earlier runs; wrote {out}/gradebook.csv, summary.json, summary.html" in output
+    assert re.search(r"^\[\d/7\] canvas__roekim_502_9002_mha\.py \(roekim\): 0 / 100 in ", output, re.MULTILINE)
+    # The empty and the binary file are graded (refused: 0 points); the Canvas .txt is a student's row.
+    assert ("mha: 8 file(s): 7 with a score (3 graded, 2 import error(s), 2 refused), 0 failed to grade, "
+            "1 not submissions\n") in output
+    assert f"7 graded now, 0 kept from earlier runs; wrote {out}/gradebook.csv, summary.json, summary.html" in output
 
 
 def gradebook(out: Path) -> list[dict]:
@@ -148,8 +149,9 @@ def test_discover_reads_gradescope_and_canvas_identities(klass):
     assert entries["canvas__doejane_LATE_501_9001_mha.py"].student == {
         "id": "501", "name": "doejane", "source": "canvas", "submission_id": "9001", "late": True}
     assert entries["canvas__roekim_502_9002_mha.py"].student["late"] is False
-    assert entries["canvas__empty_504_9004_mha.py"].skip == "not a submission: the file is empty"
-    assert entries["canvas__picture_505_9005_mha.py"].skip == "not a submission: binary content, not text"
+    # What a .py holds is judged when it is graded (grader.submission.read_submission), as in every route.
+    assert entries["canvas__empty_504_9004_mha.py"].skip is None
+    assert entries["canvas__picture_505_9005_mha.py"].skip is None
     assert entries["canvas__essay_506_9006_notes.txt"].skip == (
         "not a submission: .txt extension, expected .py or .ipynb")
     assert all(e.skip is None for k, e in entries.items() if k.startswith("gradescope"))
@@ -217,29 +219,37 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     hang_report = json.loads((baseline / "reports" / "canvas__hangs_503_9003_mha.py.json").read_text())
     assert {t["status"] for t in hang_report["tests"]} == {"import-error"}
     assert hang_report["duration_s"] < 8  # the 3 s import limit, once, not once per test
-    for key, why in [("canvas__empty_504_9004_mha.py", "the file is empty"),
-                     ("canvas__picture_505_9005_mha.py", "binary content, not text"),
-                     ("canvas__essay_506_9006_notes.txt", ".txt extension, expected .py or .ipynb")]:
+    # An empty or binary file scores 0 with a status that names why (the same as `grade FILE` gives it).
+    for key, status, why in [
+            ("canvas__empty_504_9004_mha.py", "empty", "empty_504_9004_mha.py is empty: there is no code to grade"),
+            ("canvas__picture_505_9005_mha.py", "not-text", ("picture_505_9005_mha.py is not text: it holds binary "
+             "content (a NUL byte at byte 9); submit the Python source file"))]:
         row = next(r for (f, _), r in rows.items() if f == key)
-        assert (row["status"], row["score"], row["message"]) == ("not-a-submission", "", f"not a submission: {why}")
+        assert (row["status"], row["score"], row["max_score"], row["message"]) == (status, "0", "100", why)
+    # A Canvas download of the wrong type is still that student's row.
+    row = next(r for (f, _), r in rows.items() if f == "canvas__essay_506_9006_notes.txt")
+    assert (row["student_id"], row["status"], row["score"], row["message"]) == (
+        "506", "not-a-submission", "", "not a submission: .txt extension, expected .py or .ipynb")
     assert len(rows) == 9
     # Every report is a valid native report carrying the student and the configuration hash.
     reports = sorted((baseline / "reports").glob("*.json"))
-    assert len(reports) == 5
+    assert len(reports) == 7
     for path in reports:
         report = validate_report(json.loads(path.read_text()))
         assert len(report["grader_config_sha256"]) == 64
     summary = json.loads((baseline / "summary.json").read_text())
     assert (summary["files"], summary["graded"], summary["import_errors"], summary["errors"],
-            summary["not_submissions"]) == (8, 3, 2, 0, 3)
-    assert summary["score"]["histogram"]["counts"] == [2, 0, 0, 1, 0, 0, 0, 0, 0, 2]  # 0, 0, 39.1667, 92.5, 100
+            summary["not_submissions"], summary["refused"]) == (8, 3, 2, 0, 1, 2)
+    assert summary["score"]["histogram"]["counts"] == [4, 0, 0, 1, 0, 0, 0, 0, 0, 2]  # 0 ×4, 39.1667, 92.5, 100
     assert summary["diagnoses"] == {"entropy-log-zero": 1, "wrong-merge-order": 1,
                                     "wrong-split-order": 1}  # submissions, not rows
-    assert [f["file"] for f in summary["failed_to_grade"]] == [
-        "canvas__hangs_503_9003_mha.py", "canvas__roekim_502_9002_mha.py", "canvas__empty_504_9004_mha.py",
-        "canvas__essay_506_9006_notes.txt", "canvas__picture_505_9005_mha.py"]
-    assert summary["scored"] == 5
-    assert summary["functions"]["head_entropy"] == {"max_score": 15, "count": 5, "mean": 7.5, "median": 7.5}
+    assert [(f["file"], f["status"]) for f in summary["failed_to_grade"]] == [
+        ("canvas__empty_504_9004_mha.py", "empty"), ("canvas__hangs_503_9003_mha.py", "import-error"),
+        ("canvas__picture_505_9005_mha.py", "not-text"), ("canvas__roekim_502_9002_mha.py", "import-error"),
+        ("canvas__essay_506_9006_notes.txt", "not-a-submission")]
+    assert summary["scored"] == 7
+    # 15, 15, 7.5 and four zeros
+    assert summary["functions"]["head_entropy"] == {"max_score": 15, "count": 7, "mean": 5.3571, "median": 0}
     assert summary["misconceptions"]["entropy-log-zero"]["section"].startswith("§")
     # the wrong reshape is a pair: its joined explanation is listed under the pair, never under its first code
     assert set(summary["misconceptions"]) == {"entropy-log-zero", "wrong-split-order + wrong-merge-order"}
@@ -250,7 +260,7 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
         "12, 13", "Alan Turing, Grace Hopper", 39.1667, ["wrong-split-order", "wrong-merge-order"],
         "reports/gradescope__submission_1002__mha.py.json")
     reshape = next(t for t in summary["tests"] if t["name"] == "mha_reshape[B2-T5-d8-h3-dk4-dv3-full]")
-    assert (reshape["passed"], reshape["total"]) == (2, 5)  # correct and nan_entropy pass; the bug and two zeros fail
+    assert (reshape["passed"], reshape["total"]) == (2, 7)  # correct and nan_entropy pass; the bug and four zeros fail
 
 
 def test_same_scores_whatever_jobs(klass, course, baseline, tmp_path):
@@ -265,7 +275,7 @@ def test_resume_keeps_matching_reports_and_regrades_changed_ones(klass, course, 
     shutil.copytree(baseline, out)
     before = {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")}
     output = run_cli(str(klass), "-o", str(out), "--resume", "--config", str(course))
-    assert "0 graded now, 5 kept from earlier runs" in output
+    assert "0 graded now, 7 kept from earlier runs" in output
     assert {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")} == before
     assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
 
@@ -280,7 +290,7 @@ def test_resume_regrades_a_changed_file_only(klass, course, baseline, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(baseline, out)
     output = run_cli(str(moved), "-o", str(out), "--resume", "--config", str(course))
-    assert "1 graded now, 4 kept from earlier runs" in output
+    assert "1 graded now, 6 kept from earlier runs" in output
     rows = {(r["file"], r["student_id"]): r for r in gradebook(out)}
     assert rows[("gradescope__submission_1002__mha.py", "13")]["score"] == "100"
     assert rows[("gradescope__submission_1001__mha.py", "11")]["score"] == "100"
@@ -306,13 +316,13 @@ def test_sigkill_mid_batch_then_resume_gives_the_uninterrupted_gradebook(klass, 
     os.killpg(batch.pid, signal.SIGKILL)  # the batch and its workers, mid-batch, no chance to clean up
     batch.wait()
     written = list((out / "reports").glob("*.json"))
-    assert 2 <= len(written) < 5, "the batch should have been killed in the middle"
+    assert 2 <= len(written) < 7, "the batch should have been killed in the middle"
     assert not (out / "gradebook.csv").exists()
     for path in written:  # nothing half-written: every report that exists is complete JSON
         json.loads(path.read_text())
     kept = {p.name: p.stat().st_mtime_ns for p in written}
     output = run_cli(str(klass), "-o", str(out), "--resume", "--jobs", "2", "--config", str(course))
-    assert f"{5 - len(written)} graded now, {len(written)} kept from earlier runs" in output
+    assert f"{7 - len(written)} graded now, {len(written)} kept from earlier runs" in output
     assert {p.name: p.stat().st_mtime_ns for p in written} == kept
     assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
     assert stable_reports(out) == stable_reports(baseline)

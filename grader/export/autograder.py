@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.submission import SUBMISSION_SUFFIXES, choose_main  # (no numpy: main starts the zygote first)
+from grader.submission import SUBMISSION_SUFFIXES, choose_main, may_be_main  # (no numpy: main starts the zygote first)
 
 
 def find_submission(folder: Path, main_file: str = "",
@@ -40,6 +40,10 @@ def find_submission(folder: Path, main_file: str = "",
     if not found:
         return None, [], ("No .py or .ipynb file was found in your submission. "
                           "Upload your solution as one .py or .ipynb file.")
+    # As grade batch does (grader.discover): among several files, empty or binary ones are neither graded nor
+    # helpers; a lone one is graded, and refused with a reason (grader.submission.read_submission).
+    if len(found) > 1:
+        found = [p for p in found if may_be_main(p)] or found
     index, why = choose_main([(p.name, p) for p in found], main_file, functions)
     if index is None:
         names = ", ".join(str(p.relative_to(folder)) for p in found)

@@ -20,6 +20,7 @@ import html
 import math
 
 from grader.export.pictures import Picture, report_pictures
+from grader.export.points import report_test_points
 from grader.export.visibility import is_visible, student_view
 from grader.report import summary_text
 
@@ -29,10 +30,12 @@ STDOUT_VISIBILITY = "hidden"  # run_autograder's own log is for the instructor
 def results(report: dict) -> dict:
     """The results.json dict for one native report.
 
-    Scores stay in points (Gradescope adds them up); a test's Gradescope status
+    Scores stay in points (Gradescope adds them up): each test's are re-rounded so that they add
+    up exactly to the report's score and max_score (grader.export.points); a test's Gradescope status
     is "passed" only when ours is "passed", and our finer status (timeout,
     crashed, …) opens its output. A report with status "error" (the grader
-    failed) gives score 0, no tests, and the reason in ``output``.
+    failed) gives score 0, no tests, and the reason in ``output``; so does a refused file (empty,
+    binary or undecodable: the report's ``refused``).
     """
     base = {
         "score": report["score"],
@@ -44,17 +47,21 @@ def results(report: dict) -> dict:
     }
     if report["status"] == "error":
         return dict(base, score=0, output=f"This submission could not be graded: {report['error']}", tests=[])
+    if report.get("refused"):  # empty, binary or undecodable: nothing ran, one message says why
+        return dict(base, score=0, output=f"Your submission could not be graded: {report['refused']['message']}",
+                    tests=[])
     numbers = _numbers(report["tests"], list(report.get("functions", {})))
+    points = report_test_points(report)  # they add up to the score exactly (grader.export.points)
     tests = [{
         "name": test["name"],
         "number": number,
-        "score": test["score"],
-        "max_score": test["max_score"],
+        "score": earned,
+        "max_score": worth,
         "status": "passed" if test["status"] == "passed" else "failed",
         "output": _test_output(test),
         "tags": [test["function"], test["group"]],
         "visibility": test["visibility"],
-    } for test, number in zip(report["tests"], numbers)]
+    } for test, number, (earned, worth) in zip(report["tests"], numbers, points)]
     for index, pictures in report_pictures(report).by_test().items():
         if 0 <= index < len(tests) and is_visible(report["tests"][index]):
             tests[index]["output"] = _html_output(tests[index]["output"], pictures)

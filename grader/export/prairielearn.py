@@ -19,6 +19,7 @@ import json
 from fractions import Fraction
 
 from grader.export.pictures import Picture, report_pictures
+from grader.export.points import report_test_points
 from grader.export.visibility import is_visible, student_view
 from grader.report import summary_text
 
@@ -37,10 +38,17 @@ def results(report: dict, *, list_hidden: bool = True, cap: int = SIZE_CAP) -> d
     if report["status"] == "error":
         return {"gradable": False, "score": 0.0, "message": f"This submission could not be graded: {report['error']}",
                 "output": "", "tests": []}
+    if report.get("refused"):  # empty, binary or undecodable: nothing ran (grader.submission.classify)
+        reason = report["refused"]["message"]
+        return fit({"gradable": False, "score": 0.0, "message": f"Your submission could not be graded: {reason}",
+                    "format_errors": [reason], "output": "", "tests": []}, cap)
     if report["tests"] and all(t["status"] == "import-error" for t in report["tests"]):
         reason = report["tests"][0]["message"]
         return fit({"gradable": False, "score": 0.0, "message": f"Your code could not be imported: {reason}",
                     "format_errors": [reason], "output": report["tests"][0]["output"], "tests": []}, cap)
+    # Points that add up exactly to the report's (grader.export.points), shared before any test is left out.
+    pointed = [dict(test, score=earned, max_score=worth)
+               for test, (earned, worth) in zip(report["tests"], report_test_points(report))]
     tests = [{
         "name": test["name"],
         "description": test["function"] + (f" ({test['group']})" if test["group"] else " (hidden)"),
@@ -48,7 +56,7 @@ def results(report: dict, *, list_hidden: bool = True, cap: int = SIZE_CAP) -> d
         "max_points": test["max_score"],
         "message": "" if test["status"] == "passed" else f"[{test['status']}] {test['message']}".rstrip(),
         "output": test["output"],
-    } for test in student_view(report["tests"], list_hidden=list_hidden)]
+    } for test in student_view(pointed, list_hidden=list_hidden)]
     score = (Fraction(str(report["score"])) / Fraction(str(report["max_score"]))) if report["max_score"] else Fraction(0)
     redacted = dict(report, tests=student_view(report["tests"]))
     result = {"gradable": True, "score": float(min(max(score, Fraction(0)), Fraction(1))),
