@@ -374,16 +374,23 @@ def _load_reports(folder: Path):
               help='The assignment column, "Title (assignment id)", as it is in the export.')
 @click.option("--new-column", is_flag=True, help="Allow an --assignment that is not a column of the export "
                                                  "(Canvas then creates a new assignment on import).")
+@click.option("--match-names", is_flag=True,
+              help="Match a report whose IDs and email are in no row by its student's name, when one row has it "
+                   "and no ID or email of the report contradicts that row.")
 @click.option("-o", "--output", default="canvas.csv", show_default=True, help="Where to write the CSV; - for stdout.")
-def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, new_column: bool, output: str) -> None:
+def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, new_column: bool, match_names: bool,
+                          output: str) -> None:
     """Write a CSV that Canvas's gradebook import accepts.
 
     Columns Student, ID, SIS User ID, SIS Login ID, Section and one named
     "Title (assignment id)", one row per student of the gradebook export (blank
-    score: no report). Students are matched by the reports' student object or
-    file names; every report that matches nobody is listed, never dropped.
-    The column must already be in the export unless --new-column; a student whose
-    reports no submission time orders gets no score and an error line (exit 1).
+    score: no report). Reports are matched by Canvas's identifiers (ID, SIS User
+    ID, SIS Login ID) in their student object or file name; by name only with
+    --match-names. Every report that matches nobody is listed, never dropped.
+    A contradiction (a report whose ID, email or name point to two rows, two
+    reports for one row that no submission time orders) is an error line and
+    nothing is written (exit 1). The column must already be in the export unless
+    --new-column.
     """
     from grader.export import canvas
 
@@ -397,7 +404,10 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, n
     except (OSError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"cannot read the gradebook {gradebook}: {exc}") from None
     reports = _load_reports(reports_dir)
-    export = canvas.match(reports, students)
+    export = canvas.match(reports, students, match_names=match_names)
+    errors = [*export.contradictions,
+              *(f"{student.name} ({student.id}): {why}" for student, why in export.conflicts)]
+    _refuse_contradictions(errors, output)
     possible = canvas.points_possible(text, assignment)
     maxima = sorted({r.report["max_score"] for r in reports if r.report.get("status") == "graded"})
     if possible is not None and maxima and maxima != [possible]:
@@ -411,11 +421,15 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, n
                    + ", ".join(one_line(f"{s.name} ({s.id})") for s in export.without_report), err=True)
     click.echo(f"{len(export.scores)} score(s) for {assignment}" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
-    for student, why in export.conflicts:
-        click.echo(f"error: {one_line(f'{student.name} ({student.id})')}: {one_line(why)}; their score is left blank", err=True)
-    if export.conflicts:
-        raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
-                                   "time orders; see the error lines above")
+
+
+def _refuse_contradictions(errors: list[str], output: str) -> None:
+    """One error line per contradiction between the reports and the LMS's students, then exit 1: nothing written."""
+    for error in errors:
+        click.echo(f"error: {one_line(error)}", err=True)
+    if errors:
+        raise click.ClickException(f"{len(errors)} contradiction(s) between the reports and the students; "
+                                   f"nothing written{'' if output == '-' else f' ({output} is left as it was)'}")
 
 
 @export_group.command("moodle")
@@ -428,21 +442,20 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
     """Write a CSV for Moodle's grade import, keyed by email address or ID number.
 
     Columns "Email address", "ID number", "Full name" and the grade; every report
-    without the key is listed, never dropped.
+    without the key is listed, never dropped. Reports whose email address and ID
+    number contradict each other (two ID numbers for one address, one ID number
+    for two addresses), or several reports of one student that no submission
+    time orders, are error lines and nothing is written (exit 1).
     """
     from grader.export import moodle
 
     export = moodle.build(_load_reports(reports_dir), key)
+    _refuse_contradictions([*export.contradictions, *(f"{value}: {why}" for value, why in export.conflicts)], output)
     _write_csv(moodle.to_csv(export, column), output)
     for label, why in export.unmatched:
         click.echo(f"unmatched report {one_line(label)}: {one_line(why)}", err=True)
     click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
-    for value, why in export.conflicts:
-        click.echo(f"error: {one_line(value)}: {one_line(why)}; no row written for them", err=True)
-    if export.conflicts:
-        raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
-                                   "time orders; see the error lines above")
 
 
 @main.command("student-kit")
