@@ -23,6 +23,9 @@ SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 CASE_STORE_HOME = tempfile.mkdtemp(prefix="grader-tests-cache-")
 os.environ["XDG_CACHE_HOME"] = CASE_STORE_HOME
 os.environ.pop("GRADER_NO_CASE_STORE", None)
+# The tests name their course folder themselves (the checkout, found from its folder or given with --course);
+# a developer's own GRADER_COURSE must not choose it for them, here or in the `grade` processes they start.
+os.environ.pop("GRADER_COURSE", None)
 atexit.register(shutil.rmtree, CASE_STORE_HOME, ignore_errors=True)
 
 
