@@ -379,13 +379,14 @@ def test_the_analysis_of_a_crafted_source_stops_at_its_budget(graded, monkeypatc
     report = graded[0]["slow_analysis"]
     assert report["notes"] == []
     stopped = "the loop-over-heads analysis stopped: {}; so no loop-over-heads note"
-    assert report["warnings"] in ([stopped.format("it ran for more than 1 s")],  # whichever bound comes first
-                                  [stopped.format("it visited more than 2,000,000 syntax nodes")])
+    # Whichever bound comes first: which one does depends on the machine's speed and load, that it stops does not.
+    budgets = ("parsing it took more than 1 s", "it ran for more than 1 s", "it visited more than 2,000,000 syntax nodes")
+    assert report["warnings"] in [[stopped.format(reason)] for reason in budgets]
     source = (HOSTILE / "slow_analysis.py").read_text()
     analysis = analyse(source)
     assert MAX_SECONDS == 1.0
     assert not analysis.complete and analysis.loops == []
-    assert analysis.reason in ("it ran for more than 1 s", "it visited more than 2,000,000 syntax nodes")
+    assert analysis.reason in budgets
     bigger = source.replace("    if X is None:", "    if X is None:\n" + "        _ = 0\n" * 10_000, 1)
     with monkeypatch.context() as patched:  # refused before ast.parse: parsing is never started
         patched.setattr(vectorization.ast, "parse", _must_not_run("ast.parse"))

@@ -101,8 +101,8 @@ def test_a_prestarted_child_answers_as_one_started_at_the_first_call(tmp_path, s
     results = []
     for prestart in (False, True):
         with Sandbox(path, limits, prestart=prestart) as sandbox:
-            if prestart:
-                assert len(_descendants() - before) >= 1  # its keeper, before any call
+            if prestart:  # a keeper forked before any call; after a failed import its tree may be gone already
+                assert sandbox._child is not None and sandbox._child.keeper > 0
             first, again = sandbox.call("pid"), sandbox.call("pid")
             results.append([(r.status, r.message, r.output) for r in (first, again)])
     assert results[0] == results[1]
