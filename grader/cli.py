@@ -17,11 +17,24 @@ from pathlib import Path
 
 import click
 
-from grader.config import Config, ConfigError, find_config, load_config, select_assignment
+from grader.config import (
+    COURSE_ENV,
+    Config,
+    ConfigError,
+    find_config,
+    find_course,
+    load_config,
+    select_assignment,
+    with_course,
+)
 from grader.report import one_line, printable
 from grader.submission import SubmissionError
 
 CONFIG_HELP = "The course's grader.toml (default: the first found upward from here, then from the submission)."
+COURSE_HELP = (f"The course folder, with grader.toml and assignments/ (default: --config's folder, ${COURSE_ENV}, "
+               "the first found upward from here).")
+course_option = click.option("--course", "course", type=click.Path(path_type=Path), default=None, metavar="DIR",
+                             help=COURSE_HELP)
 
 
 ASSIGNMENT_HELP = ("The course's assignment to use (assignments/NAME, listed in grader.toml's [course]); "
@@ -50,8 +63,18 @@ def _config_path(config_path: Path | None, *near: Path, assignment: str | None =
         raise click.ClickException(str(exc)) from None
 
 
-def _config(config_path: Path | None, seed: int | None, *near: Path, assignment: str | None = None) -> Config:
-    """The configuration to grade with: grader.toml (given or searched) with the flags on top."""
+def _config(config_path: Path | None, seed: int | None, *near: Path, assignment: str | None = None,
+            course: Path | None = None) -> Config:
+    """The configuration to grade with: grader.toml (given or searched) with the flags on top.
+
+    With ``course`` (--course DIR), or $GRADER_COURSE and no --config, the course folder decides
+    (grader.config.find_course)."""
+    if course is not None or (config_path is None and os.environ.get(COURSE_ENV)):
+        try:
+            folder, found = find_course(course, config_path)
+            return with_course(load_config(_config_path(found, assignment=assignment)), folder).with_overrides(seed=seed)
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
     path = _config_path(config_path, *near, assignment=assignment)
     try:
         return load_config(path).with_overrides(seed=seed)
@@ -137,25 +160,45 @@ class _GradeGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-def _needs_the_course(command: str, config_path: Path | None = None) -> None:
-    """Refuse, in one line, a command that needs the course's reference (absent from the student kit).
+def _needs_the_course(command: str, config_path: Path | None = None, course: Path | None = None,
+                      assignment: str | None = None) -> tuple[Path, Path]:
+    """(the course folder, the grader.toml to use) for a command that needs the course's reference.
 
-    Refused inside a kit (its grader.toml, given or found upward from here, sits beside its public
-    cases: a Gradescope zip built from it would grade only on cases students have), and where the
-    grader has no course beside it.
+    Refused in one line inside a student kit (its grader.toml, given or found upward from here, sits
+    beside its public cases: a Gradescope zip built from it would grade only on cases students have),
+    and where no course folder is found (grader.config.find_course: --course, --config's folder,
+    $GRADER_COURSE, upward from here, beside the grader). ``assignment`` (or the group's
+    ``grade --assignment NAME COMMAND``) picks the assignment's own grader.toml.
     """
     from grader.student_kit import SUITE_FOLDER
 
-    if config_path is None:
+    kit_config = config_path
+    if kit_config is None and course is None and not os.environ.get(COURSE_ENV):
         try:
-            config_path, _ = find_config([Path.cwd()])
+            kit_config, _ = find_config([Path.cwd()])
         except ConfigError:
-            config_path = None
-    in_kit = config_path is not None and (Path(config_path).parent / SUITE_FOLDER / "graded_kit.py").is_file()
-    no_course = not (Path(__file__).resolve().parent.parent / "assignments").is_dir() and not Path("assignments").is_dir()
-    if in_kit or no_course:
+            kit_config = None
+    if kit_config is not None and (Path(kit_config).parent / SUITE_FOLDER / "graded_kit.py").is_file():
         raise click.ClickException(f"`grade {command}` needs the course's grader, with its reference solution; "
                                    "the student kit only grades submissions (`grade FILE.py`)")
+    if assignment is None:
+        context = click.get_current_context(silent=True)
+        assignment = context.find_root().params.get("group_assignment") if context is not None else None
+    try:
+        folder, path = find_course(course, config_path)
+        return folder, select_assignment(path, assignment)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _course_config(command: str, config_path: Path | None, course: Path | None, seed: int | None,
+                   assignment: str | None) -> Config:
+    """The configuration of a command that needs the course (``_needs_the_course``), with the flags on top."""
+    folder, path = _needs_the_course(command, config_path, course, assignment)
+    try:
+        return with_course(load_config(path), folder).with_overrides(seed=seed)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @click.group(cls=_GradeGroup)
@@ -182,9 +225,10 @@ def main(group_assignment: str | None) -> None:
                    "html: the student's feedback page, with pictures.")
 @click.option("-v", "--all", "every", is_flag=True,
               help="List every failed test in the summary (default: the first four of each function).")
+@course_option
 @assignment_option
 def submission_command(path: Path, output: str | None, config_path: Path | None, seed: int | None, fmt: str,
-                       every: bool, assignment: str | None) -> None:
+                       every: bool, course: Path | None, assignment: str | None) -> None:
     """Grade one .py or .ipynb submission and write its report.
 
     Prints a summary (points per function, one line per failed test) and
@@ -193,7 +237,7 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
     whenever grading completed, whatever the score; exits 1 with a one-line
     message when the grader could not run.
     """
-    config = _config(config_path, seed, path.parent, assignment=assignment)
+    config = _config(config_path, seed, path.parent, assignment=assignment, course=course)
     _check_kit_seed(config, seed)
     _start_early(config)
     from grader.export.formats import DEFAULT_OUTPUT, render
@@ -289,8 +333,9 @@ def _progress_on_terminal() -> Iterator[Callable[[str, int, int], None] | None]:
 @main.command("selftest")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
+@course_option
 @assignment_option
-def selftest_command(config_path: Path | None, seed: int | None, assignment: str | None) -> None:
+def selftest_command(config_path: Path | None, seed: int | None, course: Path | None, assignment: str | None) -> None:
     """Check the grader on all known misconceptions.
 
     Grades the reference (full marks, no diagnosis), the starter (its
@@ -300,10 +345,9 @@ def selftest_command(config_path: Path | None, seed: int | None, assignment: str
     every pair of misconceptions within one function (each must be named by
     both), and prints a table. Exits 1 if any of that fails.
     """
-    _needs_the_course("selftest", config_path)
+    config = _course_config("selftest", config_path, course, seed, assignment)
     from grader.selftest import run_selftest, table_text
 
-    config = _config(config_path, seed, assignment=assignment)
     result = run_selftest(config)
     click.echo(table_text(result), nl=False)
     if not result.ok:
@@ -315,8 +359,9 @@ def selftest_command(config_path: Path | None, seed: int | None, assignment: str
               help="Where to write the zip.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
               help="The course's grader.toml, copied into the zip (default: the first found upward from here).")
+@course_option
 @assignment_option
-def gradescope_zip_command(output: Path, config_path: Path | None, assignment: str | None) -> None:
+def gradescope_zip_command(output: Path, config_path: Path | None, course: Path | None, assignment: str | None) -> None:
     """Build the autograder zip to upload to Gradescope.
 
     It holds setup.sh (installs the grader's pinned dependencies, makes sure the
@@ -325,11 +370,11 @@ def gradescope_zip_command(output: Path, config_path: Path | None, assignment: s
     /autograder/submission and always writes /autograder/results/results.json;
     AUTOGRADER_ROOT overrides /autograder) and the grader's source.
     """
-    _needs_the_course("gradescope-zip", config_path)
+    folder, path = _needs_the_course("gradescope-zip", config_path, course, assignment)
     from grader.export.gradescope_zip import build_zip
 
     try:
-        names = build_zip(_config_path(config_path, assignment=assignment), output)
+        names = build_zip(path, output, course=folder)
     except (ConfigError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -374,16 +419,23 @@ def _load_reports(folder: Path):
               help='The assignment column, "Title (assignment id)", as it is in the export.')
 @click.option("--new-column", is_flag=True, help="Allow an --assignment that is not a column of the export "
                                                  "(Canvas then creates a new assignment on import).")
+@click.option("--match-names", is_flag=True,
+              help="Match a report whose IDs and email are in no row by its student's name, when one row has it "
+                   "and no ID or email of the report contradicts that row.")
 @click.option("-o", "--output", default="canvas.csv", show_default=True, help="Where to write the CSV; - for stdout.")
-def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, new_column: bool, output: str) -> None:
+def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, new_column: bool, match_names: bool,
+                          output: str) -> None:
     """Write a CSV that Canvas's gradebook import accepts.
 
     Columns Student, ID, SIS User ID, SIS Login ID, Section and one named
     "Title (assignment id)", one row per student of the gradebook export (blank
-    score: no report). Students are matched by the reports' student object or
-    file names; every report that matches nobody is listed, never dropped.
-    The column must already be in the export unless --new-column; a student whose
-    reports no submission time orders gets no score and an error line (exit 1).
+    score: no report). Reports are matched by Canvas's identifiers (ID, SIS User
+    ID, SIS Login ID) in their student object or file name; by name only with
+    --match-names. Every report that matches nobody is listed, never dropped.
+    A contradiction (a report whose ID, email or name point to two rows, two
+    reports for one row that no submission time orders) is an error line and
+    nothing is written (exit 1). The column must already be in the export unless
+    --new-column.
     """
     from grader.export import canvas
 
@@ -397,7 +449,10 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, n
     except (OSError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"cannot read the gradebook {gradebook}: {exc}") from None
     reports = _load_reports(reports_dir)
-    export = canvas.match(reports, students)
+    export = canvas.match(reports, students, match_names=match_names)
+    errors = [*export.contradictions,
+              *(f"{student.name} ({student.id}): {why}" for student, why in export.conflicts)]
+    _refuse_contradictions(errors, output)
     possible = canvas.points_possible(text, assignment)
     maxima = sorted({r.report["max_score"] for r in reports if r.report.get("status") == "graded"})
     if possible is not None and maxima and maxima != [possible]:
@@ -411,11 +466,15 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, n
                    + ", ".join(one_line(f"{s.name} ({s.id})") for s in export.without_report), err=True)
     click.echo(f"{len(export.scores)} score(s) for {assignment}" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
-    for student, why in export.conflicts:
-        click.echo(f"error: {one_line(f'{student.name} ({student.id})')}: {one_line(why)}; their score is left blank", err=True)
-    if export.conflicts:
-        raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
-                                   "time orders; see the error lines above")
+
+
+def _refuse_contradictions(errors: list[str], output: str) -> None:
+    """One error line per contradiction between the reports and the LMS's students, then exit 1: nothing written."""
+    for error in errors:
+        click.echo(f"error: {one_line(error)}", err=True)
+    if errors:
+        raise click.ClickException(f"{len(errors)} contradiction(s) between the reports and the students; "
+                                   f"nothing written{'' if output == '-' else f' ({output} is left as it was)'}")
 
 
 @export_group.command("moodle")
@@ -428,29 +487,30 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
     """Write a CSV for Moodle's grade import, keyed by email address or ID number.
 
     Columns "Email address", "ID number", "Full name" and the grade; every report
-    without the key is listed, never dropped.
+    without the key is listed, never dropped. Reports whose email address and ID
+    number contradict each other (two ID numbers for one address, one ID number
+    for two addresses), or several reports of one student that no submission
+    time orders, are error lines and nothing is written (exit 1).
     """
     from grader.export import moodle
 
     export = moodle.build(_load_reports(reports_dir), key)
+    _refuse_contradictions([*export.contradictions, *(f"{value}: {why}" for value, why in export.conflicts)], output)
     _write_csv(moodle.to_csv(export, column), output)
     for label, why in export.unmatched:
         click.echo(f"unmatched report {one_line(label)}: {one_line(why)}", err=True)
     click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
                + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
-    for value, why in export.conflicts:
-        click.echo(f"error: {one_line(value)}: {one_line(why)}; no row written for them", err=True)
-    if export.conflicts:
-        raise click.ClickException(f"{len(export.conflicts)} student(s) have several reports that no submission "
-                                   "time orders; see the error lines above")
 
 
 @main.command("student-kit")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="A new or empty folder.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the public cases (default: grading.seed + 1).")
+@course_option
 @assignment_option
-def student_kit_command(output: Path, config_path: Path | None, seed: int | None, assignment: str | None) -> None:
+def student_kit_command(output: Path, config_path: Path | None, seed: int | None, course: Path | None,
+                        assignment: str | None) -> None:
     """Write the kit students receive to check their work before submitting.
 
     The starter, the exercise README, and the public (visible) cases with their
@@ -458,11 +518,11 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
     `grade` run inside the kit grades against them. No reference code, no
     hidden case.
     """
-    _needs_the_course("student-kit", config_path)
+    folder, path = _needs_the_course("student-kit", config_path, course, assignment)
     from grader.student_kit import KitError, build_kit
 
     try:
-        kit = build_kit(_config_path(config_path, assignment=assignment), output, seed=seed)
+        kit = build_kit(path, output, seed=seed, course=folder)
     except (ConfigError, KitError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -490,10 +550,11 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
                    "html writes each student's feedback page into OUTDIR/html/, linked from summary.html; repeatable.")
 @click.option("--allow-unisolated", is_flag=True,
               help="Grade even where the kernel allows no namespaces (submissions could then reach each other).")
+@course_option
 @assignment_option
 def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
                   scheduler_timeout: float | None, config_path: Path | None, seed: int | None,
-                  formats: tuple[str, ...], allow_unisolated: bool, assignment: str | None) -> None:
+                  formats: tuple[str, ...], allow_unisolated: bool, course: Path | None, assignment: str | None) -> None:
     """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
 
     Understands Gradescope's export layout (submission_metadata.yml beside one
@@ -503,12 +564,11 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     summary.html, and prints the summary. Exits 1 when a submission could not be
     graded by the grader itself (its row says why).
     """
-    _needs_the_course("batch", config_path)
+    config = _course_config("batch", config_path, course, seed, assignment)
     from grader.batch import BatchError, is_terminal, log_line, run_batch
     from grader.report import write_atomic
     from grader.summary_html import render_html, summary_table
 
-    config = _config(config_path, seed, assignment=assignment)
     try:
         if is_terminal():
             from rich.progress import (

@@ -7,7 +7,9 @@ file < command-line flags (``Config.with_overrides``).
 
 from __future__ import annotations
 
+import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -231,3 +233,91 @@ def find_config(start_points: list[Path]) -> tuple[Path, str | None]:
     if installed.is_file():
         return installed, f"note: no {CONFIG_NAME} here or above; using the installed course configuration {installed}"
     raise ConfigError(f"no {CONFIG_NAME} in this folder or above it (pass --config PATH)")
+
+
+COURSE_ENV = "GRADER_COURSE"
+NO_COURSE = ("no course folder found: run inside the course folder (one with grader.toml and assignments/) "
+             f"or pass --course DIR / set {COURSE_ENV}")
+
+
+class CourseError(ConfigError):
+    """No course folder could be found, or the one named is not one; the message says which and how to name it."""
+
+
+def _course_of(config_path: Path) -> Path:
+    """The course folder a grader.toml belongs to: its own folder, or (assignments/<name>/grader.toml) the course's."""
+    folder = Path(config_path).resolve().parent
+    return folder.parent.parent if folder.parent.name == "assignments" else folder
+
+
+def _is_course(folder: Path) -> bool:
+    return (folder / CONFIG_NAME).is_file() and (folder / "assignments").is_dir()
+
+
+def _named_course(folder: Path, given_as: str) -> Path:
+    """A course folder named on the command line or in the environment, checked; raises CourseError."""
+    if not folder.is_dir():
+        raise CourseError(f"{given_as}: no such folder")
+    missing = [name for name, found in ((CONFIG_NAME, (folder / CONFIG_NAME).is_file()),
+                                        ("assignments/", (folder / "assignments").is_dir())) if not found]
+    if missing:
+        raise CourseError(f"{given_as} is not a course folder: it has no {' and no '.join(missing)} "
+                          "(a course folder holds grader.toml and assignments/)")
+    return folder.resolve()
+
+
+def find_course(course: Path | None = None, config_path: Path | None = None, *, cwd: Path | None = None,
+                environ: Mapping[str, str] | None = None) -> tuple[Path, Path]:
+    """(the course folder, the grader.toml to read) for a command that needs the course.
+
+    The course folder holds grader.toml, assignments/ and reference/. It is, first found:
+    ``course`` (``--course DIR``); the course of ``config_path`` (``--config FILE``: its folder, or
+    the course's for an assignment's own assignments/<name>/grader.toml) when that holds
+    assignments/; the folder in the environment variable GRADER_COURSE; without ``config_path``,
+    the first folder with a grader.toml at or above ``cwd`` (default: the current folder), when it
+    is a course folder; the course beside the grader package (a source checkout or an editable
+    install; none after ``pip install .``).
+    The grader.toml is ``config_path`` if given, else the course's. Raises CourseError (a
+    ConfigError) naming what is wrong: a named folder that is not a course, or none found.
+    """
+    environ = os.environ if environ is None else environ
+    if course is not None:
+        folder = _named_course(Path(course), f"--course {course}")
+        return folder, Path(config_path) if config_path is not None else folder / CONFIG_NAME
+    if config_path is not None:
+        if not Path(config_path).is_file():
+            raise ConfigError(f"no configuration file at {config_path} (pass --config PATH)")
+        own = _course_of(config_path)
+        if (own / "assignments").is_dir():
+            return own, Path(config_path)
+    if environ.get(COURSE_ENV):
+        folder = _named_course(Path(environ[COURSE_ENV]), f"{COURSE_ENV}={environ[COURSE_ENV]}")
+        return folder, Path(config_path) if config_path is not None else folder / CONFIG_NAME
+    if config_path is not None:
+        if _is_course(beside_the_package()):  # a grader.toml copied elsewhere, in a source checkout
+            return beside_the_package(), Path(config_path)
+        raise CourseError(f"no course folder found: {config_path} has no assignments/ folder beside it; "
+                          f"pass --course DIR / set {COURSE_ENV}")
+    start = Path.cwd() if cwd is None else Path(cwd)
+    for candidate in (start.resolve(), *start.resolve().parents):
+        if (candidate / CONFIG_NAME).is_file():
+            own = _course_of(candidate / CONFIG_NAME)
+            if _is_course(own):
+                return own, candidate / CONFIG_NAME
+            break
+    installed = beside_the_package()
+    if _is_course(installed):
+        return installed, installed / CONFIG_NAME
+    raise CourseError(NO_COURSE)
+
+
+def beside_the_package() -> Path:
+    """The folder that holds the grader package: the course itself in a source checkout or an editable install,
+    site-packages in an install that is not editable."""
+    return Path(__file__).resolve().parent.parent
+
+
+def with_course(config: Config, course: Path) -> Config:
+    """``config`` graded against the course folder ``course``: unchanged when that is already its own."""
+    own = (config.course or config.root).resolve()
+    return config if own == Path(course).resolve() else replace(config, course=Path(course).resolve())

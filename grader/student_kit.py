@@ -30,7 +30,7 @@ import numpy as np
 
 import grader
 from grader.assignment import Assignment, as_json, load_assignment
-from grader.config import Config, load_config
+from grader.config import Config, load_config, with_course
 
 KIT_SUITE = Path(__file__).parent / "kit_suite"
 SUITE_FOLDER = "public_cases"
@@ -118,9 +118,15 @@ def _store(value, key: str, arrays: dict) -> dict:
     raise KitError(f"cannot store a {type(value).__name__} in the kit")
 
 
-def build_kit(config_path: Path, target: Path, *, seed: int | None = None) -> Kit:
-    """Write the student kit for grader.toml at ``config_path`` into the new or empty folder ``target``."""
+def build_kit(config_path: Path, target: Path, *, seed: int | None = None, course: Path | None = None) -> Kit:
+    """Write the student kit for grader.toml at ``config_path`` into the new or empty folder ``target``.
+
+    ``course``: the course folder (assignments/, reference/), when not grader.toml's own
+    (grader.config.find_course).
+    """
     config = load_config(config_path)
+    if course is not None:
+        config = with_course(config, course)
     described = load_assignment(config.assignment_dir)
     starter = described.starter
     if not starter.is_file():

@@ -66,7 +66,7 @@ def _student(file, sid, name, score, points, diagnoses=(), status="graded") -> d
 def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / "chromium-profile"  # a fresh profile: nothing read from or left in $HOME
     return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
-                          timeout=120, check=False)
+                          timeout=600, check=False)
 
 
 def test_summary_page_renders_in_headless_chromium(tmp_path):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import ROOT, SUBMISSIONS
+from conftest import ROOT, SUBMISSIONS, generous_config
 
 from grader.cli import main
 
@@ -134,6 +135,25 @@ def test_output_folder_is_checked_before_grading(tmp_path):
         assert result.output == f"Error: cannot write the report to {output}: {why}\n"  # nothing graded, no summary
 
 
+def _busy_descendant(pid: int, cpu_s: float) -> bool:
+    """Whether a process below ``pid`` has run for ``cpu_s`` seconds of CPU: the student's busy loop, inside its call.
+
+    A condition, not a delay: on a loaded machine the grader may take long to reach the call."""
+    ticks, table = os.sysconf("SC_CLK_TCK"), {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            table[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks)
+    frontier, found = {pid}, []
+    while frontier:
+        frontier = {p for p, (parent, _) in table.items() if parent in frontier}
+        found += [table[p][1] for p in frontier]
+    return any(cpu >= cpu_s for cpu in found)
+
+
 def test_ctrl_c_prints_one_line_and_leaves_the_earlier_report(tmp_path):
     import signal
     import subprocess
@@ -142,11 +162,17 @@ def test_ctrl_c_prints_one_line_and_leaves_the_earlier_report(tmp_path):
 
     (tmp_path / "hang.py").write_text("def multi_head_attention(*args, **kwargs):\n    while True:\n        pass\n")
     (tmp_path / "report.json").write_text('{"earlier": true}\n')
-    grading = subprocess.Popen([sys.executable, "-m", "grader", "hang.py", "--config", CONFIG], cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(4)  # inside the first test's call, which loops for its 10 s limit
+    (tmp_path / "limits").mkdir()
+    config = generous_config(tmp_path / "limits")  # the call loops until Ctrl-C, however slowly the grader got there
+    grading = subprocess.Popen([sys.executable, "-m", "grader", "hang.py", "--config", str(config), "--course", str(ROOT)],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    deadline = time.monotonic() + 600  # a bound for a broken grader only: the call's limit is 120 s
+    while not _busy_descendant(grading.pid, 1.0):  # inside the first test's call, looping
+        assert grading.poll() is None and time.monotonic() < deadline, grading.communicate(timeout=30)
+        time.sleep(0.1)
     os.killpg(grading.pid, signal.SIGINT)  # as the terminal's Ctrl-C does: to the whole foreground group
-    stdout, stderr = grading.communicate(timeout=30)
+    stdout, stderr = grading.communicate(timeout=120)
     assert grading.returncode == 130
     assert (stdout, stderr) == ("", "interrupted: grading stopped, nothing written (report.json is left as it was)\n")
     assert (tmp_path / "report.json").read_text() == '{"earlier": true}\n'

@@ -85,15 +85,21 @@ def test_canvas_csv_round_trips_through_a_canvas_shaped_export(reports_dir):
     assert [s.id for s in export.without_report] == ["1099"]
 
 
-def test_canvas_name_match_and_ambiguity():
+def test_canvas_name_match_is_opt_in_and_refused_when_ambiguous():
     students = canvas.read_gradebook(CANVAS_EXPORT + '"Lovelace, Ada",1005,S005,ada2@uni.edu,Section C,,,,\n')
     report = canvas.GradedReport("x.json", {"status": "graded", "score": 3, "student": {"name": "Ada Lovelace"}})
+    export = canvas.match([report], students, match_names=True)
+    assert export.scores == {}
+    assert export.contradictions == [("x.json (Ada Lovelace): its student name 'Ada Lovelace' matches 2 rows: "
+                                     "Lovelace, Ada (1001), Lovelace, Ada (1005)")]
+    report = canvas.GradedReport("y.json", {"status": "graded", "score": 3, "student": {"name": "Grace Hopper"}})
+    # A name alone is a guess: without --match-names the report is listed, not matched.
     export = canvas.match([report], students)
     assert export.scores == {}
-    assert export.unmatched == [("x.json (Ada Lovelace)", ("its student name 'Ada Lovelace' matches 2 students: "
-                                                           "Lovelace, Ada (1001), Lovelace, Ada (1005)"))]
-    report = canvas.GradedReport("y.json", {"status": "graded", "score": 3, "student": {"name": "Grace Hopper"}})
-    assert canvas.match([report], students).scores == {"1003": 3}
+    assert export.unmatched == [("y.json (Grace Hopper)", (
+        "no student in the gradebook has its student name 'Grace Hopper', file name 'y'; its student name "
+        "'Grace Hopper' is the name of Hopper, Grace (1003) (--match-names matches by name)"))]
+    assert canvas.match([report], students, match_names=True).scores == {"1003": 3}
 
 
 def test_points_possible_of_an_assignment():
@@ -214,7 +220,7 @@ def test_reports_that_no_submission_time_orders_give_an_error_row(tmp_path):
     assert untimed.rows == []
     assert untimed.conflicts == [("1001", ("2 reports (x.json, y.json) and no submission time from the LMS orders "
                                            "them all; keep one of them in the reports folder"))]
-    # On the command line: the CSV is written, the student's cell blank, an error line, exit status 1.
+    # On the command line: an error line naming the reports, exit status 1, and nothing written.
     folder = tmp_path / "reports"
     folder.mkdir()
     for name in ("one", "two"):
@@ -223,8 +229,12 @@ def test_reports_that_no_submission_time_orders_give_an_error_row(tmp_path):
     result = CliRunner().invoke(main, ["export", "canvas", str(folder), "--gradebook", str(tmp_path / "export.csv"),
                                        "--assignment", ASSIGNMENT, "-o", str(tmp_path / "canvas.csv")])
     assert result.exit_code == 1
-    assert "error: Lovelace, Ada (1001): 2 reports (one.json, two.json) with the same submission time" in result.stderr
-    assert (tmp_path / "canvas.csv").read_text().splitlines()[1] == '"Lovelace, Ada",1001,S001,ada@uni.edu,Section A,'
+    assert result.stderr == (
+        "error: Lovelace, Ada (1001): 2 reports (one.json, two.json) with the same submission time or id "
+        "2026-11-20T18:00:00.000000+00:00; keep one of them\n"
+        f"Error: 1 contradiction(s) between the reports and the students; nothing written ({tmp_path / 'canvas.csv'} "
+        "is left as it was)\n")
+    assert not (tmp_path / "canvas.csv").exists()
 
 
 def test_formula_names_are_neutralized_in_canvas_and_moodle_csvs():
@@ -237,3 +247,105 @@ def test_formula_names_are_neutralized_in_canvas_and_moodle_csvs():
     built = moodle.build([_report("r.json", 100, {"email": "\tx@uni.edu", "id": "9", "name": "=1+2"})], "email")
     assert list(csv.reader(io.StringIO(moodle.to_csv(built)))) == [
         ["Email address", "ID number", "Full name", "Grade"], ["'\tx@uni.edu", "9", "'=1+2", "100"]]
+
+
+# Exports never guess a student: Canvas matches on its own identifiers (ID, SIS User ID, SIS Login ID),
+# Moodle on ID number or email address; a name alone is opt-in, and any contradiction writes nothing.
+GRACE = {"id": "1003", "email": "grace@uni.edu", "name": "Grace Hopper", "source": "gradescope"}
+ANOTHER_GRACE = CANVAS_EXPORT.replace('"Hopper, Grace",1003,S003,grace@uni.edu,Section B,8.00,,80.00,80.00\n',
+                                      '"Hopper, Grace",2001,S201,ghopper@uni.edu,Section B,8.00,,80.00,80.00\n')
+
+
+def test_a_report_never_lands_on_another_student_of_the_same_name():
+    # The report of student 1003 (grace@uni.edu); the gradebook's only Grace Hopper is 2001 (ghopper@uni.edu).
+    students = canvas.read_gradebook(ANOTHER_GRACE)
+    report = _report("grace.json", 90, GRACE)
+    export = canvas.match([report], students)
+    assert export.scores == {} and export.contradictions == []
+    assert export.unmatched == [("grace.json (Grace Hopper)", (
+        "no student in the gradebook has its student id '1003', student email 'grace@uni.edu', student name "
+        "'Grace Hopper', file name 'grace'; its student name 'Grace Hopper' is the name of Hopper, Grace (2001) "
+        "(--match-names matches by name)"))]
+    # Asked to match by name, it is refused: the ID says it is someone else.
+    export = canvas.match([report], students, match_names=True)
+    assert export.scores == {}
+    assert export.contradictions == [
+        ("grace.json (Grace Hopper): its student name 'Grace Hopper' matches Hopper, Grace (2001) but its student id "
+        "'1003' is not that row's; not matched by name")]
+    # Both Graces in the gradebook: the ID decides, whatever the names.
+    both = canvas.read_gradebook(ANOTHER_GRACE + '"Hopper, Grace",1003,S003,grace@uni.edu,Section B,,,,\n')
+    assert canvas.match([report], both, match_names=True).scores == {"1003": 90}
+
+
+def test_contradictions_between_identifiers_and_names_name_both_rows():
+    students = canvas.read_gradebook(CANVAS_EXPORT + '"Doe, Jane",1010,1001,jd@uni.edu,Section C,,,,\n')
+    cases = [
+        ({"id": "1003", "name": "Alan Turing"},
+         "its student id '1003' matches Hopper, Grace (1003) but its student name 'Alan Turing' matches Turing, Alan (1002)"),
+        ({"id": "1004", "email": "alan@uni.edu"},
+         ("its student id '1004' matches Johnson, Katherine (1004) but its student email 'alan@uni.edu' matches "
+         "Turing, Alan (1002)")),
+        ({"id": "1001"}, "its student id '1001' matches 2 rows: Lovelace, Ada (1001), Doe, Jane (1010)"),
+        ({"email": "kj@uni.edu", "name": "Katherine Johnson"}, None),  # all agree: matched
+    ]
+    for student, why in cases:
+        export = canvas.match([_report("r.json", 50, student)], students, match_names=True)
+        label = f"r.json ({student.get('name') or student.get('email') or student['id']})"
+        assert export.contradictions == ([] if why is None else [f"{label}: {why}"])
+        assert export.scores == ({"1004": 50} if why is None else {})
+
+
+def test_cli_canvas_writes_nothing_on_a_contradiction_and_matches_names_on_request(tmp_path):
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    (folder / "grace.json").write_text(json.dumps(dict(example("correct"), student=GRACE)))
+    (tmp_path / "export.csv").write_text(ANOTHER_GRACE, encoding="utf-8")
+    out = tmp_path / "canvas.csv"
+    args = ["export", "canvas", str(folder), "--gradebook", str(tmp_path / "export.csv"), "--assignment", ASSIGNMENT,
+            "-o", str(out)]
+    result = CliRunner().invoke(main, [*args, "--match-names"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: grace.json (Grace Hopper): its student name 'Grace Hopper' matches Hopper, Grace (2001) but its "
+        "student id '1003' is not that row's; not matched by name\n"
+        f"Error: 1 contradiction(s) between the reports and the students; nothing written ({out} is left as it was)\n")
+    assert not out.exists()
+    result = CliRunner().invoke(main, args)  # without --match-names: listed, not matched, not an error
+    assert result.exit_code == 0, result.output
+    assert "unmatched report grace.json (Grace Hopper): no student in the gradebook has its student id '1003'" in result.stderr
+    assert out.read_text().splitlines()[3] == '"Hopper, Grace",2001,S201,ghopper@uni.edu,Section B,'
+    # A report with a name alone, matched by name on request.
+    (folder / "grace.json").write_text(json.dumps(dict(example("correct"), student={"name": "Grace Hopper"})))
+    result = CliRunner().invoke(main, [*args, "--match-names"])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().splitlines()[3] == '"Hopper, Grace",2001,S201,ghopper@uni.edu,Section B,100'
+
+
+def test_moodle_refuses_reports_whose_email_and_id_number_disagree(tmp_path):
+    grace = _report("grace.json", 90, GRACE)
+    other = _report("ghopper.json", 80, {"id": "1003", "email": "ghopper@uni.edu", "name": "Grace Hopper"})
+    export = moodle.build([grace, other], "email")
+    assert export.contradictions == [
+        ("grace.json (Grace Hopper) and ghopper.json (Grace Hopper) have the same ID number '1003' but the email "
+        "addresses 'grace@uni.edu' and 'ghopper@uni.edu'")]
+    resubmitted = _report("grace2.json", 95, dict(GRACE, id="2001"))
+    export = moodle.build([grace, resubmitted], "email")
+    assert export.contradictions == [
+        ("grace.json (Grace Hopper) and grace2.json (Grace Hopper) are both for email address 'grace@uni.edu' but "
+        "have the ID numbers '1003' and '2001'")]
+    export = moodle.build([grace, other], "idnumber")
+    assert export.contradictions == [
+        ("grace.json (Grace Hopper) and ghopper.json (Grace Hopper) are both for ID number '1003' but have the "
+        "email addresses 'grace@uni.edu' and 'ghopper@uni.edu'")]
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    for name, student in (("grace", GRACE), ("ghopper", other.student)):
+        (folder / f"{name}.json").write_text(json.dumps(dict(example("correct"), student=student)))
+    out = tmp_path / "moodle.csv"
+    result = CliRunner().invoke(main, ["export", "moodle", str(folder), "-o", str(out)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: ghopper.json (Grace Hopper) and grace.json (Grace Hopper) have the same ID number '1003' but the "
+        "email addresses 'ghopper@uni.edu' and 'grace@uni.edu'\n"
+        f"Error: 1 contradiction(s) between the reports and the students; nothing written ({out} is left as it was)\n")
+    assert not out.exists()

@@ -2,8 +2,10 @@
 
 Each file is the correct solution plus one twist. For each we pin down the exact
 score, the status count of each function's tests and a fragment of the message
-of its failed tests, graded with tests/hostile/grader.toml (call limit 2 s,
-submission limit 20 s, 1 GiB of address space). Around the grading: no process
+of its failed tests, graded with tests/hostile/grader.toml (1 GiB of address
+space; call limit 2 s and submission limit 20 s for the kinds that must time
+out, limits no loaded machine reaches for the others: an honest answer that a
+busy machine slowed must not turn into a timeout). Around the grading: no process
 of a submission outlives it, planted files change nothing, and every report is
 valid UTF-8 JSON under 1 MB. Kinds whose outcome depends on isolation (reading
 secrets, network, writing outside the sandbox, signalling everything) run in root
@@ -23,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+from conftest import GENEROUS_LIMITS
 
 from grader.config import load_config
 from grader.grade import grade_submission
@@ -51,6 +54,7 @@ class Expect:
     unpaid: int = 0  # passed tests that a trivial implementation passes too, failed because nothing else passed
     cgroup: bool = False  # needs a cgroup per submission
     memory_mb: int | None = None  # limits.memory_mb for this kind (less memory to fill: faster, steadier)
+    times_out: bool = False  # graded with grader.toml's short limits; the others with GENEROUS_LIMITS
 
 
 def entropy(statuses: dict, message: str, failing: tuple = ()) -> Expect:
@@ -75,17 +79,18 @@ EXPECTED: dict[str, Expect] = {
     "input_at_import": import_failure("EOFError at line 46: EOF when reading a line"),
     "protocol_fd_closed": import_failure("lost its connection to the grader"),
     # A hang at import costs one call limit, not one per test.
-    "hang_at_import": import_failure("importing hang_at_import.py failed: the import did not finish within 2 s"),
+    "hang_at_import": replace(import_failure("importing hang_at_import.py failed: the import did not finish within 2 s"),
+                              times_out=True),
     # One function fails; the others keep their points.
     "missing_function": entropy({"error": 6}, "head_entropy is not defined"),
     "os_exit_in_entropy": entropy({"crashed": 6}, "the submission's process exited with status 1"),
     "segfault_in_entropy": entropy({"crashed": 6}, "the submission's process was killed by SIGSEGV"),
     # A function that hangs costs its own tests two call limits; the other functions keep their 30 points.
-    "hang_in_attention": Expect(30, {**ALL_PASS, MHA: {"timeout": 27}}, "", MHA),
-    "busy_loop": entropy({"passed": 5, "timeout": 1}, "the call did not finish within 2 s",
-                         ("entropy[one-hot-rows]",)),
-    "sigterm_ignored_sleep": entropy({"passed": 5, "timeout": 1}, "the call did not finish within 2 s",
-                                     ("entropy[uniform-rows]",)),
+    "hang_in_attention": Expect(30, {**ALL_PASS, MHA: {"timeout": 27}}, "", MHA, times_out=True),
+    "busy_loop": replace(entropy({"passed": 5, "timeout": 1}, "the call did not finish within 2 s",
+                                 ("entropy[one-hot-rows]",)), times_out=True),
+    "sigterm_ignored_sleep": replace(entropy({"passed": 5, "timeout": 1}, "the call did not finish within 2 s",
+                                             ("entropy[uniform-rows]",)), times_out=True),
     "huge_allocation": entropy({"memory": 6}, "ran out of memory (limit 1024 MB): raised MemoryError at line 47"),
     "memory_growth": entropy({"passed": 5, "memory": 1}, "ran out of memory (limit 1024 MB): raised MemoryError",
                              ("entropy[uniform-rows]",)),
@@ -265,6 +270,8 @@ def graded():
             before = _descendants(os.getpid())  # e.g. a forkserver that earlier tests' batch pools left
             mine = {p for p, (_, uid) in _processes().items() if uid == os.getuid()}
             limits = replace(config.limits, memory_mb=expect.memory_mb or config.limits.memory_mb)
+            if not expect.times_out:  # fork_bomb once scored 97.5 on a busy machine: its call ran past 2 s
+                limits = replace(limits, **GENEROUS_LIMITS)
             clock = time.monotonic()
             reports[name] = grade_submission(HOSTILE / f"{name}.py", replace(config, limits=limits)).report
             walls[name] = time.monotonic() - clock
@@ -307,11 +314,10 @@ def test_hostile_submission(name, graded, validate_report):
         assert [t["name"] for t in failed] == list(expect.failing)
     # No process of the submission outlives its grading (as root: nothing of the trees' uids at all).
     assert leftovers[name] == set()
-    # Valid UTF-8 JSON, under 1 MB; each test's own duration stays within the submission limit.
+    # Valid UTF-8 JSON, under 1 MB.
     text = to_json(report)
     assert len(text.encode("utf-8", "strict")) < 1_000_000
     assert json.loads(text) == report
-    assert report["duration_s"] < 20 + 10
 
 
 def test_huge_output_is_kept_as_head_and_tail(graded):
@@ -377,35 +383,50 @@ def test_the_loop_over_heads_note_quotes_the_loop_escaped(graded):
     assert text.count("scored 100 / 100") == 2  # the real first line, and the quoted comment, escaped
 
 
-def test_the_analysis_of_a_crafted_source_stops_at_its_budget(graded):
+def test_the_analysis_of_a_crafted_source_stops_at_its_budget(graded, monkeypatch):
     """slow_analysis.py: millions of nodes to walk. The analysis stops near its 1 s, warns, and adds no note.
 
     (Before its walks were budgeted it took 5 s on this file and 9.5 s on a 194 kB version of it.)
     """
+    from grader import vectorization
     from grader.vectorization import MAX_SECONDS, analyse
 
     report = graded[0]["slow_analysis"]
     assert report["notes"] == []
     stopped = "the loop-over-heads analysis stopped: {}; so no loop-over-heads note"
-    assert report["warnings"] in ([stopped.format("it ran for more than 1 s")],  # whichever bound comes first
-                                  [stopped.format("it visited more than 2,000,000 syntax nodes")])
+    # Whichever bound comes first: which one does depends on the machine's speed and load, that it stops does not.
+    budgets = ("parsing it took more than 1 s", "it ran for more than 1 s", "it visited more than 2,000,000 syntax nodes")
+    assert report["warnings"] in [[stopped.format(reason)] for reason in budgets]
     source = (HOSTILE / "slow_analysis.py").read_text()
-    started = time.monotonic()
     analysis = analyse(source)
-    assert time.monotonic() - started < MAX_SECONDS + 2  # the budget, plus one parse on a loaded machine
+    assert MAX_SECONDS == 1.0
     assert not analysis.complete and analysis.loops == []
+    assert analysis.reason in budgets
     bigger = source.replace("    if X is None:", "    if X is None:\n" + "        _ = 0\n" * 10_000, 1)
-    started = time.monotonic()
-    assert analyse(bigger).reason == f"the source has {len(bigger):,} characters, more than the 100,000 the analysis reads"
-    assert time.monotonic() - started < 0.5  # refused before ast.parse
+    with monkeypatch.context() as patched:  # refused before ast.parse: parsing is never started
+        patched.setattr(vectorization.ast, "parse", _must_not_run("ast.parse"))
+        assert analyse(bigger).reason == (f"the source has {len(bigger):,} characters, more than the 100,000 "
+                                          "the analysis reads")
+
+
+def _must_not_run(what: str):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{what} was called")
+
+    return refuse
 
 
 @pytest.mark.parametrize(("cells", "message"), [
     (200_000, "is 26.7 MiB, more than the 16 MiB a submission may have (limits.file_size_mb)"),
     (100_000, "is not a valid Jupyter notebook: it has 100,001 cells, more than the 5,000 a notebook may have"),
 ])
-def test_a_huge_notebook_is_refused_quickly(tmp_path, validate_report, cells, message):
-    """200k tiny cells (26.7 MiB) took 18.5 s and 500 MB before: parsed, validated and tokenized twice."""
+def test_a_huge_notebook_is_refused_quickly(tmp_path, validate_report, cells, message, monkeypatch):
+    """200k tiny cells (26.7 MiB) took 18.5 s and 500 MB before: parsed, validated and tokenized twice.
+
+    Now refused before nbformat validates anything (the step that cost most); asserted on what runs, not on time.
+    """
+    import nbformat
+
     source = (HOSTILE.parent / "submissions" / "correct.py").read_text()
     tiny = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "x = 1"}
     notebook = {"cells": [dict(tiny, id=f"c{i:07d}") for i in range(cells)]
@@ -413,36 +434,33 @@ def test_a_huge_notebook_is_refused_quickly(tmp_path, validate_report, cells, me
     path = tmp_path / "huge.ipynb"
     path.write_text(json.dumps(notebook, indent=1))
     before = _descendants(os.getpid())
-    started = time.monotonic()
+    monkeypatch.setattr(nbformat, "validate", _must_not_run("nbformat.validate"))
     report = validate_report(grade_submission(path, load_config(HOSTILE / "grader.toml")).report)
-    assert time.monotonic() - started < 10
     assert report["status"] == "graded" and report["score"] == 0
     assert {t["status"] for t in report["tests"]} == {"import-error"}
     assert report["tests"][0]["message"] == f"importing the notebook failed: huge.ipynb {message}"
     assert _descendants(os.getpid()) - before - {get_zygote().process.pid} == set()
 
 
-CALL_LIMIT = 2  # limits.call_timeout_s of tests/hostile/grader.toml
-MARGIN = 8  # seconds for everything but the hang: grading the rest, on a busy machine
-
-
 def test_a_hanging_function_costs_two_call_limits_and_only_its_own_tests(graded):
-    """Two calls time out; the other 25 attention tests fail at once, not run; the other functions run as usual."""
-    reports, _, walls = graded
+    """Two calls time out; the other 25 attention tests fail at once, not run; the other functions run as usual.
+
+    What the grader decided, not how long it took: without the budget, each of the 27 calls would time out.
+    """
+    reports, _, _ = graded
     tests = [t for t in reports["hang_in_attention"]["tests"] if t["function"] == MHA]
     assert [t["message"] for t in tests[:2]] == ["the call did not finish within 2 s"] * 2
     assert {t["message"] for t in tests[2:]} == {
         "not run: multi_head_attention() already timed out in 2 earlier calls (limits.timeouts_per_function = 2)"}
     assert reports["hang_in_attention"]["functions"][COUNT]["score"] == 15
     assert reports["hang_in_attention"]["functions"][ENTROPY]["score"] == 15
-    # Without the budget, 29 calls of 2 s would run into the 20 s submission limit.
-    assert walls["hang_in_attention"] < 2 * CALL_LIMIT + MARGIN
 
 
 def test_a_hang_at_import_costs_one_call_limit(graded):
-    reports, _, walls = graded
-    assert {t["status"] for t in reports["hang_at_import"]["tests"]} == {"import-error"}
-    assert walls["hang_at_import"] < CALL_LIMIT + MARGIN
+    """One import, timed out once: every test carries that one failure, none ran a call of its own."""
+    reports, _, _ = graded
+    assert {(t["status"], t["message"]) for t in reports["hang_at_import"]["tests"]} == {
+        ("import-error", "importing hang_at_import.py failed: the import did not finish within 2 s")}
 
 
 def test_passed_tests_that_a_trivial_implementation_passes_say_why_they_earn_nothing(graded):
@@ -529,8 +547,9 @@ def test_corpus_in_user_mode(tmp_path_factory):
         if probe.returncode != 0:
             pytest.skip(f"the kernel refuses unprivileged user namespaces here ({probe.stderr.strip()[-200:]})")
         pytest_args = f"-m pytest -q -rs -p no:cacheprovider {shlex.quote(__file__)} -k 'not user_mode'"
+        # The timeout caps a broken grader only: on a loaded machine the whole file may take many minutes.
         run = subprocess.run(_as_nobody(pytest_args, folder, cgroups, env),
-                             check=False, capture_output=True, text=True, timeout=900, cwd=ROOT)
+                             check=False, capture_output=True, text=True, timeout=3600, cwd=ROOT)
     finally:
         for group in cgroups:
             group.rmdir()

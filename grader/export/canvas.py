@@ -7,16 +7,21 @@ row (some exports add a "Manual Posting" row too). The import accepts the same
 five columns followed by one column per assignment named "Title (assignment
 id)"; a blank cell leaves the grade unchanged.
 
-Matching, first hit wins: the report's ``student.id`` with ID or SIS User ID;
-``student.email`` with SIS Login ID; ``student.name`` with Student (as "Last,
-First" or "First Last"); then the report's file name with ID, SIS User ID, SIS
-Login ID or the name; then Canvas's download naming (``name_userid_...`` or
-``name_LATE_userid_...``) with ID. Reports that match nobody, or more than one
-student, and students with no report are listed in the result. A student with
-several reports gets the latest submission's, by the LMS's submission time or id
-(never by the time of grading); when nothing orders them, the student's cell
-stays blank and ``conflicts`` says why. The assignment column must be one of the
-export's (``check_column``), so that a typo never makes Canvas create an assignment.
+Matching goes by Canvas's own identifiers, never by a guess: the report's
+``student.id`` with ID, SIS User ID or SIS Login ID; ``student.email`` with SIS
+Login ID; the report's file name with the same three; Canvas's download naming
+(``name_userid_...`` or ``name_LATE_userid_...``) with ID. Every identifier a
+report carries must point to the same row, and its ``student.name``, when it is
+the name of a row, to that row too. Matching by name alone is opt-in
+(``match_names``) and refused when the report's ID or email is not that row's.
+A contradiction (an identifier pointing to one row and another identifier or
+the name to another; one identifier matching two rows; two reports for one row
+that no submission time orders) is listed in ``contradictions`` with both rows
+named, and the caller writes nothing. Reports that match nobody and students
+with no report are listed. A student with several reports gets the latest
+submission's, by the LMS's submission time or id (never by the time of
+grading). The assignment column must be one of the export's (``check_column``),
+so that a typo never makes Canvas create an assignment.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ class Export:
     matched: dict[str, str] = field(default_factory=dict)  # Canvas ID -> report file
     unmatched: list[tuple[str, str]] = field(default_factory=list)  # (report, why) for reports given no row
     conflicts: list[tuple[CanvasStudent, str]] = field(default_factory=list)  # students whose reports no rule orders
+    contradictions: list[str] = field(default_factory=list)  # reports whose identity points to two rows, or to a row it is not
     without_report: list[CanvasStudent] = field(default_factory=list)  # gradebook students with no score
 
 
@@ -104,16 +110,24 @@ def points_possible(text: str, assignment: str) -> float | None:
     return None
 
 
-def match(reports: list[GradedReport], students: list[CanvasStudent]) -> Export:
-    """Give each report's score to the student it belongs to; list what could not be matched."""
+def match(reports: list[GradedReport], students: list[CanvasStudent], match_names: bool = False) -> Export:
+    """Give each report's score to the row of the student it belongs to; list what could not be matched.
+
+    ``match_names``: a report whose identifiers are in no row may be matched by its student name
+    (or, without one, its file name) when exactly one row has that name and none of its identifiers
+    says otherwise. Nothing here writes: with ``contradictions`` or ``conflicts`` non-empty the
+    export must not be written.
+    """
     export = Export(students, {})
     candidates: dict[str, list[GradedReport]] = {}
     for report in reports:
-        found = _find(report, students)
-        if isinstance(found, str):
-            export.unmatched.append((report.label, found))
-        else:
+        found = _find(report, students, match_names)
+        if isinstance(found, CanvasStudent):
             candidates.setdefault(found.id, []).append(report)
+        elif found[0] == "contradiction":
+            export.contradictions.append(f"{report.label}: {found[1]}")
+        else:
+            export.unmatched.append((report.label, found[1]))
     for student in students:
         mine = candidates.get(student.id, [])
         if not mine:
@@ -123,7 +137,7 @@ def match(reports: list[GradedReport], students: list[CanvasStudent]) -> Export:
         if chosen is None:
             export.conflicts.append((student, why))
             continue
-        export.unmatched += [(r.label, f"{student.name} ({student.id}) has the later submission {chosen.file}")
+        export.unmatched += [(r.label, f"{_row(student)} has the later submission {chosen.file}")
                              for r in mine if r is not chosen]
         if chosen.report.get("status") != "graded":
             failed = f"the grader failed on it ({chosen.report.get('error')}); no score exported"
@@ -135,31 +149,74 @@ def match(reports: list[GradedReport], students: list[CanvasStudent]) -> Export:
     return export
 
 
-def _find(report: GradedReport, students: list[CanvasStudent]) -> CanvasStudent | str:
-    """The one student ``report`` belongs to, or why there is none."""
+def _row(student: CanvasStudent) -> str:
+    return f"{student.name} ({student.id})"
+
+
+def _rows(students: list[CanvasStudent]) -> str:
+    return ", ".join(_row(s) for s in students)
+
+
+def _same_login(value: str, student: CanvasStudent) -> bool:
+    return bool(student.sis_login_id) and value.lower() == student.sis_login_id.lower()
+
+
+def _find(report: GradedReport, students: list[CanvasStudent], match_names: bool) -> CanvasStudent | tuple[str, str]:
+    """The one row ``report`` belongs to, or ("unmatched" | "contradiction", why)."""
     student = report.student
     sid, email, name = str(student.get("id") or ""), str(student.get("email") or ""), str(student.get("name") or "")
+    if student.get("source") == "file":  # batch grading's stand-in: the file name, not an identity
+        sid = ""
     stem = report.stem
     tokens = stem.split("_")
     canvas_user = tokens[2] if len(tokens) > 2 and tokens[1] == "LATE" else tokens[1] if len(tokens) > 1 else ""
-    rules = [
-        ("student id", sid, lambda s: sid in (s.id, s.sis_user_id)),
-        ("student email", email, lambda s: email.lower() in (s.sis_login_id.lower(),)),
-        ("student name", name, lambda s: normal_name(name) == normal_name(s.name)),
-        ("file name", stem, lambda s: stem in (s.id, s.sis_user_id) or stem.lower() == s.sis_login_id.lower()
-         or normal_name(stem) == normal_name(s.name)),
-        ("Canvas download name", canvas_user, lambda s: canvas_user.isdigit() and canvas_user == s.id),
+    if not canvas_user.isdigit():
+        canvas_user = ""
+    # (what, value, does this row have it?, may it contradict a row found by name?)
+    identifiers = [
+        ("student id", sid, lambda s: sid in (s.id, s.sis_user_id) or _same_login(sid, s),
+         lambda s: sid not in (s.id, s.sis_user_id) and not _same_login(sid, s)),
+        ("student email", email, lambda s: _same_login(email, s),
+         lambda s: "@" in s.sis_login_id and not _same_login(email, s)),
+        ("file name", stem, lambda s: stem in (s.id, s.sis_user_id) or _same_login(stem, s), lambda s: False),
+        ("Canvas download name", canvas_user, lambda s: canvas_user == s.id, lambda s: canvas_user != s.id),
     ]
-    for what, value, test in rules:
+    found: list[tuple[str, str, CanvasStudent]] = []
+    for what, value, has, _ in identifiers:
         if not value:
             continue
-        hits = [s for s in students if test(s)]
-        if len(hits) == 1:
-            return hits[0]
+        hits = [s for s in students if has(s)]
         if len(hits) > 1:
-            return f"its {what} {value!r} matches {len(hits)} students: " + ", ".join(f"{s.name} ({s.id})" for s in hits)
-    tried = ", ".join(f"{what} {value!r}" for what, value, _ in rules if value)
-    return f"no student in the gradebook has its {tried}"
+            return "contradiction", f"its {what} {value!r} matches {len(hits)} rows: {_rows(hits)}"
+        if hits:
+            found.append((what, value, hits[0]))
+    for what, value, row in found[1:]:
+        if row != found[0][2]:
+            return "contradiction", (f"its {found[0][0]} {found[0][1]!r} matches {_row(found[0][2])} but its "
+                                     f"{what} {value!r} matches {_row(row)}")
+    name_what, name_value = ("student name", name) if name else ("file name", stem)
+    named = [s for s in students if normal_name(name_value) and normal_name(name_value) == normal_name(s.name)]
+    if found:
+        what, value, row = found[0]
+        if name and named and row not in named:
+            return "contradiction", (f"its {what} {value!r} matches {_row(row)} but its student name {name!r} "
+                                     f"matches {_rows(named)}")
+        return row
+    tried = ", ".join(f"{what} {value!r}" for what, value in
+                      (("student id", sid), ("student email", email), ("student name", name), ("file name", stem)) if value)
+    if not named:
+        return "unmatched", f"no student in the gradebook has its {tried}"
+    if not match_names:
+        return "unmatched", (f"no student in the gradebook has its {tried}; its {name_what} {name_value!r} is "
+                             f"the name of {_rows(named)} (--match-names matches by name)")
+    if len(named) > 1:
+        return "contradiction", f"its {name_what} {name_value!r} matches {len(named)} rows: {_rows(named)}"
+    against = [(what, value) for what, value, _, contradicts in identifiers if value and contradicts(named[0])]
+    if against:
+        what, value = against[0]
+        return "contradiction", (f"its {name_what} {name_value!r} matches {_row(named[0])} but its {what} "
+                                 f"{value!r} is not that row's; not matched by name")
+    return named[0]
 
 
 def to_csv(export: Export, assignment: str) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import grader
 from grader.assignment import load_assignment
-from grader.config import load_config
+from grader.config import load_config, with_course
 
 TEMPLATES = Path(__file__).parent / "templates"
 DISTRIBUTION = "mha-grader"
@@ -57,14 +57,17 @@ def _requirements(distribution: str) -> list[str]:
     return names
 
 
-def build_zip(config_path: Path, target: Path) -> list[str]:
+def build_zip(config_path: Path, target: Path, *, course: Path | None = None) -> list[str]:
     """Write the autograder zip for the course of grader.toml at ``config_path`` to ``target``.
 
-    Returns the names the zip holds (the file is always stored as grader.toml).
+    ``course``: the course folder (assignments/, reference/), when not grader.toml's own
+    (grader.config.find_course). Returns the names the zip holds (the file is always stored as grader.toml).
     Raises ConfigError for a bad grader.toml, ValueError when the graded suite is
     not inside grader.toml's folder (the zip keeps paths relative to it).
     """
     config = load_config(config_path)
+    if course is not None:
+        config = with_course(config, course)
     root = config.root
     package = Path(grader.__file__).resolve().parent
     suite = config.suite_dir.resolve()
