@@ -37,6 +37,7 @@ _BUILTINS = frozenset(dir(builtins))
 _SKIPPED = {tokenize.ENCODING, tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT,
             tokenize.ENDMARKER}
 MODULE_UNIT = "<module>"
+MAX_SOURCE = 1 << 20  # characters: a larger file (no 30-line exercise) is not parsed, as grader.submission does
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,15 +197,17 @@ def starter_hashes(source: str, k: int = K) -> set[int]:
     """Every k-gram hash of the starter (not only the winnowed ones): none of them is evidence."""
     try:
         return {h for h, _ in kgrams(normalize(source), k)}
-    except (SyntaxError, tokenize.TokenError, ValueError):
+    except (SyntaxError, tokenize.TokenError, ValueError, RecursionError, MemoryError):
         return set()
 
 
 def fingerprint(source: str, starter: set[int] = frozenset(), k: int = K, window: int = WINDOW) -> Fingerprint:  # type: ignore[assignment]
     """The winnowed fingerprints of ``source`` less the ``starter``'s k-grams; ``error`` set when it does not parse."""
+    if len(source) > MAX_SOURCE:
+        return Fingerprint(error=f"over {MAX_SOURCE >> 20} MiB: not compared")
     try:
         tokens = normalize(source)
-    except (SyntaxError, tokenize.TokenError, ValueError) as exc:  # ValueError: a NUL byte
+    except (SyntaxError, tokenize.TokenError, ValueError, RecursionError, MemoryError) as exc:  # ValueError: a NUL
         return Fingerprint(error=f"not readable as Python: {exc.__class__.__name__}")
     result = Fingerprint(tokens=len(tokens))
     for value, index in winnow(kgrams(tokens, k), window):

@@ -82,7 +82,7 @@ def render_html(data: dict) -> str:
     resubmitted = [s for s in data["students"] if s["kind"] == SUBMISSION]
     facts = [("went up", counts["up"]), ("went down", counts["down"]), ("unchanged", counts["unchanged"]),
              ("submission changed", counts["submission-changed"]), ("only in the old run", counts["only-old"]),
-             ("only in the new run", counts["only-new"]), ("mean change", f"{data['mean_delta']:+g}")]
+             ("only in the new run", counts["only-new"]), ("mean change, same submissions", f"{data['mean_delta']:+g}")]
     facts_html = "".join(f"<div class='fact'><b>{_e(v)}</b><span>{_e(k)}</span></div>" for k, v in facts)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>What the regrade changed</title><style>{STYLE}</style></head>

@@ -231,18 +231,21 @@ def matched_spans(a: Fingerprint, b: Fingerprint, shared: set[int]) -> list[dict
     Each region's fingerprints lie in one unit (function) on each side; regions are ordered by
     their place in ``a``. The same index colours a region on both sides of the page.
     """
-    marks = sorted((a.hashes[h][1], a.hashes[h][2], b.hashes[h][1], b.hashes[h][2], a.hashes[h][0], b.hashes[h][0])
-                   for h in shared)
+    theirs = b.hashes
     spans: list[dict] = []
-    for a0, a1, b0, b1, ua, ub in marks:
-        last = spans[-1] if spans else None
-        if (last and last["a_unit"] == ua and last["b_unit"] == ub and a0 <= last["a"][1] + 1
+    last: dict | None = None
+    for h, (ua, a0, a1) in a.hashes.items():  # in a's token order: first lines never decrease
+        if h not in shared:
+            continue
+        ub, b0, b1 = theirs[h]
+        if (last is not None and last["a_unit"] == ua and last["b_unit"] == ub and a0 <= last["a"][1] + 1
                 and last["b"][0] - 1 <= b0 <= last["b"][1] + 1):
             last["a"][1] = max(last["a"][1], a1)
             last["b"][0] = min(last["b"][0], b0)
             last["b"][1] = max(last["b"][1], b1)
         else:
-            spans.append({"a": [a0, a1], "b": [b0, b1], "a_unit": ua, "b_unit": ub})
+            last = {"a": [a0, a1], "b": [b0, b1], "a_unit": ua, "b_unit": ub}
+            spans.append(last)
     return spans
 
 

@@ -95,8 +95,8 @@ def _pair_rows(data: dict, labels: dict[str, str]) -> str:
 
 
 def _side(work: Work | None, key: str, marks: dict[int, int], label: str) -> str:
-    if work is None or work.source is None:
-        why = work.note if work is not None else "not found"
+    if work is None or work.source is None or work.fp.error:
+        why = (work.note or work.fp.error) if work is not None else "not found"
         return f"<div class='side'><h4>{_e(label)}</h4><p class='hint'>No code to show: {_e(why)}</p></div>"
     lines = []
     for number, text in enumerate(work.source.splitlines(), start=1):

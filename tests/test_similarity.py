@@ -83,6 +83,11 @@ def test_the_starter_and_a_nearly_empty_file_are_no_evidence():
     assert data["flagged"] == 0 and data["pairs"][0]["code_score"] == 0
     broken = fingerprint("def f(:\n", STARTER)
     assert broken.error == "not readable as Python: SyntaxError" and broken.hashes == {}
+    # Hostile files are parsed, never run; what cannot be parsed within bounds is no evidence and no crash.
+    deep = fingerprint("-" * 200_000 + "1\n", STARTER)  # the parser's own limit: MemoryError or RecursionError
+    assert deep.error in ("not readable as Python: MemoryError", "not readable as Python: RecursionError")
+    assert fingerprint("x = 1\n" * 200_000, STARTER).error == "over 1 MiB: not compared"
+    assert fingerprint("a\x00b", STARTER).error == "not readable as Python: SyntaxError"
 
 
 def test_clusters_are_groups_of_three_or_more():
