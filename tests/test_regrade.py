@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 from pathlib import Path
 
@@ -79,7 +80,7 @@ def test_each_students_deltas_are_exact(runs):
 
 
 def test_a_changed_submission_is_listed_apart_with_its_verdicts(runs):
-    _, new, output = runs
+    _, new, _ = runs
     again = rows(new)["resubmitted.py"]
     assert (again["kind"], again["submission_changed"], again["old_score"], again["new_score"], again["delta"]) == (
         "submission-changed", "true", "39.1667", "110", "70.8333")
@@ -130,9 +131,9 @@ def test_a_cell_that_would_run_as_a_formula_is_neutralized_and_read_back(tmp_pat
 
     for run, score in (("A", 1), ("B", 2)):
         (tmp_path / run / "reports").mkdir(parents=True)
-        (tmp_path / run / "reports" / "=cmd.py.json").write_text(
-            '{"schema_version": 1, "score": %d, "max_score": 2, "status": "graded", "functions": {}, "tests": [],'
-            ' "submission": {"path": "=cmd.py", "sha256": "same"}, "student": {"id": "-1"}}' % score)
+        (tmp_path / run / "reports" / "=cmd.py.json").write_text(json.dumps(
+            {"schema_version": 1, "score": score, "max_score": 2, "status": "graded", "functions": {}, "tests": [],
+             "submission": {"path": "=cmd.py", "sha256": "same"}, "student": {"id": "-1"}}))
     text = diff_csv(compare(load(tmp_path / "A"), load(tmp_path / "B")))
     assert text.splitlines()[1].startswith("'=cmd.py,'-1,,up,1,2,1,")
     assert changed_keys(text) == {"=cmd.py"}
