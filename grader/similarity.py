@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import heapq
 import json
 import re
 from collections import Counter, defaultdict
@@ -30,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+
+import numpy as np
 
 from grader.fingerprints import Fingerprint, fingerprint
 from grader.report import one_line
@@ -42,7 +43,8 @@ RARE_FLOOR = 5
 CALIBRATION_FALLBACK = 0.90  # the threshold when no independent solution was found to calibrate on
 GENERIC_CODES = ("wrong-shape", "non-finite", "causal-leak")  # findings that name no misconception
 _VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-\d,]+ \(off by")
-UNFLAGGED_LISTED = 20  # the highest unflagged pairs listed in similarity.json, for context
+UNFLAGGED_LISTED = 20
+SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix  # the highest unflagged pairs listed in similarity.json, for context
 
 # Independent solutions of each exercise that calibrate the code scores, relative to the course folder.
 CALIBRATION_PATHS: dict[str, tuple[str, ...]] = {
@@ -163,27 +165,25 @@ def analyse(works: list[Work], calibration: Calibration, starter: set[int]) -> d
     patterns = {w.key: failure_pattern(w.report) for w in works}
     pattern_counts = Counter(p for p in patterns.values() if p)
 
-    prints = {w.key: frozenset(w.fp.hashes) if len(w.fp.hashes) >= MIN_FINGERPRINTS else frozenset() for w in works}
-    rare = {w.key: frozenset((name, sig) for name, sig in outputs[w.key].items() if output_counts[(name, sig)] < rare_below)
-            for w in works}
-    compared = 0
-    found: list[tuple[float, Work, Work, frozenset]] = []  # (code score, a, b, shared rare wrong outputs)
-    for i, a in enumerate(works):
-        mine, my_outputs = prints[a.key], rare[a.key]
-        for b in works[i + 1:]:
-            if a.term and b.term:
-                continue  # two past submissions: not this class's business
-            compared += 1
-            theirs = prints[b.key]
-            score = len(mine & theirs) / min(len(mine), len(theirs)) if mine and theirs else 0.0
-            same = my_outputs & rare[b.key] if my_outputs else frozenset()
-            found.append((score, a, b, same))
-    flagged = [f for f in found if f[0] > calibration.threshold or len(f[3]) >= MIN_SHARED_TESTS]
-    marked = {(f[1].key, f[2].key) for f in flagged}
-    context = heapq.nlargest(UNFLAGGED_LISTED, (f for f in found if (f[1].key, f[2].key) not in marked),
-                             key=lambda f: (f[0], len(f[3])))
+    prints = [frozenset(w.fp.hashes) if len(w.fp.hashes) >= MIN_FINGERPRINTS else frozenset() for w in works]
+    rare = [frozenset((name, sig) for name, sig in outputs[w.key].items() if output_counts[(name, sig)] < rare_below)
+            for w in works]
+    # Every pair at once: shared fingerprints and shared rare wrong outputs as two matrix products.
+    shared, outputs_shared = shared_counts(prints), shared_counts(rare)
+    sizes = np.array([len(p) for p in prints], dtype=np.float64)
+    smaller = np.minimum.outer(sizes, sizes)
+    scores = np.divide(shared, smaller, out=np.zeros_like(shared), where=smaller > 0)
+    past = np.array([bool(w.term) for w in works])
+    compare = np.triu(np.ones((len(works), len(works)), dtype=bool), 1) & ~np.logical_and.outer(past, past)
+    flag = compare & ((scores > calibration.threshold) | (outputs_shared >= MIN_SHARED_TESTS))
+    rest_i, rest_j = np.nonzero(compare & ~flag)
+    order = np.lexsort((rest_j, rest_i, -outputs_shared[rest_i, rest_j], -scores[rest_i, rest_j]))[:UNFLAGGED_LISTED]
+    chosen = [*zip(*np.nonzero(flag)), *zip(rest_i[order], rest_j[order])]
+    compared = int(compare.sum())
+    flagged = [(works[i], works[j]) for i, j in zip(*np.nonzero(flag))]
+    found = [(float(scores[i, j]), works[i], works[j], rare[i] & rare[j]) for i, j in chosen]
     listed = [_pair(score, a, b, same, calibration, outputs, output_counts, patterns, pattern_counts, rare_below)
-              for score, a, b, same in [*flagged, *context]]
+              for score, a, b, same in found]
     listed.sort(key=lambda p: (not p["flagged"], -p["code_score"], -len(p["shared_wrong_outputs"]), p["a"], p["b"]))
     return {
         "about": ("Evidence of shared work: a flagged pair is a reason to look at two submissions side by side, "
@@ -199,7 +199,7 @@ def analyse(works: list[Work], calibration: Calibration, starter: set[int]) -> d
         "pairs": listed,
         "pairs_compared": compared,
         "flagged": len(flagged),
-        "clusters": clusters([(a.key, b.key) for _, a, b, _ in flagged]),
+        "clusters": clusters([(a.key, b.key) for a, b in flagged]),
     }
 
 
@@ -223,6 +223,24 @@ def _pair(score: float, a: Work, b: Work, same: frozenset, calibration: Calibrat
             "shared_wrong_outputs": [{"test": name, "output": one_line(outputs[a.key][name]),
                                       "students_sharing": output_counts[(name, outputs[a.key][name])]}
                                      for name in names]}
+
+
+def shared_counts(sets: Sequence[frozenset]) -> np.ndarray:
+    """(n, n) float64: how many items each two of the ``sets`` share (exact counts).
+
+    Items held by one set only are left out; the others are columns of a 0/1 matrix M, taken in
+    blocks of SHARED_BLOCK columns, and the counts are M·Mᵀ (float32 products of 0 and 1, exact).
+    """
+    held = Counter(item for items in sets for item in items)
+    columns = {item: c for c, item in enumerate(item for item, n in held.items() if n > 1)}
+    rows = [sorted(columns[item] for item in items if item in columns) for items in sets]
+    counts = np.zeros((len(sets), len(sets)), dtype=np.float64)
+    for first in range(0, len(columns), SHARED_BLOCK):
+        block = np.zeros((len(sets), min(SHARED_BLOCK, len(columns) - first)), dtype=np.float32)
+        for r, cols in enumerate(rows):
+            block[r, [c - first for c in cols if first <= c < first + SHARED_BLOCK]] = 1
+        counts += block @ block.T
+    return counts
 
 
 def matched_spans(a: Fingerprint, b: Fingerprint, shared: set[int]) -> list[dict]:
