@@ -11,6 +11,8 @@ does in this course), and held out (calibrated on reference/styles and tests/sub
 only, so the fresh independent solutions are unseen). copydetect (pip install copydetect) is run
 with its defaults: noise threshold 25 tokens, guarantee threshold 30 (window 6), no boilerplate,
 a pair reported when either file's similarity exceeds display_t = 0.33; it has no output evidence.
+copydetect hashes k-grams with Python's hash(), so its figures change from run to run unless
+PYTHONHASHSEED is set; ours use a fixed hash.
 """
 
 from __future__ import annotations
