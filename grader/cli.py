@@ -399,7 +399,7 @@ def _write_csv(text: str, output: str) -> None:
         raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
 
 
-def _load_reports(folder: Path):
+def _load_reports(folder: Path, only_changed: Path | None = None):
     from grader.export.reports import load_reports
 
     try:
@@ -408,7 +408,25 @@ def _load_reports(folder: Path):
         raise click.ClickException(str(exc)) from None
     for name, why in found.skipped:
         click.echo(f"skipped {one_line(name)}: {one_line(why)}", err=True)
+    if only_changed is not None:
+        return _only_changed(found.reports, only_changed)
     return found.reports
+
+
+def _only_changed(reports: list, diff: Path) -> list:
+    """The reports whose score diff.csv (`grade diff`) says changed, or that only its new run has."""
+    from grader.regrade import changed_keys
+
+    try:
+        keys = changed_keys(diff.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise click.ClickException(f"cannot read {diff}: {exc}") from None
+    kept = [r for r in reports if r.file[: -len(".json")] in keys]
+    click.echo(f"--only-changed: {len(kept)} of {len(reports)} report(s) changed according to {diff}", err=True)
+    return kept
+
+
+ONLY_CHANGED_HELP = "Export only the students whose score the diff.csv of `grade diff` says changed."
 
 
 @export_group.command("canvas")
@@ -423,8 +441,9 @@ def _load_reports(folder: Path):
               help="Match a report whose IDs and email are in no row by its student's name, when one row has it "
                    "and no ID or email of the report contradicts that row.")
 @click.option("-o", "--output", default="canvas.csv", show_default=True, help="Where to write the CSV; - for stdout.")
+@click.option("--only-changed", type=click.Path(path_type=Path), default=None, metavar="DIFF_CSV", help=ONLY_CHANGED_HELP)
 def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, new_column: bool, match_names: bool,
-                          output: str) -> None:
+                          output: str, only_changed: Path | None) -> None:
     """Write a CSV that Canvas's gradebook import accepts.
 
     Columns Student, ID, SIS User ID, SIS Login ID, Section and one named
@@ -448,7 +467,7 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, n
         raise click.ClickException(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"cannot read the gradebook {gradebook}: {exc}") from None
-    reports = _load_reports(reports_dir)
+    reports = _load_reports(reports_dir, only_changed)
     export = canvas.match(reports, students, match_names=match_names)
     errors = [*export.contradictions,
               *(f"{student.name} ({student.id}): {why}" for student, why in export.conflicts)]
@@ -483,7 +502,8 @@ def _refuse_contradictions(errors: list[str], output: str) -> None:
               help="The user field Moodle matches rows by.")
 @click.option("--column", default="Grade", show_default=True, help="Name of the grade column.")
 @click.option("-o", "--output", default="moodle.csv", show_default=True, help="Where to write the CSV; - for stdout.")
-def export_moodle_command(reports_dir: Path, key: str, column: str, output: str) -> None:
+@click.option("--only-changed", type=click.Path(path_type=Path), default=None, metavar="DIFF_CSV", help=ONLY_CHANGED_HELP)
+def export_moodle_command(reports_dir: Path, key: str, column: str, output: str, only_changed: Path | None) -> None:
     """Write a CSV for Moodle's grade import, keyed by email address or ID number.
 
     Columns "Email address", "ID number", "Full name" and the grade; every report
@@ -494,7 +514,7 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str)
     """
     from grader.export import moodle
 
-    export = moodle.build(_load_reports(reports_dir), key)
+    export = moodle.build(_load_reports(reports_dir, only_changed), key)
     _refuse_contradictions([*export.contradictions, *(f"{value}: {why}" for value, why in export.conflicts)], output)
     _write_csv(moodle.to_csv(export, column), output)
     for label, why in export.unmatched:
@@ -550,11 +570,15 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
                    "html writes each student's feedback page into OUTDIR/html/, linked from summary.html; repeatable.")
 @click.option("--allow-unisolated", is_flag=True,
               help="Grade even where the kernel allows no namespaces (submissions could then reach each other).")
+@click.option("--similarity", is_flag=True, help="Then compare the submissions (as `grade similar OUTDIR`).")
+@click.option("--regrade-of", "regrade_of", type=click.Path(path_type=Path), default=None, metavar="OLD",
+              help="Then compare with an earlier run's output folder (as `grade diff OLD OUTDIR`).")
 @course_option
 @assignment_option
 def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resume: bool, scheduler: str | None,
                   scheduler_timeout: float | None, config_path: Path | None, seed: int | None,
-                  formats: tuple[str, ...], allow_unisolated: bool, course: Path | None, assignment: str | None) -> None:
+                  formats: tuple[str, ...], allow_unisolated: bool, similarity: bool, regrade_of: Path | None,
+                  course: Path | None, assignment: str | None) -> None:
     """Grade every .py and .ipynb file under PATHS, in parallel, into a gradebook.
 
     Understands Gradescope's export layout (submission_metadata.yml beside one
@@ -616,6 +640,88 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     click.echo(summary_table(result.summary), nl=False)
     click.echo(f"{result.graded_now} graded now, {result.resumed} kept from earlier runs; "
                f"wrote {outdir}/gradebook.csv, summary.json, summary.html and reports/")
+    if similarity:
+        _similar(outdir, config, (), ())
+    if regrade_of is not None:
+        _diff(regrade_of, outdir, outdir)
     if result.summary["errors"]:
         raise click.ClickException(f"{result.summary['errors']} submission(s) could not be graded; "
                                    f"see {outdir}/gradebook.csv")
+
+
+def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibration: tuple[Path, ...]) -> None:
+    from grader.similarity_run import SimilarityError, run_similarity, terminal_lines
+
+    try:
+        data = run_similarity(outdir, config, against=against, calibration=calibration)
+    except SimilarityError as exc:
+        raise click.ClickException(str(exc)) from None
+    for line in terminal_lines(data):
+        click.echo(line)
+    click.echo(f"wrote {outdir}/similarity.json and similarity.html")
+
+
+@main.command("similar")
+@click.argument("outdir", type=click.Path(path_type=Path))
+@click.option("--against", multiple=True, type=click.Path(path_type=Path), metavar="DIR",
+              help="A past term's output folder of `grade batch` to compare with as well; repeatable.")
+@click.option("--calibration", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
+              help="More independent solutions (a .py file or a folder of them) to calibrate on; repeatable.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
+@assignment_option
+def similar_command(outdir: Path, against: tuple[Path, ...], calibration: tuple[Path, ...], config_path: Path | None,
+                    assignment: str | None) -> None:
+    """Find pairs of a batch's submissions that share code or wrong outputs: evidence to look at.
+
+    Reads OUTDIR (a `grade batch` output folder) and the files its reports name;
+    writes OUTDIR/similarity.json and similarity.html, adds a similarity column to
+    gradebook.csv and a link to summary.html. Code scores are calibrated on
+    independent solutions of the exercise; a flag is a reason to look, not a finding.
+    """
+    config = _config(config_path, None, assignment=assignment or _batch_assignment(outdir))
+    _similar(outdir, config, against, calibration)
+
+
+def _batch_assignment(outdir: Path) -> str | None:
+    """The assignment a batch's summary.json names, if it is one of the course's."""
+    import json
+
+    try:
+        name = json.loads((outdir / "summary.json").read_text(encoding="utf-8")).get("assignment")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) and name else None
+
+
+def _diff(old: Path, new: Path, output: Path) -> None:
+    from grader.regrade import changed, terminal_line
+    from grader.regrade_html import run_diff
+
+    try:
+        data = run_diff(old, new, output)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write into {output}: {exc.strerror or exc}") from None
+    for student in data["students"]:
+        if changed(student):
+            click.echo(terminal_line(student))
+    counts = data["counts"]
+    click.echo(f"{counts['up']} up, {counts['down']} down, {counts['unchanged']} unchanged, "
+               f"{counts['submission-changed']} with a changed submission, {counts['only-old']} only in {old}, "
+               f"{counts['only-new']} only in {new}; wrote {output}/diff.csv and diff.html")
+
+
+@main.command("diff")
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Folder for diff.csv and diff.html (default: NEW).")
+def diff_command(old: Path, new: Path, output: Path | None) -> None:
+    """Show what a regrade changed between two `grade batch` output folders of the same class.
+
+    One line per student whose score, tests or diagnoses changed; students whose
+    submission itself changed are told apart. Writes diff.csv (for
+    `grade export canvas|moodle --only-changed`) and diff.html.
+    """
+    _diff(old, new, output if output is not None else new)
