@@ -255,10 +255,18 @@ class Search:
     @staticmethod
     def _unnamed(got: object, expected: object, rtol: float, atol: float, catalogue: Mapping[str, Explained],
                  probed: Probed | None) -> Diagnosis | None:
-        """No combination matches: where a probe showed something unknown, say so; else a generic finding."""
-        if probed is not None and probed.unexplained:
-            return something_else(probed.unexplained, catalogue)
-        return diagnose(got, expected, {}, rtol, atol, catalogue)
+        """No combination matches: a generic finding (what is seen), with where a probe showed something unknown.
+
+        A wrong shape or non-finite values keep their finding, and its text says where the probes place it;
+        otherwise the finding is "something else is wrong in <step>", or None when no probe says where.
+        """
+        found = diagnose(got, expected, {}, rtol, atol, catalogue)
+        if probed is None or not probed.unexplained:
+            return found
+        where = something_else(probed.unexplained, catalogue)
+        if found is None:
+            return where
+        return Diagnosis(found.code, f"{found.explanation} {_placed(probed.unexplained)}", found.section)
 
 
 def _cheapest(keys: Sequence[str]) -> str:
@@ -266,11 +274,19 @@ def _cheapest(keys: Sequence[str]) -> str:
     return min(keys, key=lambda key: key.count(SEP))
 
 
+def _said(where: Sequence[str]) -> str:
+    return where[0] if len(where) == 1 else ", ".join(where[:-1]) + " and " + where[-1]
+
+
+def _placed(where: Sequence[str]) -> str:
+    """The sentence a generic finding gains from the probes: "An extra call that isolates the … shows it there."."""
+    return f"An extra call that isolates {_said(where)} (it pays no points) shows something wrong there."
+
+
 def something_else(where: Sequence[str], catalogue: Mapping[str, Explained] | None = None) -> Diagnosis:
     """The finding "something else is wrong in <step>" for the steps whose probes matched no misconception."""
     finding = (catalogue or {}).get(SOMETHING_ELSE) or GENERIC[SOMETHING_ELSE]
-    said = where[0] if len(where) == 1 else ", ".join(where[:-1]) + " and " + where[-1]
-    return Diagnosis(SOMETHING_ELSE, finding.explanation.replace("{where}", said), finding.section)
+    return Diagnosis(SOMETHING_ELSE, finding.explanation.replace("{where}", _said(where)), finding.section)
 
 
 EVIDENCE_STATUSES = ("failed", "error")  # what a wrong value or a raise gives; a timeout or crash says nothing

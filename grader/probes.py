@@ -71,7 +71,7 @@ class ProbeResult:
     """What the probes of one function showed."""
 
     keys: tuple[str, ...]  # the compositions still possible (with at least one switch), cheapest first
-    unexplained: tuple[str, ...] = ()  # labels of steps whose probe matched no option
+    unexplained: tuple[str, ...] = ()  # where a probe matched no option: "the causal mask", "the keys' … or the …"
     calls: int = 0  # how many probe calls were made
     complete: bool = True  # False when a probe call did not return or raise (a timeout, a crash): nothing claimed
 
@@ -106,7 +106,8 @@ def identify(plan: ProbePlan, call: Call, rtol: float, atol: float) -> ProbeResu
     when it did not answer (then probing stops and nothing is claimed).
     """
     possible: dict[str, list[str]] = {s.name: [RIGHT, *s.codes] for s in plan.steps}
-    unexplained: list[str] = []
+    unexplained: list[str] = []  # step names
+    blamed: list[tuple[str, ...]] = []  # per failed probe, the labels of the steps one of which is wrong
     calls = 0
     for probe in plan.probes:
         if any(name in unexplained for name in probe.sees) or probe.step in unexplained:
@@ -114,7 +115,7 @@ def identify(plan: ProbePlan, call: Call, rtol: float, atol: float) -> ProbeResu
         got = call(probe)
         calls += 1
         if got is None:
-            return ProbeResult((), tuple(_label(plan, s) for s in unexplained), calls, complete=False)
+            return ProbeResult((), _where(blamed), calls, complete=False)
         fixed = {name: options[0] for name, options in possible.items() if name not in probe.sees}
         seen = [name for name in probe.sees if name in possible]
         kept: dict[str, set[str]] = {name: set() for name in seen}
@@ -123,13 +124,25 @@ def identify(plan: ProbePlan, call: Call, rtol: float, atol: float) -> ProbeResu
             if matches(got, _reference(plan, probe, codes), rtol, atol):
                 for name, option in zip(seen, choice):
                     kept[name].add(option)
+        if not any(kept.values()) and isinstance(got, str):
+            # It raised where no switch raises: that says nothing of a step (code that always raises).
+            return ProbeResult((), (), calls, complete=False)
         if not any(kept.values()):
-            unexplained.append(probe.step)
+            # Its own step, and any other it sees that no earlier probe has settled: one of them is wrong.
+            unexplained += [name for name in dict.fromkeys((probe.step, *seen))
+                            if name not in unexplained and (name == probe.step or len(possible[name]) > 1)]
+            blamed.append(tuple(_label(plan, name) for name in dict.fromkeys((probe.step, *seen))
+                                if name == probe.step or len(possible[name]) > 1))
             continue
         for name in seen:
             possible[name] = [o for o in possible[name] if o in kept[name]]
-    return ProbeResult(_compositions(plan, possible, unexplained), tuple(_label(plan, s) for s in unexplained),
-                       calls)
+    return ProbeResult(_compositions(plan, possible, unexplained), _where(blamed), calls)
+
+
+def _where(blamed: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
+    """Each failed probe's steps as one phrase: "the keys' transpose or the scaling of the scores"."""
+    return tuple(labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]
+                 for labels in blamed)
 
 
 def _label(plan: ProbePlan, name: str) -> str:
