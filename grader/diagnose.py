@@ -186,6 +186,10 @@ class Probed(Protocol):
     def keys(self) -> tuple[str, ...]: ...
     @property
     def unexplained(self) -> tuple[str, ...]: ...
+    @property
+    def excluded(self) -> frozenset[str]: ...
+    @property
+    def complete(self) -> bool: ...
 
 
 class Search:
@@ -201,10 +205,13 @@ class Search:
     that changes on every call would otherwise search everything on every test).
 
     prober(function): when given, the function's probes (grader.probes), run once
-    on its first failed test; the compositions they leave are tried on every
-    failed test beside the searched combinations (they may hold any number of
-    switches), and a step whose probe matched nothing is said ("something
-    else is wrong in ...") where no combination matches.
+    on its first failed test. When they all answered, the compositions they
+    leave (any number of switches), and the first one less each of its
+    switches, are all that is tried: a pair the probes contradict is never
+    searched for. A switch the probes ruled out is never named, and a step whose
+    probe matched nothing is said ("something else is wrong in ...") where no
+    combination matches. When a probe did not answer, every combination is
+    searched, as without probes.
     """
 
     def __init__(self, prober: Callable[[str], Probed | None] | None = None) -> None:
@@ -230,10 +237,15 @@ class Search:
             return None
         probed = self.probes(function)
         composed = list(probed.keys) if probed is not None else []
+        excluded = probed.excluded if probed is not None else frozenset()
+
+        def allowed(keys: Sequence[str]) -> list[str]:
+            return [k for k in keys if not excluded.intersection(k.split(SEP))]
+
         survivors = self.survivors.get(function)
         if function in self.unexplained or survivors is not None:
             keys = list(dict.fromkeys([*(survivors or []), *composed]))
-            found = hits(got, expected, candidates(keys), rtol, atol) if keys else []
+            found = allowed(hits(got, expected, candidates(keys), rtol, atol)) if keys else []
             if survivors:
                 self.survivors[function] = [k for k in found if k in survivors]
                 if not self.survivors[function]:
@@ -241,11 +253,21 @@ class Search:
             if found:
                 return named(_cheapest(found), catalogue, found, isinstance(got, str))
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
+        if probed is not None and probed.complete:  # the probes' compositions, and the first less each switch
+            codes = composed[0].split(SEP) if composed else []
+            fewer = [SEP.join(codes[:i] + codes[i + 1:]) for i in range(len(codes))] if len(codes) > 1 else []
+            trial = list(dict.fromkeys([*composed, *fewer]))
+            found = allowed(hits(got, expected, candidates(trial), rtol, atol)) if trial else []
+            self.survivors[function] = found
+            if found:
+                return named(_cheapest(found), catalogue, found, isinstance(got, str))
+            self.unexplained.add(function)
+            return self._unnamed(got, expected, rtol, atol, catalogue, probed)
         everything = dict(candidates(None))
         extra = [k for k in composed if k not in everything]
         if extra:
             everything.update(candidates(extra))
-        found = hits(got, expected, everything, rtol, atol)
+        found = allowed(hits(got, expected, everything, rtol, atol))
         self.survivors[function] = found
         if not found:
             self.unexplained.add(function)

@@ -51,7 +51,10 @@ class Probe:
     sees: tuple[str, ...]  # step names, ``step`` included
     args: tuple
     kwargs: Mapping[str, object] = field(default_factory=dict)
-    why: str = ""  # what the inputs isolate, for the verdict's evidence: "causal=True on scores below −1e4"
+    why: str = ""  # what the inputs isolate: "causal=True with every score below −1e4"
+    # {step: the only switches of it this probe can tell from the step done right}; the others compute
+    # what the step done right computes here, so they are neither run nor ruled out by it.
+    only: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class ProbeResult:
     unexplained: tuple[str, ...] = ()  # where a probe matched no option: "the causal mask", "the keys' … or the …"
     calls: int = 0  # how many probe calls were made
     complete: bool = True  # False when a probe call did not return or raise (a timeout, a crash): nothing claimed
+    excluded: frozenset[str] = frozenset()  # switches the probes ruled out: never named, whatever else matches
 
     @property
     def right(self) -> bool:
@@ -119,11 +123,15 @@ def identify(plan: ProbePlan, call: Call, rtol: float, atol: float) -> ProbeResu
         fixed = {name: options[0] for name, options in possible.items() if name not in probe.sees}
         seen = [name for name in probe.sees if name in possible]
         kept: dict[str, set[str]] = {name: set() for name in seen}
-        for choice in itertools.product(*(possible[name] for name in seen)):
+        for choice in itertools.product(*(_tried(probe, name, possible[name]) for name in seen)):
             codes = [o for o in (*fixed.values(), *choice) if o]
             if matches(got, _reference(plan, probe, codes), rtol, atol):
                 for name, option in zip(seen, choice):
                     kept[name].add(option)
+        for name in seen:  # an option the probe cannot tell from right stands or falls with the first one tried
+            hidden = [o for o in possible[name] if name in probe.only and o not in probe.only[name]]
+            if hidden and hidden[0] in kept[name]:
+                kept[name].update(hidden)
         if not any(kept.values()) and isinstance(got, str):
             # It raised where no switch raises: that says nothing of a step (code that always raises).
             return ProbeResult((), (), calls, complete=False)
@@ -136,7 +144,9 @@ def identify(plan: ProbePlan, call: Call, rtol: float, atol: float) -> ProbeResu
             continue
         for name in seen:
             possible[name] = [o for o in possible[name] if o in kept[name]]
-    return ProbeResult(_compositions(plan, possible, unexplained), _where(blamed), calls)
+    excluded = frozenset(code for step in plan.steps if step.name not in unexplained
+                         for code in step.codes if code not in possible[step.name])
+    return ProbeResult(_compositions(plan, possible, unexplained), _where(blamed), calls, excluded=excluded)
 
 
 def _where(blamed: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
@@ -145,13 +155,23 @@ def _where(blamed: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
                  for labels in blamed)
 
 
+def _tried(probe: Probe, name: str, options: list[str]) -> list[str]:
+    """The options of step ``name`` the probe runs: all, or the first it cannot tell from right and the others."""
+    if name not in probe.only:
+        return options
+    hidden = [o for o in options if o not in probe.only[name]]
+    return hidden[:1] + [o for o in options if o in probe.only[name]]
+
+
 def _label(plan: ProbePlan, name: str) -> str:
     return next((s.label for s in plan.steps if s.name == name), name)
 
 
 def _compositions(plan: ProbePlan, possible: Mapping[str, list[str]], unexplained: Sequence[str]) -> tuple[str, ...]:
     """The keys of the possible compositions with at least one switch, fewest switches first, at most plan.limit."""
-    options = [possible[s.name] if s.name not in unexplained else [RIGHT] for s in plan.steps]
+    if unexplained:  # a step no switch explains: no composition of switches can be the student's code
+        return ()
+    options = [possible[s.name] for s in plan.steps]
     found: list[tuple[int, str]] = []
     for choice in itertools.product(*options):
         codes = [o for o in choice if o]

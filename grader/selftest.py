@@ -318,11 +318,13 @@ def _sampled_row(name: str, graded, cases, function: str, codes: tuple[str, ...]
 
 
 def sampled_summary(rows: Sequence[Row]) -> str:
-    """"sampled combinations of 3 to 5 switches: 37 of 40 named exactly, 3 not named, 0 false names"."""
+    """One line: how many sampled combinations were named exactly, not named, and falsely named (never any)."""
     sampled = [row.name for row in rows if row.name.startswith(SAMPLED)]
     exact = sum(": named exactly" in name for name in sampled)
+    same = sum("(outputs of" in name for name in sampled)
     false = sum(name.endswith(": FALSE NAME") for name in sampled)
-    return (f"sampled combinations of 3 or more switches: {exact} of {len(sampled)} named exactly, "
+    return (f"sampled combinations of 3 or more switches: {exact} of {len(sampled)} named exactly ({same} of them "
+            "as fewer switches that compute the same outputs on every graded case), "
             f"{len(sampled) - exact - false} not named, {false} false names")
 
 

@@ -130,8 +130,9 @@ def test_the_search_tries_only_what_explained_the_earlier_failed_tests():
 
 
 class Probed:
-    def __init__(self, keys=(), unexplained=()):
-        self.keys, self.unexplained = tuple(keys), tuple(unexplained)
+    def __init__(self, keys=(), unexplained=(), excluded=(), complete=True):
+        self.keys, self.unexplained, self.excluded = tuple(keys), tuple(unexplained), frozenset(excluded)
+        self.complete = complete
 
 
 def test_the_probes_compositions_are_tried_on_every_failed_test_and_probed_once():
@@ -141,7 +142,7 @@ def test_the_probes_compositions_are_tried_on_every_failed_test_and_probed_once(
     probed = []
     search = Search(lambda function: probed.append(function) or Probed(["a+b+c"]))
     texts = {**CATALOGUE, **{c: Finding(c, "§4.5", c) for c in "abc"}}
-    compute = lambda keys: outputs if keys is None else {k: outputs[k] for k in keys if k in outputs}  # noqa: E731
+    compute = lambda keys: outputs if keys is None else {k: outputs[k] for k in keys if k in outputs}
     found = search.diagnose("f", np.full(2, 5.0), expected, compute, RTOL, ATOL, texts)
     assert found.codes == ("a", "b", "c") and found.matches == ("a+b+c",)
     assert search.diagnose("f", np.full(2, 5.0), expected, compute, RTOL, ATOL, texts).codes == ("a", "b", "c")
@@ -374,8 +375,8 @@ def test_a_leak_no_variant_explains_is_reported_as_a_leak(config, tmp_path, vali
         assert failed[name]["message"].endswith(": the causal mask lets queries see later keys")
     # The other failed tests are not named, but the probe of the mask says where it is wrong.
     assert {failed[n]["diagnosis"]["explanation"] for n in failed if n not in causality} == {
-        "Something is wrong in the causal mask that no known misconception explains: an extra call that isolates "
-        "it (it pays no points) returned what none of them gives."}
+        ("Something is wrong in the causal mask that no known misconception explains: an extra call that isolates "
+        "it (it pays no points) returned what none of them gives.")}
     assert all(failed[n]["diagnosis"]["code"] == "something-else" for n in failed if n not in causality)
     assert report["functions"]["multi_head_attention"]["verdict"] is None
 
@@ -568,5 +569,5 @@ def test_a_mistake_no_switch_names_is_placed_by_its_probe(config, validate_repor
     assert len(wrong) == 25 and report["functions"][MHA]["verdict"] is None
     assert {t["diagnosis"]["code"] for t in wrong} == {"something-else"}
     assert {t["diagnosis"]["explanation"] for t in wrong} == {
-        "Something is wrong in the scaling of the scores that no known misconception explains: an extra call that "
-        "isolates it (it pays no points) returned what none of them gives."}
+        ("Something is wrong in the scaling of the scores that no known misconception explains: an extra call that "
+        "isolates it (it pays no points) returned what none of them gives.")}
