@@ -305,7 +305,7 @@ def _sampled_row(name: str, graded, cases, function: str, codes: tuple[str, ...]
     elif tuple(named) == codes:
         said = "named exactly"
     elif _same_outputs(graded, cases, function, codes, tuple(named)):
-        said = f"named exactly (outputs of {SEP.join(named)})"
+        said = f"named as {SEP.join(named)} (the same outputs on every graded case)"
     else:
         said, problems = "FALSE NAME", [f"named {' + '.join(named)}, which computes other outputs"]
     failed = [t for t in tests if t["status"] != "passed" and not is_unpaid(t)]
@@ -320,12 +320,12 @@ def _sampled_row(name: str, graded, cases, function: str, codes: tuple[str, ...]
 def sampled_summary(rows: Sequence[Row]) -> str:
     """One line: how many sampled combinations were named exactly, not named, and falsely named (never any)."""
     sampled = [row.name for row in rows if row.name.startswith(SAMPLED)]
-    exact = sum(": named exactly" in name for name in sampled)
-    same = sum("(outputs of" in name for name in sampled)
+    exact = sum(name.endswith(": named exactly") for name in sampled)
+    same = sum(name.endswith("(the same outputs on every graded case)") for name in sampled)
     false = sum(name.endswith(": FALSE NAME") for name in sampled)
-    return (f"sampled combinations of 3 or more switches: {exact} of {len(sampled)} named exactly ({same} of them "
-            "as fewer switches that compute the same outputs on every graded case), "
-            f"{len(sampled) - exact - false} not named, {false} false names")
+    return (f"sampled combinations of 3 or more switches: {exact} of {len(sampled)} named exactly, {same} named as "
+            "fewer switches that compute the same outputs on every graded case, "
+            f"{len(sampled) - exact - same - false} not named, {false} false names")
 
 
 class _Graded:
