@@ -10,13 +10,15 @@ combination that raises where the reference does not is the candidate
 ``"raises <Type>"``, which a student's call matches when it raised that type.
 
 The search (``Search``), per function of one submission: the first failed test
-tries every combination, cheapest first; each later failed test tries only
-those that explained every failed test before it (all of them again when none
-does; none when the first matched nothing). ``settle`` then names, on every failed test of the function, the
+tries every combination, cheapest first (or, when the function has probes that
+all answered, only the compositions they found: grader.probes); each later
+failed test tries only those that explained every failed test before it (none
+once none is left: nothing is searched twice). ``settle`` then names, on every failed test of the function, the
 cheapest combination that explains all of them, and gives the function its
 verdict: one sentence naming each switch, and the evidence. A generic finding
-(``wrong-shape``, ``non-finite``, ``causal-leak``) only where no combination
-explains a test; a misconception the outputs do not match is never claimed.
+(``wrong-shape``, ``non-finite``, ``causal-leak``, ``something-else``: where a
+probe found something no switch explains) only where no combination explains a
+test; a misconception the outputs do not match is never claimed.
 
 Pure functions on plain data: no reference code, no student code.
 """

@@ -571,3 +571,37 @@ def test_a_mistake_no_switch_names_is_placed_by_its_probe(config, validate_repor
     assert {t["diagnosis"]["explanation"] for t in wrong} == {
         ("Something is wrong in the scaling of the scores that no known misconception explains: an extra call that "
         "isolates it (it pays no points) returned what none of them gives.")}
+
+
+class _Budget:
+    """Stands for the suite's TimeBudget around a sandbox: ``student`` and ``timed_out``."""
+
+    def __init__(self, student, timed_out=None):
+        self.student, self.timed_out = student, dict(timed_out or {})
+
+    def call(self, *args, **kwargs):
+        raise AssertionError("probes must not spend the graded calls' time budget")
+
+
+def test_the_prober_calls_the_sandbox_itself_and_stops_at_a_call_that_does_not_answer():
+    from grader.fairness import InProcess
+    from grader.probes import prober
+    from grader.sandbox import CallResult
+
+    plans = _probe_plan
+    right = InProcess({MHA: mha.multi_head_attention})
+    found = prober(plans, _Budget(right), RTOL, ATOL)(MHA)
+    assert found.right and found.calls == 12
+    # A function that already timed out in a graded call is not probed; a function without a plan neither.
+    assert prober(plans, _Budget(right, {MHA: 1}), RTOL, ATOL)(MHA) is None
+    assert prober(plans, _Budget(right), RTOL, ATOL)("attention_param_count") is None
+
+    class Hangs:
+        calls = 0
+
+        def call(self, function, *args, **kwargs):
+            Hangs.calls += 1
+            return CallResult("timeout", message="the call did not finish within 5 s")
+
+    stopped = prober(plans, _Budget(Hangs()), RTOL, ATOL)(MHA)
+    assert (stopped.complete, stopped.keys, stopped.unexplained, Hangs.calls) == (False, (), (), 1)
