@@ -28,6 +28,8 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from grader.diagnose import matches, raised_value
 
 RIGHT = ""  # a step's option "no switch": done right
@@ -91,13 +93,20 @@ Call = Callable[[Probe], object | None]  # the student's output on a probe, "rai
 _RUNS: dict[tuple[int, str, str], object] = {}  # (id(plan), probe id, key) -> the reference's output
 
 
+def plain(value: object) -> object:
+    """A tuple of arrays as one flat float64 array (its parts compared as one); anything else unchanged."""
+    if isinstance(value, tuple) and value and all(isinstance(p, (np.ndarray, int, float)) for p in value):
+        return np.concatenate([np.ravel(np.asarray(p, dtype=np.float64)) for p in value])
+    return value
+
+
 def _reference(plan: ProbePlan, probe: Probe, codes: Sequence[str]) -> object:
     key = (id(plan), probe.id, plan.order(codes) if codes else "")
     if key not in _RUNS:
         if len(_RUNS) > 20000:
             _RUNS.clear()
         try:
-            _RUNS[key] = plan.run(tuple(codes), probe)
+            _RUNS[key] = plain(plan.run(tuple(codes), probe))
         except Exception as exc:  # noqa: BLE001 - raising where the reference does not is an output too
             _RUNS[key] = f"raises {type(exc).__name__}"
     return _RUNS[key]
@@ -201,7 +210,7 @@ def prober(plans: Callable[[str], ProbePlan | None], student: object, rtol: floa
         def call(probe: Probe) -> object | None:
             result = direct.call(function, *probe.args, **dict(probe.kwargs))  # type: ignore[attr-defined]
             if result.status == "ok":
-                return result.value
+                return plain(result.value)
             return raised_value(result.message) if result.status == "raised" else None
 
         return identify(plan, call, rtol, atol)

@@ -36,7 +36,7 @@ from grader.diagnose import matches as diagnose_matches
 from grader.fairness import InProcess, is_unpaid, pay_for_work, trivially_passed
 from grader.grade import grade_submission, settle_diagnoses
 from grader.judge import judge
-from grader.probes import prober
+from grader.probes import plain, prober
 from grader.report import _num, diagnosis_codes  # the summary's number format
 from grader.score import as_number, score
 from grader.suite import TestOutcome
@@ -277,7 +277,8 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
             problems = check_named(function, codes, functions, tests)
             name = SEP.join(codes)
             if sampled is not None:
-                rows.append(_sampled_row(name, graded, cases, function, codes, functions, points, tests, settled))
+                rows.append(_sampled_row(name, graded, cases, function, codes, functions, points, tests, settled,
+                                         (config.rtol, config.atol)))
                 continue
             named = (functions[function].get("verdict") or {}).get("codes")
             if problems and named and _same_outputs(graded, cases, function, codes, tuple(named)):
@@ -296,15 +297,20 @@ SAMPLED = "sampled: "  # the name of a sampled combination's row
 
 
 def _sampled_row(name: str, graded, cases, function: str, codes: tuple[str, ...], functions: dict, points,
-                 tests: list[dict], settled: list[TestOutcome]) -> Row:
-    """A sampled combination's row: named exactly (or as one with its outputs), not named, or a false name."""
+                 tests: list[dict], settled: list[TestOutcome], tolerances: tuple[float, float]) -> Row:
+    """A sampled combination's row: named exactly (or as one with its outputs), not named, or a false name.
+
+    Named as other switches, it is no false name when they compute its outputs on every graded case within
+    the grading's tolerances (the grader cannot tell them apart: an exp() that underflows differently is not
+    an output the grader sees).
+    """
     named = (functions[function].get("verdict") or {}).get("codes")
     problems: list[str] = []
     if named is None:
         said = "not named"
     elif tuple(named) == codes:
         said = "named exactly"
-    elif _same_outputs(graded, cases, function, codes, tuple(named)):
+    elif _same_outputs(graded, cases, function, codes, tuple(named), tolerances):
         said = f"named as {SEP.join(named)} (the same outputs on every graded case)"
     else:
         said, problems = "FALSE NAME", [f"named {' + '.join(named)}, which computes other outputs"]
@@ -344,13 +350,17 @@ class _Graded:
         return self.suite.candidates(self.assignment, case, keys)
 
 
-def _same_outputs(graded, cases, function: str, codes: tuple[str, ...], other: tuple[str, ...]) -> bool:
-    """Whether combinations ``codes`` and ``other`` give the same outputs on every case of ``function``."""
+def _same_outputs(graded, cases, function: str, codes: tuple[str, ...], other: tuple[str, ...],
+                  tolerances: tuple[float, float] = (1e-9, 0.0)) -> bool:
+    """Whether combinations ``codes`` and ``other`` give the same outputs on every case of ``function``.
+
+    tolerances: (rtol, atol) of the comparison; by default all but equal.
+    """
     keys = [SEP.join(codes), SEP.join(other)]
     for case in cases:
         if case.function == function and not case.raises:
             mine, theirs = graded.candidates(case, keys).values()
-            if not diagnose_matches(mine, theirs, 1e-9, 0.0):
+            if not diagnose_matches(plain(mine), plain(theirs), *tolerances):  # a tuple's parts as one
                 return False
     return True
 

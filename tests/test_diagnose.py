@@ -605,3 +605,20 @@ def test_the_prober_calls_the_sandbox_itself_and_stops_at_a_call_that_does_not_a
 
     stopped = prober(plans, _Budget(Hangs()), RTOL, ATOL)(MHA)
     assert (stopped.complete, stopped.keys, stopped.unexplained, Hangs.calls) == (False, (), (), 1)
+
+
+def test_sdpa_with_three_mistakes_is_named_exactly(validate_report):
+    # The sdpa exercise declares its probes too (assignments/sdpa/probes.py): its switches compose.
+    from grader.config import load_config, select_assignment
+
+    sdpa_config = load_config(select_assignment(ROOT / "grader.toml", "sdpa"))
+    report = validate_report(grade_submission(MISCONCEPTIONS / "sdpa_three_mistakes.py", sdpa_config).report)
+    function = "scaled_dot_product_attention"
+    wrong = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]
+    codes = ["missing-scale", "mask-fills-zero", "softmax-wrong-axis"]
+    assert len(wrong) == 16 and all(t["diagnosis"]["codes"] == codes for t in wrong)
+    assert report["functions"][function]["verdict"] == {
+        "codes": codes,
+        "sentence": f"{function} does not scale the scores, sets hidden scores to 0 instead of −inf, and normalizes "
+                    "over the queries instead of the keys (§4.3).",
+        "evidence": f"explains all 16 failed tests of {function}"}
