@@ -72,6 +72,8 @@ class Assignment:
     trivial(function): {name: callable} of trivial implementations (grader.fairness);
     trivial_names and trivial_source(name): the same as student files, for selftest.
     source_checks: e.g. loop-over-heads. params: defaults of [assignment.params], passed to build_cases.
+    probes(function): its steps, their switches and the probes that isolate them (grader.probes.ProbePlan),
+    or None: then only single switches and pairs are searched.
     """
 
     name: str
@@ -95,6 +97,7 @@ class Assignment:
     params: Mapping[str, Any] = field(default_factory=dict)
     trusted_files: tuple[Path, ...] = ()  # hashed by grade batch --resume, copied into the Gradescope zip
     styles: Path | None = None  # a folder of correct solutions in other styles (selftest), if any
+    probes: Callable[[str], Any] = lambda function: None  # a function's grader.probes.ProbePlan, or None
 
     @property
     def function_names(self) -> tuple[str, ...]:

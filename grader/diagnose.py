@@ -10,13 +10,15 @@ combination that raises where the reference does not is the candidate
 ``"raises <Type>"``, which a student's call matches when it raised that type.
 
 The search (``Search``), per function of one submission: the first failed test
-tries every combination, cheapest first; each later failed test tries only
-those that explained every failed test before it (all of them again when none
-does; none when the first matched nothing). ``settle`` then names, on every failed test of the function, the
+tries every combination, cheapest first (or, when the function has probes that
+all answered, only the compositions they found: grader.probes); each later
+failed test tries only those that explained every failed test before it (none
+once none is left: nothing is searched twice). ``settle`` then names, on every failed test of the function, the
 cheapest combination that explains all of them, and gives the function its
 verdict: one sentence naming each switch, and the evidence. A generic finding
-(``wrong-shape``, ``non-finite``, ``causal-leak``) only where no combination
-explains a test; a misconception the outputs do not match is never claimed.
+(``wrong-shape``, ``non-finite``, ``causal-leak``, ``something-else``: where a
+probe found something no switch explains) only where no combination explains a
+test; a misconception the outputs do not match is never claimed.
 
 Pure functions on plain data: no reference code, no student code.
 """
@@ -53,6 +55,7 @@ class Finding:
 
 
 WRONG_SHAPE, NON_FINITE, CAUSAL_LEAK = "wrong-shape", "non-finite", "causal-leak"
+SOMETHING_ELSE = "something-else"  # a probe of one step matched no known misconception (grader.probes)
 # The generic findings' neutral texts; an assignment gives its own (grader.assignment.Assignment.findings),
 # passed in the catalogue under these codes.
 GENERIC: dict[str, Finding] = {
@@ -62,6 +65,8 @@ GENERIC: dict[str, Finding] = {
                         "(alone or two together) puts them there.", ""),
     CAUSAL_LEAK: Finding("Changing only later tokens changed the outputs at earlier positions: "
                          "queries can see keys that come after them.", ""),
+    SOMETHING_ELSE: Finding("Something is wrong in {where} that no known misconception explains: an extra call "
+                            "that isolates it (it pays no points) returned what none of them gives.", ""),
 }
 
 
@@ -176,19 +181,52 @@ def generic(code: str, catalogue: Mapping[str, Explained] | None = None) -> Diag
     return Diagnosis(code, finding.explanation, finding.section)
 
 
+class Probed(Protocol):
+    """What the probes of one function showed (grader.probes.ProbeResult)."""
+
+    @property
+    def keys(self) -> tuple[str, ...]: ...
+    @property
+    def unexplained(self) -> tuple[str, ...]: ...
+    @property
+    def excluded(self) -> frozenset[str]: ...
+    @property
+    def complete(self) -> bool: ...
+
+
 class Search:
     """The search of one submission: per function, the combinations that explained every failed test so far.
 
     One Search per graded submission (a fresh one per pytest session), so
-    nothing carries from one student to the next. When the first failed test
-    of a function matches no combination, none can explain all of them: the
-    function's later failed tests get only the generic findings, which keeps
-    a submission that nothing explains from searching everything on every test.
+    nothing carries from one student to the next. Its cost is bounded per
+    function, whatever the outputs do: every combination is tried on the
+    function's first failed test only; each later failed test tries only those
+    that explained every failed test before it. Once none is left, no
+    combination can explain all of them and later tests get the generic findings
+    (and what the probes found), never a search of everything again (an output
+    that changes on every call would otherwise search everything on every test).
+
+    prober(function): when given, the function's probes (grader.probes), run once
+    on its first failed test. When they all answered, the compositions they
+    leave (any number of switches), and the first one less each of its
+    switches, are all that is tried: a pair the probes contradict is never
+    searched for. A switch the probes ruled out is never named, and a step whose
+    probe matched nothing is said ("something else is wrong in ...") where no
+    combination matches. When a probe did not answer, every combination is
+    searched, as without probes.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, prober: Callable[[str], Probed | None] | None = None) -> None:
         self.survivors: dict[str, list[str]] = {}
-        self.unexplained: set[str] = set()  # functions whose first failed test matched no combination
+        self.unexplained: set[str] = set()  # functions whose failed tests no single combination can explain
+        self.prober = prober
+        self.probed: dict[str, Probed | None] = {}
+
+    def probes(self, function: str) -> Probed | None:
+        """What the function's probes showed (they run once per submission), or None without probes."""
+        if function not in self.probed:
+            self.probed[function] = self.prober(function) if self.prober is not None else None
+        return self.probed[function]
 
     def diagnose(self, function: str, got: object, expected: object,
                  candidates: Callable[[Sequence[str] | None], Mapping[str, object]], rtol: float, atol: float,
@@ -199,21 +237,83 @@ class Search:
         """
         if matches(got, expected, rtol, atol):
             return None
+        # Probed only on an array or a float returned, or a raise: a reply of another kind (an int where an array was
+        # expected, a reply the submission forged) says the call itself went wrong, and probes would only
+        # disturb what comes next. The probes then wait for a later failed test.
+        probed = self.probes(function) if isinstance(got, (np.ndarray, float, str)) else self.probed.get(function)
+        composed = list(probed.keys) if probed is not None else []
+        excluded = probed.excluded if probed is not None else frozenset()
+
+        def allowed(keys: Sequence[str]) -> list[str]:
+            return [k for k in keys if not excluded.intersection(k.split(SEP))]
+
         survivors = self.survivors.get(function)
-        if survivors:
-            found = hits(got, expected, candidates(survivors), rtol, atol)
+        if function in self.unexplained or survivors is not None:
+            keys = list(dict.fromkeys([*(survivors or []), *composed]))
+            found = allowed(hits(got, expected, candidates(keys), rtol, atol)) if keys else []
+            if survivors:
+                self.survivors[function] = [k for k in found if k in survivors]
+                if not self.survivors[function]:
+                    self.unexplained.add(function)
             if found:
-                self.survivors[function] = found
-                return named(found[0], catalogue, found, isinstance(got, str))
-        elif function in self.unexplained:
-            return diagnose(got, expected, {}, rtol, atol, catalogue)  # a generic finding at most
-        found_diagnosis = diagnose(got, expected, candidates(None), rtol, atol, catalogue)
-        if not survivors:
-            if found_diagnosis is not None and found_diagnosis.codes:
-                self.survivors[function] = list(found_diagnosis.matches)
-            else:
-                self.unexplained.add(function)
-        return found_diagnosis
+                return named(_cheapest(found), catalogue, found, isinstance(got, str))
+            return self._unnamed(got, expected, rtol, atol, catalogue, probed)
+        if probed is not None and probed.complete:  # the probes' compositions, and the first less each switch
+            codes = composed[0].split(SEP) if composed else []
+            fewer = [SEP.join(codes[:i] + codes[i + 1:]) for i in range(len(codes))] if len(codes) > 1 else []
+            trial = list(dict.fromkeys([*composed, *fewer]))
+            found = allowed(hits(got, expected, candidates(trial), rtol, atol)) if trial else []
+            self.survivors[function] = found
+            if found:
+                return named(_cheapest(found), catalogue, found, isinstance(got, str))
+            self.unexplained.add(function)
+            return self._unnamed(got, expected, rtol, atol, catalogue, probed)
+        everything = dict(candidates(None))
+        extra = [k for k in composed if k not in everything]
+        if extra:
+            everything.update(candidates(extra))
+        found = allowed(hits(got, expected, everything, rtol, atol))
+        self.survivors[function] = found
+        if not found:
+            self.unexplained.add(function)
+            return self._unnamed(got, expected, rtol, atol, catalogue, probed)
+        return named(_cheapest(found), catalogue, found, isinstance(got, str))
+
+    @staticmethod
+    def _unnamed(got: object, expected: object, rtol: float, atol: float, catalogue: Mapping[str, Explained],
+                 probed: Probed | None) -> Diagnosis | None:
+        """No combination matches: a generic finding (what is seen), with where a probe showed something unknown.
+
+        A wrong shape or non-finite values keep their finding, and its text says where the probes place it;
+        otherwise the finding is "something else is wrong in <step>", or None when no probe says where.
+        """
+        found = diagnose(got, expected, {}, rtol, atol, catalogue)
+        if probed is None or not probed.unexplained:
+            return found
+        where = something_else(probed.unexplained, catalogue)
+        if found is None:
+            return where
+        return Diagnosis(found.code, f"{found.explanation} {_placed(probed.unexplained)}", found.section)
+
+
+def _cheapest(keys: Sequence[str]) -> str:
+    """The first of the keys with the fewest switches."""
+    return min(keys, key=lambda key: key.count(SEP))
+
+
+def _said(where: Sequence[str]) -> str:
+    return where[0] if len(where) == 1 else ", ".join(where[:-1]) + " and " + where[-1]
+
+
+def _placed(where: Sequence[str]) -> str:
+    """The sentence a generic finding gains from the probes: "An extra call that isolates the … shows it there."."""
+    return f"An extra call that isolates {_said(where)} (it pays no points) shows something wrong there."
+
+
+def something_else(where: Sequence[str], catalogue: Mapping[str, Explained] | None = None) -> Diagnosis:
+    """The finding "something else is wrong in <step>" for the steps whose probes matched no misconception."""
+    finding = (catalogue or {}).get(SOMETHING_ELSE) or GENERIC[SOMETHING_ELSE]
+    return Diagnosis(SOMETHING_ELSE, finding.explanation.replace("{where}", _said(where)), finding.section)
 
 
 EVIDENCE_STATUSES = ("failed", "error")  # what a wrong value or a raise gives; a timeout or crash says nothing

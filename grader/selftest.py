@@ -36,6 +36,7 @@ from grader.diagnose import matches as diagnose_matches
 from grader.fairness import InProcess, is_unpaid, pay_for_work, trivially_passed
 from grader.grade import grade_submission, settle_diagnoses
 from grader.judge import judge
+from grader.probes import plain, prober
 from grader.report import _num, diagnosis_codes  # the summary's number format
 from grader.score import as_number, score
 from grader.suite import TestOutcome
@@ -134,14 +135,16 @@ def check_named(function: str, codes: tuple[str, ...], functions: dict, tests: l
 
 def run_selftest(config: Config, reference: Path | None = None, starter: Path | None = None,
                  codes: Sequence[str] | None = None, trivial: Sequence[str] | None = None,
-                 combinations: bool = True) -> SelftestResult:
+                 combinations: bool = True, seed: int | None = None) -> SelftestResult:
     """Grade the reference, the starter and every variant with ``config``; one Row each, in that order.
 
     reference, starter: the files to grade (default: the assignment's reference file and starter,
     grader.assignment); codes: the variants to grade (default: all of the assignment's
     ``variants``); trivial: the trivial submissions to grade (default: all of its
     ``trivial_names``); combinations: also grade the correct solutions in other styles
-    (its ``styles`` folder) and check every pair of switches within one function (``run_combinations``).
+    (its ``styles`` folder) and check every pair of switches within one function (``run_combinations``),
+    then a sample of combinations of 3 to 5 switches drawn with ``seed`` (default grading.seed) from the
+    functions with probes: each must be named exactly or not at all, never falsely (``sampled_summary``).
     """
     assignment = load_assignment(config.assignment_dir)
     reference = reference or assignment.reference_file
@@ -163,6 +166,9 @@ def run_selftest(config: Config, reference: Path | None = None, starter: Path | 
         if assignment.styles is not None:
             rows += run_styles(config, assignment.styles)
         rows += run_combinations(config)
+        sample = sampled_combinations(config, seed if seed is not None else config.seed)
+        if sample:
+            rows += run_combinations(config, sampled=sample)
     return SelftestResult(rows)
 
 
@@ -185,12 +191,43 @@ def _load_suite_module(suite_dir: Path, name: str):
     return import_file(suite_dir / f"{name}.py", f"_selftest_{name}", fresh=True)
 
 
-def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None = None) -> list[Row]:
+def sampled_combinations(config: Config, seed: int, count: int = 40, sizes: Sequence[int] = (3, 4, 5)
+                         ) -> list[str]:
+    """A seeded sample of combinations of ``sizes`` switches, each of a different step, per function with probes.
+
+    The steps and their switches are the function's probe plan's (grader.probes); ``count`` per function.
+    """
+    import random
+
+    assignment = load_assignment(config.assignment_dir)
+    rng = random.Random(seed)
+    keys: list[str] = []
+    for function in assignment.function_names:
+        plan = assignment.probes(function)
+        if plan is None:
+            continue
+        steps = [step for step in plan.steps if step.codes]
+        found: dict[str, None] = {}
+        for _ in range(count * 20):
+            if len(found) >= count:
+                break
+            size = rng.choice([n for n in sizes if n <= len(steps)] or [len(steps)])
+            codes = [rng.choice(step.codes) for step in rng.sample(steps, size)]
+            found[plan.order(codes)] = None
+        keys += list(found)
+    return keys
+
+
+def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None = None,
+                     sampled: Sequence[str] | None = None) -> list[Row]:
     """Judge every combination of ``size`` switches within one function (or only ``keys``); one Row each.
 
     Each combination answers every case of the graded suite (the other
     functions answer as the reference); its diagnoses are settled as
     ``grade_submission`` settles them, and must name exactly its switches.
+    sampled: judge these combinations instead (any number of switches, e.g. ``sampled_combinations``):
+    a row then fails only on a false name (a verdict whose switches compute other outputs on the graded
+    cases); a combination left without a verdict is counted, in the row's name, not failed.
     """
     assignment = load_assignment(config.assignment_dir)
     if assignment.run_combo is None:
@@ -204,13 +241,16 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
     rows = []
     for function in assignment.function_names:
         kind = assignment.spec(function).kind
-        for key in assignment.combos(function):
+        todo = assignment.combos(function) if sampled is None else [
+            key for key in sampled if assignment.variant_function(key.split(SEP)[0]) == function]
+        for key in todo:
             codes = tuple(key.split(SEP))
-            if len(codes) != size or (keys is not None and key not in keys):
+            if sampled is None and (len(codes) != size or (keys is not None and key not in keys)):
                 continue
             # Our own switches, run in this process (reference code, never a student's): grading each
             # pair as a file in the sandbox would cost about a second; the single switches are graded so.
-            student, search = InProcess({function: functools.partial(assignment.run_combo, codes)}), Search()
+            student = InProcess({function: functools.partial(assignment.run_combo, codes)})
+            search = Search(prober(assignment.probes, student, config.rtol, config.atol))  # as grading probes
             outcomes = []
             for case in cases:
                 if case.function != function:  # the other functions are the reference's: they pass
@@ -236,6 +276,10 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
                      for o in settled]
             problems = check_named(function, codes, functions, tests)
             name = SEP.join(codes)
+            if sampled is not None:
+                rows.append(_sampled_row(name, graded, cases, function, codes, functions, points, tests, settled,
+                                         (config.rtol, config.atol)))
+                continue
             named = (functions[function].get("verdict") or {}).get("codes")
             if problems and named and _same_outputs(graded, cases, function, codes, tuple(named)):
                 # On every graded case the pair computes what the named combination computes: no output can
@@ -247,6 +291,47 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
                       "tests": [dict(t, name=o.name) for t, o in zip(tests, settled)]}
             rows.append(_row(name, report, problems))
     return rows
+
+
+SAMPLED = "sampled: "  # the name of a sampled combination's row
+
+
+def _sampled_row(name: str, graded, cases, function: str, codes: tuple[str, ...], functions: dict, points,
+                 tests: list[dict], settled: list[TestOutcome], tolerances: tuple[float, float]) -> Row:
+    """A sampled combination's row: named exactly (or as one with its outputs), not named, or a false name.
+
+    Named as other switches, it is no false name when they compute its outputs on every graded case within
+    the grading's tolerances (the grader cannot tell them apart: an exp() that underflows differently is not
+    an output the grader sees).
+    """
+    named = (functions[function].get("verdict") or {}).get("codes")
+    problems: list[str] = []
+    if named is None:
+        said = "not named"
+    elif tuple(named) == codes:
+        said = "named exactly"
+    elif _same_outputs(graded, cases, function, codes, tuple(named), tolerances):
+        said = f"named as {SEP.join(named)} (the same outputs on every graded case)"
+    else:
+        said, problems = "FALSE NAME", [f"named {' + '.join(named)}, which computes other outputs"]
+    failed = [t for t in tests if t["status"] != "passed" and not is_unpaid(t)]
+    if failed and any(t["diagnosis"] is None for t in failed):
+        problems.append(f"{sum(t['diagnosis'] is None for t in failed)} failed test(s) said nothing")
+    report = {"status": "graded", "error": None, "score": as_number(points.total),
+              "max_score": as_number(points.max_total), "functions": functions,
+              "tests": [dict(t, name=o.name) for t, o in zip(tests, settled)]}
+    return _row(f"{SAMPLED}{name}: {said}", report, problems)
+
+
+def sampled_summary(rows: Sequence[Row]) -> str:
+    """One line: how many sampled combinations were named exactly, not named, and falsely named (never any)."""
+    sampled = [row.name for row in rows if row.name.startswith(SAMPLED)]
+    exact = sum(name.endswith(": named exactly") for name in sampled)
+    same = sum(name.endswith("(the same outputs on every graded case)") for name in sampled)
+    false = sum(name.endswith(": FALSE NAME") for name in sampled)
+    return (f"sampled combinations of 3 or more switches: {exact} of {len(sampled)} named exactly, {same} named as "
+            "fewer switches that compute the same outputs on every graded case, "
+            f"{len(sampled) - exact - same - false} not named, {false} false names")
 
 
 class _Graded:
@@ -265,13 +350,17 @@ class _Graded:
         return self.suite.candidates(self.assignment, case, keys)
 
 
-def _same_outputs(graded, cases, function: str, codes: tuple[str, ...], other: tuple[str, ...]) -> bool:
-    """Whether combinations ``codes`` and ``other`` give the same outputs on every case of ``function``."""
+def _same_outputs(graded, cases, function: str, codes: tuple[str, ...], other: tuple[str, ...],
+                  tolerances: tuple[float, float] = (1e-9, 0.0)) -> bool:
+    """Whether combinations ``codes`` and ``other`` give the same outputs on every case of ``function``.
+
+    tolerances: (rtol, atol) of the comparison; by default all but equal.
+    """
     keys = [SEP.join(codes), SEP.join(other)]
     for case in cases:
         if case.function == function and not case.raises:
             mine, theirs = graded.candidates(case, keys).values()
-            if not diagnose_matches(mine, theirs, 1e-9, 0.0):
+            if not diagnose_matches(plain(mine), plain(theirs), *tolerances):  # a tuple's parts as one
                 return False
     return True
 
@@ -323,6 +412,8 @@ def table_text(result: SelftestResult) -> str:
     widths = [max(len(r[i]) for r in [header, *lines]) for i in range(4)]
     text = [" | ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + " | " + r[4] for r in [header, *lines]]
     text.insert(1, "-+-".join("-" * w for w in widths) + "-+-" + "-" * 6)
+    if any(row.name.startswith(SAMPLED) for row in result.rows):
+        text.append(sampled_summary(result.rows))
     failed = sum(not row.ok for row in result.rows)
     text.append(f"selftest {'passed' if not failed else 'FAILED'}: {len(result.rows) - failed} of "
                 f"{len(result.rows)} submissions as expected")

@@ -10,7 +10,7 @@ nothing (``TRIVIAL``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -100,29 +100,44 @@ CATALOGUE: dict[str, tuple[str, str]] = {
 
 def variant(code: str | None) -> Callable:
     """The reference with the step named by ``code`` wrong (None: the reference's computation itself)."""
-    if code is not None and code not in CATALOGUE:
-        raise KeyError(code)
+    attention = variant_of(() if code is None else (code,))
+    attention.__name__ = f"attention_{(code or 'reference').replace('-', '_')}"
+    return attention
+
+
+# The step each misconception switches: two of one step never combine (the probes, assignments/sdpa/probes.py).
+STEPS: dict[str, str] = {"missing-scale": "scale", "scale-by-d_k": "scale", "scale-by-sqrt-d_v": "scale",
+                         "mask-after-softmax": "mask", "mask-fills-zero": "mask", "inverted-mask": "mask",
+                         "softmax-wrong-axis": "softmax", "unstable-softmax": "stability"}
+
+
+def variant_of(codes: Sequence[str]) -> Callable:
+    """The reference with the steps named by ``codes`` wrong, at most one code per step (none: the reference)."""
+    bugs = frozenset(codes)
+    if bugs - CATALOGUE.keys():
+        raise KeyError(", ".join(sorted(bugs - CATALOGUE.keys())))
+    scaled = next((c for c in bugs if STEPS[c] == "scale"), "")
+    masked = next((c for c in bugs if STEPS[c] == "mask"), "")
 
     def attention(Q, K, V, mask=None):
         Q, K, V, mask = _check(Q, K, V, mask)
         d_k, d_v = Q.shape[-1], V.shape[-1]
         scale = {"missing-scale": 1.0, "scale-by-d_k": float(d_k),
-                 "scale-by-sqrt-d_v": math.sqrt(d_v)}.get(code or "", math.sqrt(d_k))
+                 "scale-by-sqrt-d_v": math.sqrt(d_v)}.get(scaled, math.sqrt(d_k))
         scores = Q @ np.swapaxes(K, -1, -2) / scale  # (..., T_q, T_k)
-        if mask is not None and code != "mask-after-softmax":
-            keep = ~mask if code == "inverted-mask" else mask  # (..., T_q, T_k) broadcastable
-            scores = np.where(keep, scores, 0.0 if code == "mask-fills-zero" else -np.inf)  # (..., T_q, T_k)
-        axis = -2 if code == "softmax-wrong-axis" else -1
-        if code != "unstable-softmax":
+        if mask is not None and masked != "mask-after-softmax":
+            keep = ~mask if masked == "inverted-mask" else mask  # (..., T_q, T_k) broadcastable
+            scores = np.where(keep, scores, 0.0 if masked == "mask-fills-zero" else -np.inf)  # (..., T_q, T_k)
+        axis = -2 if "softmax-wrong-axis" in bugs else -1
+        if "unstable-softmax" not in bugs:
             scores = scores - scores.max(axis=axis, keepdims=True)  # (..., T_q, T_k)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             weights = np.exp(scores)  # (..., T_q, T_k)
             weights = weights / weights.sum(axis=axis, keepdims=True)  # (..., T_q, T_k)
-        if mask is not None and code == "mask-after-softmax":
+        if mask is not None and masked == "mask-after-softmax":
             weights = np.where(mask, weights, 0.0)  # (..., T_q, T_k): zeroed, not renormalized
         return weights @ V, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
-    attention.__name__ = f"attention_{(code or 'reference').replace('-', '_')}"
     return attention
 
 

@@ -38,6 +38,7 @@ class Variant:
     says: str  # the verdict's phrase, after the function's name: "does not scale the scores"
     explanation: str  # one sentence, the mechanism, in our words
     section: str  # where the textbook explains the right way
+    paired: bool = True  # searched alone and in pairs (grader.diagnose.Search); False: found by probes only
 
 
 MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"
@@ -97,6 +98,27 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("d_k-from-d-over-h", MHA, "width", "splits the heads with d_k = d // h",
             "The heads were split with d_k = d // h instead of W_Q.shape[1] // h, so the reshape raises ValueError "
             "whenever h·d_k ≠ d (Gemma's heads are wider) and is right otherwise.", "§4.5"),
+    # Found in public implementations; named through the probes (assignments/mha/probes.py) and checked on the
+    # graded cases, not searched in pairs (the student kit stores no output of theirs).
+    Variant("d_v-assumed-d_k", MHA, "value-width", "splits the values with the query heads' width d_k",
+            "The values were reshaped into heads of width d_k instead of d_v = W_V.shape[1] // h, so the reshape "
+            "raises ValueError whenever d_v ≠ d_k and is right otherwise.", "§4.5", paired=False),
+    Variant("keys-reshaped-not-transposed", MHA, "keys", "reshapes the keys to (d_k, T) instead of transposing them",
+            "The keys were turned into (B, h, d_k, T) by a reshape instead of a transpose, so each column of Kᵀ "
+            "mixes the features of different tokens.", "§4.3", paired=False),
+    Variant("mask-value-near-zero", MHA, "mask", "fills the masked scores with −1e−12 instead of −∞",
+            "The future scores were set to −1e−12, a value near zero rather than a very negative one, so future "
+            "keys keep a weight of about exp(0 − max) and are not hidden.", "§4.4", paired=False),
+    Variant("mask-value-1e4", MHA, "mask", "fills the masked scores with −1e4 instead of −∞",
+            "The future scores were set to −1e4, which hides future keys only while the visible scores stay well "
+            "above −1e4: once they go below it, the future keys take the weight.", "§4.4", paired=False),
+    Variant("softmax-over-heads", MHA, "softmax", "takes the softmax over the heads axis instead of keys",
+            "The softmax normalized over the heads axis (axis 1 of (B, h, T, T)) instead of over keys, so a "
+            "query's weights do not sum to 1 and the heads are no longer independent.", "§4.5", paired=False),
+    Variant("residual-added", MHA, "residual", "adds the input X to the output",
+            "The input X was added to the result (a residual connection belongs to the Transformer block, not to "
+            "the attention layer), which changes every output and raises ValueError when d_out ≠ d.", "§4.5",
+            paired=False),
     Variant("count-missing-bias", COUNT, "bias", "does not count the biases",
             "With bias=True the biases of the four projections were not counted.", "§4.5"),
     Variant("count-bias-as-4d", COUNT, "bias", "counts the biases as 4·d",
@@ -141,9 +163,10 @@ def combos(function: str, size: int = 2) -> list[tuple[str, ...]]:
     """The combinations of ``function``'s switches the diagnosis searches, cheapest (fewest switches) first.
 
     Every switch alone, then every pair of switches of two different steps in
-    ``VARIANTS`` order, less the ``REDUNDANT`` pairs.
+    ``VARIANTS`` order, less the ``REDUNDANT`` pairs; switches with ``paired``
+    False (named through probes only) are left out.
     """
-    own = [v for v in VARIANTS if v.function == function]
+    own = [v for v in VARIANTS if v.function == function and v.paired]
     found: list[tuple[str, ...]] = [(v.code,) for v in own]
     for n in range(2, size + 1):
         for group in itertools.combinations(own, n):
@@ -190,17 +213,23 @@ def _attention(X, W_Q, W_K, W_V, W_O, h, causal=True, *, bugs=frozenset(), produ
         products.update(Q=X @ W_Q, K=X @ W_K, V=X @ W_V)  # (B, T, h·d_k), (B, T, h·d_k), (B, T, h·d_v)
     Q = split(products["Q"], "Q", d_k)  # (B, h, T, d_k)
     K = split(products["K"], "K", d_k)  # (B, h, T, d_k)
-    V = split(products["V"], "V", d_v)  # (B, h, T, d_v)
+    V = split(products["V"], "V", d_k if "d_v-assumed-d_k" in bugs else d_v)  # (B, h, T, d_v)
 
-    scores = Q @ K.transpose(0, 1, 3, 2)  # (B, h, T, T)
+    if "keys-reshaped-not-transposed" in bugs:
+        scores = Q @ K.reshape(B, h, K.shape[3], T)  # (B, h, T, T), columns mix tokens
+    else:
+        scores = Q @ K.transpose(0, 1, 3, 2)  # (B, h, T, T)
     if "missing-scale" not in bugs:
         scores = scores / math.sqrt(scale_width)  # (B, h, T, T)
     hidden = np.triu(np.ones((T, T), dtype=bool), k=0 if "mask-off-by-one" in bugs else 1)  # (T, T)
     if (causal and not bugs & {"causal-ignored", "mask-after-softmax"}) or (not causal and "always-causal" in bugs):
-        scores = np.where(hidden, -np.inf, scores)  # (B, h, T, T)
+        fill = -1e-12 if "mask-value-near-zero" in bugs else -1e4 if "mask-value-1e4" in bugs else -np.inf
+        scores = np.where(hidden, fill, scores)  # (B, h, T, T)
 
     max_axis = -2 if bugs & {"softmax-wrong-axis", "softmax-max-over-queries"} else -1
     sum_axis = -2 if bugs & {"softmax-wrong-axis", "softmax-sum-over-queries"} else -1
+    if "softmax-over-heads" in bugs:
+        max_axis = sum_axis = 1
     if "unstable-softmax" not in bugs:
         scores = scores - scores.max(axis=max_axis, keepdims=True)  # (B, h, T, T)
     weights = np.exp(scores)  # (B, h, T, T)
@@ -214,6 +243,8 @@ def _attention(X, W_Q, W_K, W_V, W_O, h, causal=True, *, bugs=frozenset(), produ
     else:
         concat = heads.transpose(0, 2, 1, 3).reshape(B, T, h * d_v)  # (B, T, h·d_v)
     out = concat if "missing-output-projection" in bugs else concat @ W_O  # (B, T, d_out)
+    if "residual-added" in bugs:
+        out = out + X  # (B, T, d): raises ValueError when d_out ≠ d
     return out[0] if unbatched else out
 
 
@@ -259,6 +290,11 @@ def run_combo(codes: Sequence[str], *args, products: dict | None = None, **kwarg
     function = CATALOGUE[codes[0]].function
     if function == MHA:
         kwargs["products"] = products
+    return _IMPLEMENTATIONS[function](*args, **kwargs, bugs=frozenset(codes))
+
+
+def run_switches(function: str, codes: Sequence[str], *args, **kwargs):
+    """The output of ``function``'s reference with the switches ``codes`` on (none: the reference itself)."""
     return _IMPLEMENTATIONS[function](*args, **kwargs, bugs=frozenset(codes))
 
 

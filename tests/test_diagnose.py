@@ -121,11 +121,47 @@ def test_the_search_tries_only_what_explained_the_earlier_failed_tests():
     second = {"missing-scale": np.full(2, 2.0), "scale-by-sqrt-d": np.ones(2), "causal-ignored": np.ones(2)}
     found = search.diagnose("f", np.ones(2), expected, candidates(second), RTOL, ATOL, CATALOGUE)
     assert found.matches == ("scale-by-sqrt-d",) and asked == [None, ["missing-scale", "scale-by-sqrt-d"]]
-    # Nothing that explained the earlier tests explains this one: all of them are tried again.
+    # Nothing that explained the earlier tests explains this one: no combination can explain them all, and
+    # nothing is searched again (outputs that change on every call would search everything on every test).
     third = {"missing-scale": np.ones(2), "scale-by-sqrt-d": np.full(2, 2.0), "causal-ignored": np.ones(2)}
-    assert search.diagnose("f", np.ones(2), expected, candidates(third), RTOL, ATOL, CATALOGUE).matches == (
-        "missing-scale", "causal-ignored")
-    assert asked[2:] == [["scale-by-sqrt-d"], None]
+    assert search.diagnose("f", np.ones(2), expected, candidates(third), RTOL, ATOL, CATALOGUE) is None
+    assert search.diagnose("f", np.full(2, 3.0), expected, candidates(third), RTOL, ATOL, CATALOGUE) is None
+    assert asked[2:] == [["scale-by-sqrt-d"]]
+
+
+class Probed:
+    def __init__(self, keys=(), unexplained=(), excluded=(), complete=True):
+        self.keys, self.unexplained, self.excluded = tuple(keys), tuple(unexplained), frozenset(excluded)
+        self.complete = complete
+
+
+def test_the_probes_compositions_are_tried_on_every_failed_test_and_probed_once():
+    # A composition of three switches (no pair search finds it) is named where it reproduces the output.
+    expected = np.zeros(2)
+    outputs = {"missing-scale": np.ones(2), "a+b+c": np.full(2, 5.0)}
+    probed = []
+    search = Search(lambda function: probed.append(function) or Probed(["a+b+c"]))
+    texts = {**CATALOGUE, **{c: Finding(c, "§4.5", c) for c in "abc"}}
+    compute = lambda keys: outputs if keys is None else {k: outputs[k] for k in keys if k in outputs}
+    found = search.diagnose("f", np.full(2, 5.0), expected, compute, RTOL, ATOL, texts)
+    assert found.codes == ("a", "b", "c") and found.matches == ("a+b+c",)
+    assert search.diagnose("f", np.full(2, 5.0), expected, compute, RTOL, ATOL, texts).codes == ("a", "b", "c")
+    # Not reproduced, it is not named.
+    assert search.diagnose("f", np.full(2, 6.0), expected, compute, RTOL, ATOL, texts) is None
+    assert probed == ["f"]
+
+
+def test_a_probe_that_matches_nothing_says_where_never_nothing():
+    expected = np.zeros(2)
+    search = Search(lambda function: Probed((), ["the causal mask"]))
+    found = search.diagnose("f", np.full(2, 6.0), expected, lambda keys: {}, RTOL, ATOL, CATALOGUE)
+    assert found.code == "something-else" and found.codes == ()
+    assert found.explanation == ("Something is wrong in the causal mask that no known misconception explains: an "
+                                 "extra call that isolates it (it pays no points) returned what none of them gives.")
+    # A wrong shape keeps its finding (what is seen), and says where the probes place it.
+    shaped = search.diagnose("f", np.zeros(3), expected, lambda keys: {}, RTOL, ATOL, CATALOGUE)
+    assert shaped.code == WRONG_SHAPE and shaped.explanation.endswith(
+        "An extra call that isolates the causal mask (it pays no points) shows something wrong there.")
 
 
 TEXTS = {code: Finding(v.explanation, v.section, v.says) for code, v in variants.CATALOGUE.items()}
@@ -194,12 +230,13 @@ def test_without_a_bug_the_variants_compute_the_reference(seed):
 @pytest.mark.parametrize("seed", [2026, 20, 23])
 def test_every_variant_is_caught_and_told_apart_on_some_case(seed):
     # The issue's rule: on a case that catches a variant, no other variant gives the same output.
-    told_apart = {v.code: [] for v in variants.VARIANTS}
+    told_apart = {v.code: [] for v in variants.VARIANTS if v.paired}  # the others: by probes (below)
     for case in build_cases(seed, 12):
         if case.raises:
             continue
         expected = getattr(mha, case.function)(*plain(case), **case.kwargs)
-        outputs = variants.variant_outputs(case.function, case.args, case.kwargs)
+        outputs = {k: o for k, o in variants.variant_outputs(case.function, case.args, case.kwargs).items()
+                   if k in told_apart}
         for code, output in outputs.items():
             others = [c for c, o in outputs.items() if c != code and matches(output, o, RTOL, ATOL)]
             if not matches(output, expected, RTOL, ATOL) and not others:
@@ -326,7 +363,7 @@ def submission_from_correct(tmp_path, old: str, new: str):
 
 def test_a_leak_no_variant_explains_is_reported_as_a_leak(config, tmp_path, validate_report):
     # Each query also sees the next token: no variant computes that, so the random cases get no
-    # diagnosis, and the causality cases say "causal-leak".
+    # misconception (their probe places it in the mask), and the causality cases say "causal-leak".
     path = submission_from_correct(tmp_path, "np.triu(np.full((T, T), -np.inf), 1)", "np.triu(np.full((T, T), -np.inf), 2)")
     report = validate_report(grade_submission(path, config).report)
     failed = {t["name"]: t for t in report["tests"] if t["status"] != "passed"}
@@ -336,7 +373,12 @@ def test_a_leak_no_variant_explains_is_reported_as_a_leak(config, tmp_path, vali
         assert failed[name]["diagnosis"]["code"] == CAUSAL_LEAK
         assert failed[name]["message"].startswith("changing tokens ")
         assert failed[name]["message"].endswith(": the causal mask lets queries see later keys")
-    assert all(failed[n]["diagnosis"] is None for n in failed if n not in causality)
+    # The other failed tests are not named, but the probe of the mask says where it is wrong.
+    assert {failed[n]["diagnosis"]["explanation"] for n in failed if n not in causality} == {
+        ("Something is wrong in the causal mask that no known misconception explains: an extra call that isolates "
+        "it (it pays no points) returned what none of them gives.")}
+    assert all(failed[n]["diagnosis"]["code"] == "something-else" for n in failed if n not in causality)
+    assert report["functions"]["multi_head_attention"]["verdict"] is None
 
 
 def test_an_unknown_shape_bug_is_reported_as_wrong_shape(config, tmp_path, validate_report):
@@ -440,3 +482,143 @@ def test_d_k_from_d_over_h_raises_exactly_where_h_times_d_k_is_not_d(config):
             narrow = case.args[1].shape[1] == d and case.args[3].shape[1] == d
             assert (test["status"] == "passed") == narrow, test["name"]
             assert test["status"] == "passed" or test["message"].startswith("multi_head_attention() raised ValueError")
+
+
+# ---------------------------------------------------------------- probes: any number of mistakes
+
+
+def _probe_plan(function):
+    from grader.assignment import load_assignment
+
+    return load_assignment(ROOT / "assignments/mha").probes(function)
+
+
+def _as_student(function, codes):
+    def call(probe):
+        args = [np.array(a) if isinstance(a, np.ndarray) else a for a in probe.args]
+        try:
+            with np.errstate(all="ignore"):
+                return variants.run_switches(function, codes, *args, **probe.kwargs)
+        except ValueError:
+            return "raises ValueError"
+    return call
+
+
+@pytest.mark.parametrize("variant", [v for v in variants.VARIANTS if v.function in (MHA, ENTROPY)],
+                         ids=lambda v: v.code)
+def test_each_switch_alone_is_what_its_probes_show_first(variant):
+    # Every switch of a function with probes, the new ones included, comes out of its probes as the
+    # cheapest composition, with nothing unexplained.
+    from grader.probes import identify
+
+    found = identify(_probe_plan(variant.function), _as_student(variant.function, (variant.code,)), RTOL, ATOL)
+    assert found.complete and found.unexplained == () and found.keys[0] == variant.code
+
+
+def test_the_probes_of_a_correct_function_leave_nothing_and_cost_twelve_calls():
+    from grader.probes import identify
+
+    found = identify(_probe_plan(MHA), _as_student(MHA, ()), RTOL, ATOL)
+    assert (found.keys, found.unexplained, found.calls, found.right) == ((), (), 12, True)
+    assert identify(_probe_plan(ENTROPY), _as_student(ENTROPY, ()), RTOL, ATOL).calls == 4
+
+
+def test_a_probe_that_raises_where_nothing_raises_claims_nothing():
+    # Code that raises on everything: its probes say nothing of any step.
+    from grader.probes import identify
+
+    found = identify(_probe_plan(MHA), lambda probe: "raises ValueError", RTOL, ATOL)
+    assert (found.keys, found.unexplained, found.complete, found.calls) == ((), (), False, 1)
+
+
+@pytest.mark.parametrize(("name", "codes", "failed"), [
+    # The wrong reshape (split and merge) plus each other attention mistake: three switches.
+    ("reshape_no_scale.py", ["wrong-split-order", "wrong-merge-order", "missing-scale"], 25),
+    ("reshape_no_mask.py", ["wrong-split-order", "wrong-merge-order", "causal-ignored"], 24),
+    ("reshape_no_output_projection.py", ["wrong-split-order", "wrong-merge-order", "missing-output-projection"], 25),
+    ("reshape_softmax_over_queries.py", ["wrong-split-order", "wrong-merge-order", "softmax-wrong-axis"], 25),
+    # Four and five, with the misconceptions public implementations showed.
+    # X added where d_out ≠ d raises ValueError (numpy's broadcasting), exactly where the switch raises.
+    ("reshape_sqrt_d_residual.py", ["wrong-split-order", "wrong-merge-order", "scale-by-sqrt-d", "residual-added"], 25),
+    ("reshape_five_mistakes.py", ["wrong-split-order", "wrong-merge-order", "missing-scale",
+                                  "keys-reshaped-not-transposed", "mask-value-near-zero"], 25),
+    # An entropy function with three.
+    ("entropy_log_zero_bits_summed.py", ["entropy-log-zero", "entropy-bits", "entropy-sum-over-queries"], 6),
+])
+def test_files_with_three_to_five_mistakes_are_named_exactly(config, validate_report, name, codes, failed):
+    report = validate_report(grade_submission(MISCONCEPTIONS / name, config).report)
+    function = variants.CATALOGUE[codes[0]].function
+    wrong = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]
+    assert {t["function"] for t in wrong} == {function}
+    assert len(wrong) == failed
+    assert all(t["diagnosis"]["codes"] == codes for t in wrong)
+    verdict = report["functions"][function]["verdict"]
+    raised = sum(t["status"] == "error" for t in wrong)
+    assert raised == (11 if "residual-added" in codes else 0)
+    assert verdict["codes"] == codes and verdict["evidence"] == f"explains all {failed} failed tests of {function}" + (
+        f": {raised} raised where it raises, {failed - raised} returned what it returns" if raised else "")
+    said = [variants.CATALOGUE[c].says for c in codes]
+    assert verdict["sentence"].startswith(f"{function} {', '.join(said[:-1])}, and {said[-1]} (")
+
+
+def test_a_mistake_no_switch_names_is_placed_by_its_probe(config, validate_report):
+    # Scores divided by d_k instead of √d_k, with the wrong reshape: nothing is named (no composition of
+    # known switches reproduces the outputs), and every failed test says where the probe found it.
+    report = validate_report(grade_submission(MISCONCEPTIONS / "scaled_by_d_k.py", config).report)
+    wrong = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]
+    assert len(wrong) == 25 and report["functions"][MHA]["verdict"] is None
+    assert {t["diagnosis"]["code"] for t in wrong} == {"something-else"}
+    assert {t["diagnosis"]["explanation"] for t in wrong} == {
+        ("Something is wrong in the scaling of the scores that no known misconception explains: an extra call that "
+        "isolates it (it pays no points) returned what none of them gives.")}
+
+
+class _Budget:
+    """Stands for the suite's TimeBudget around a sandbox: ``student`` and ``timed_out``."""
+
+    def __init__(self, student, timed_out=None):
+        self.student, self.timed_out = student, dict(timed_out or {})
+
+    def call(self, *args, **kwargs):
+        raise AssertionError("probes must not spend the graded calls' time budget")
+
+
+def test_the_prober_calls_the_sandbox_itself_and_stops_at_a_call_that_does_not_answer():
+    from grader.fairness import InProcess
+    from grader.probes import prober
+    from grader.sandbox import CallResult
+
+    plans = _probe_plan
+    right = InProcess({MHA: mha.multi_head_attention})
+    found = prober(plans, _Budget(right), RTOL, ATOL)(MHA)
+    assert found.right and found.calls == 12
+    # A function that already timed out in a graded call is not probed; a function without a plan neither.
+    assert prober(plans, _Budget(right, {MHA: 1}), RTOL, ATOL)(MHA) is None
+    assert prober(plans, _Budget(right), RTOL, ATOL)("attention_param_count") is None
+
+    class Hangs:
+        calls = 0
+
+        def call(self, function, *args, **kwargs):
+            Hangs.calls += 1
+            return CallResult("timeout", message="the call did not finish within 5 s")
+
+    stopped = prober(plans, _Budget(Hangs()), RTOL, ATOL)(MHA)
+    assert (stopped.complete, stopped.keys, stopped.unexplained, Hangs.calls) == (False, (), (), 1)
+
+
+def test_sdpa_with_three_mistakes_is_named_exactly(validate_report):
+    # The sdpa exercise declares its probes too (assignments/sdpa/probes.py): its switches compose.
+    from grader.config import load_config, select_assignment
+
+    sdpa_config = load_config(select_assignment(ROOT / "grader.toml", "sdpa"))
+    report = validate_report(grade_submission(MISCONCEPTIONS / "sdpa_three_mistakes.py", sdpa_config).report)
+    function = "scaled_dot_product_attention"
+    wrong = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]
+    codes = ["missing-scale", "mask-fills-zero", "softmax-wrong-axis"]
+    assert len(wrong) == 16 and all(t["diagnosis"]["codes"] == codes for t in wrong)
+    assert report["functions"][function]["verdict"] == {
+        "codes": codes,
+        "sentence": f"{function} does not scale the scores, sets hidden scores to 0 instead of −inf, and normalizes "
+                    "over the queries instead of the keys (§4.3).",
+        "evidence": f"explains all 16 failed tests of {function}"}

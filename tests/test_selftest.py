@@ -34,21 +34,31 @@ def test_selftest_command_is_green_and_prints_one_row_per_submission(tmp_path):
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].split(" | ")[0].strip() == "submission"
-    rows = {line.split(" | ")[0].strip(): line for line in lines[2:-1]}
+    rows = {line.split(" | ")[0].strip(): line for line in lines[2:-2]}
     pairs = [SEP.join(c) for f in (MHA, COUNT, ENTROPY) for c in combos(f) if len(c) == 2]
-    assert len(VARIANTS) == 28 and len(pairs) == 181
+    # Every switch is graded as a student file but the −1e4 mask fill, which no graded case shows.
+    singles = [v for v in VARIANTS if v.code != "mask-value-1e4"]
+    assert len(VARIANTS) == 34 and len(singles) == 33 and len(pairs) == 181
     names = list(rows)
     trivial = [f"trivial: {n}" for n in TRIVIAL]
-    assert names[:2 + len(VARIANTS) + len(trivial)] == ["reference", "starter", *(v.code for v in VARIANTS), *trivial]
+    assert names[:2 + len(singles) + len(trivial)] == ["reference", "starter", *(v.code for v in singles), *trivial]
     names = names[len(trivial):]  # the styles and pairs follow
     styles = ["style: einsum", "style: float32", "style: in_place", "style: loop_heads", "style: np_split"]
-    assert names[2 + len(VARIANTS):2 + len(VARIANTS) + 5] == styles
+    assert names[2 + len(singles):2 + len(singles) + 5] == styles
     for style in styles:  # correct in every style: full marks, no diagnosis
         cells = [c.strip() for c in rows[style].split(" | ")]
         assert cells[1:] == ["100 / 100", "—", "—", "ok"], cells
-    assert [n.split(" ")[0] for n in names[2 + len(VARIANTS) + 5:]] == pairs
+    judged = names[2 + len(singles) + 5:]
+    assert [n.split(" ")[0] for n in judged[:len(pairs)]] == pairs
+    # Then a seeded sample of 3 to 5 switches (grading.seed): 40 for attention, and the 5 of the entropy.
+    sampled = judged[len(pairs):]
+    assert len(sampled) == 45 and all(n.startswith("sampled: ") for n in sampled)
+    # Some sampled switches never show on the graded cases (a −1e4 mask fill, exp() that never overflows, a
+    # value width when d_k = d // h already raises): fewer switches are named, which compute the same outputs.
+    assert lines[-2] == ("sampled combinations of 3 or more switches: 28 of 45 named exactly, 17 named as fewer "
+                         "switches that compute the same outputs on every graded case, 0 not named, 0 false names")
     assert "| 100 / 100 " in rows["reference"] and "| 0 / 100 " in rows["starter"]
-    for variant in VARIANTS:  # each lost points in its own function, and was named by its own code
+    for variant in singles:  # each lost points in its own function, and was named by its own code
         cells = [c.strip() for c in rows[variant.code].split(" | ")]
         assert cells[2] == variant.function and cells[3].startswith(f"{variant.code} (") and cells[4] == "ok", cells
     for name in TRIVIAL:  # none of the work, no points: its checks of the shapes included
@@ -56,11 +66,11 @@ def test_selftest_command_is_green_and_prints_one_row_per_submission(tmp_path):
         assert cells[1] == "0 / 100" and cells[4] == "ok", cells
     # A pair is named by both its switches; the one pair no graded case tells from a single switch says so:
     # √d instead of √d_k keeps the 1e3 scores from overflowing, so the missing stabilization never shows.
-    same = [n for n in names if "(outputs of" in n]
+    same = [n for n in judged[:len(pairs)] if "(outputs of" in n]
     assert same == ["scale-by-sqrt-d+unstable-softmax (outputs of scale-by-sqrt-d)"]
     cells = [c.strip() for c in rows["wrong-split-order-qk+missing-scale"].split(" | ")]
     assert cells[2] == MHA and cells[3].startswith("wrong-split-order-qk + missing-scale (") and cells[4] == "ok"
-    n = 2 + len(VARIANTS) + len(trivial) + len(styles) + len(pairs)
+    n = 2 + len(singles) + len(trivial) + len(styles) + len(pairs) + len(sampled)
     assert lines[-1] == f"selftest passed: {n} of {n} submissions as expected"
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 
 from grader.assignment import Assignment, FunctionSpec, SourceCheck, import_file
-from grader.diagnose import CAUSAL_LEAK, NON_FINITE, WRONG_SHAPE, Finding
+from grader.diagnose import CAUSAL_LEAK, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
 from reference import mha, trivial, variants
 
 FOLDER = Path(__file__).resolve().parent
 _cases = import_file(FOLDER / "graded" / "cases.py", "grader_course_mha_cases")
+_probes = import_file(FOLDER / "probes.py", "grader_course_mha_probes")
 
 
 def _build_cases(seed, params):
@@ -37,7 +38,8 @@ ASSIGNMENT = Assignment(
     combo_outputs=variants.combo_outputs,
     catalogue=variants.CATALOGUE,
     reference_file=Path(mha.__file__),
-    variants=tuple(v.code for v in variants.VARIANTS),
+    # Every switch but the −1e4 mask fill, which no graded case shows (its scores never go below −1e4).
+    variants=tuple(v.code for v in variants.VARIANTS if v.code != "mask-value-1e4"),
     variant_source=variants.student_source,
     variant_function=lambda code: variants.CATALOGUE[code].function,
     run_combo=variants.run_combo,
@@ -49,6 +51,8 @@ ASSIGNMENT = Assignment(
                              "two together) gives.", "§4.5"),
         NON_FINITE: Finding("The result holds NaN or inf where the right result is finite, and no known misconception "
                             "(alone or two together) puts them there.", "§4.3"),
+        SOMETHING_ELSE: Finding("Something is wrong in {where} that no known misconception explains: an extra call "
+                                "that isolates it (it pays no points) returned what none of them gives.", "§4.5"),
         CAUSAL_LEAK: Finding("With causal=True, changing only later tokens changed the outputs at earlier positions: "
                              "queries can see keys that come after them.", "§4.4"),
     },
@@ -56,4 +60,5 @@ ASSIGNMENT = Assignment(
                                "the exercise computes all heads at once with one reshape and one transpose"),),
     trusted_files=(Path(mha.__file__).parent, FOLDER),
     styles=Path(mha.__file__).parent / "styles",
+    probes=_probes.plan,
 )

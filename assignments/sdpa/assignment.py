@@ -11,12 +11,32 @@ from pathlib import Path
 import numpy as np
 
 from grader.assignment import Assignment, FunctionSpec, cases_from_dicts, import_file, module_with, single_switches
-from grader.diagnose import GENERIC, NON_FINITE, WRONG_SHAPE, Finding
+from grader.diagnose import GENERIC, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
 from reference import sdpa
 
 FOLDER = Path(__file__).resolve().parent
 REFERENCE = Path(sdpa.__file__).resolve()
 _cases = import_file(FOLDER / "cases.py", "grader_course_sdpa_cases")
+_probes = import_file(FOLDER / "probes.py", "grader_course_sdpa_probes")
+
+
+def _switches() -> dict:
+    """single_switches' fields, with combinations of switches of different steps computable too (probes)."""
+    fields = single_switches({code: (sdpa.SDPA, f) for code, f in sdpa.VARIANTS.items()}, sdpa.CATALOGUE, sdpa.SAYS)
+
+    def combo_outputs(function, args, kwargs, keys):
+        found = {}
+        for key in keys:
+            try:
+                with np.errstate(all="ignore"):
+                    found[key] = sdpa.variant_of(key.split("+"))(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - raising where the reference does not is evidence too
+                found[key] = f"raises {type(exc).__name__}"
+        return found
+
+    fields["combo_outputs"] = combo_outputs
+    fields["run_combo"] = lambda codes, *args, **kwargs: sdpa.variant_of(codes)(*args, **kwargs)
+    return fields
 
 
 def _expected(case, args):
@@ -43,11 +63,12 @@ ASSIGNMENT = Assignment(
     build_cases=lambda seed, params: cases_from_dicts(_cases.build_cases(seed, dict(params))),
     expected=_expected,
     reference_file=REFERENCE,
-    **single_switches({code: (sdpa.SDPA, f) for code, f in sdpa.VARIANTS.items()}, sdpa.CATALOGUE, sdpa.SAYS),
+    **_switches(),
     variant_source=_variant_source,
     trivial=lambda function: sdpa.TRIVIAL.get(function, {}),
     trivial_names=tuple(sdpa.TRIVIAL[sdpa.SDPA]),
     trivial_source=_trivial_source,
-    findings={code: Finding(GENERIC[code].explanation, "§4.3") for code in (WRONG_SHAPE, NON_FINITE)},
+    findings={code: Finding(GENERIC[code].explanation, "§4.3") for code in (WRONG_SHAPE, NON_FINITE, SOMETHING_ELSE)},
     trusted_files=(REFERENCE, FOLDER),
+    probes=_probes.plan,
 )

@@ -12,6 +12,7 @@ from grader.assignment import Assignment, load_assignment, remembered, run_cases
 from grader.evidence import evidence
 from grader.fairness import trivially_passed
 from grader.judge import judge, reply_bound
+from grader.probes import prober
 from grader.sandbox import reply_limit
 
 
@@ -81,6 +82,8 @@ def test_case(case, turn):
     grading, record = turn.grading, turn.record
     assignment = _assignment(grading)
     catalogue = {**assignment.findings, **assignment.catalogue}
+    if turn.search.prober is None:  # the submission's probes (grader.probes), made on its first failed test
+        turn.search.prober = prober(assignment.probes, turn.student, grading.rtol, grading.atol)
     record.update(group=case.group, function=case.function, name=case.name, diagnosis=None)
     expected = None if case.raises else expected_value(assignment, case)
     # Which trivial implementation (zeros, always raising, 4·d², ...) passes this case too, if any.

@@ -1,0 +1,122 @@
+"""The probes of the MHA exercise: unscored calls whose inputs isolate one step at a time (grader.probes).
+
+Every probe has B = 1 and tiny widths. What makes each step irrelevant:
+- h = 1: the head split and merge (a straight reshape to (B, 1, T, d_k) is the right one) and the
+  softmax over heads (an axis of one);
+- T = 1: the split, merge, keys, mask and the softmax over keys or queries (one weight, 1);
+- W_Q = 0: every score is 0, so the scale and how the keys are transposed do not matter, and over a
+  square (T, T) the softmax over queries is the softmax over keys;
+- d = d_k = 1: every scale is 1 and a (T, 1) key matrix reshaped is transposed;
+- T = d_k with a symmetric key matrix: reshaping the keys is transposing them;
+- causal=False: every mask switch but always-causal.
+Trusted side only: runs the reference's switches (reference.variants).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.probes import Probe, ProbePlan, Step
+from reference import variants
+
+MHA, ENTROPY = variants.MHA, variants.ENTROPY
+
+_LABELS = {  # how "something else is wrong in ..." names each step
+    "width": "the head width d_k used in the reshape", "value-width": "the values' head width d_v",
+    "output": "the output projection", "residual": "what is added to the output",
+    "split": "the head split", "merge": "the head merge", "keys": "the keys' transpose",
+    "scale": "the scaling of the scores", "mask": "the causal mask", "softmax": "the softmax's axis",
+    "stability": "the softmax's stability",
+    "log": "the log of the weights", "base": "the entropy's unit", "axis": "the entropy's axis",
+    "reduction": "the mean over query rows",
+}
+
+
+def _steps(function: str) -> tuple[Step, ...]:
+    names = list(dict.fromkeys(v.switch for v in variants.VARIANTS if v.function == function))
+    return tuple(Step(name, _LABELS.get(name, name),
+                      tuple(v.code for v in variants.VARIANTS if v.function == function and v.switch == name))
+                 for name in names)
+
+
+def _weights(rng, T, d, h, d_k, d_v, d_out, X=None, W_Q=None, W_K=None):
+    X = rng.standard_normal((1, T, d)) if X is None else np.asarray(X, dtype=np.float64).reshape(1, T, d)
+    W_Q = rng.standard_normal((d, h * d_k)) if W_Q is None else np.asarray(W_Q, dtype=np.float64)
+    W_K = rng.standard_normal((d, h * d_k)) if W_K is None else np.asarray(W_K, dtype=np.float64)
+    W_V = rng.standard_normal((d, h * d_v))
+    W_O = rng.standard_normal((h * d_v, d_out))
+    return X, W_Q, W_K, W_V, W_O, h
+
+
+def _mha_probes() -> tuple[Probe, ...]:
+    rng = np.random.default_rng(4_5)  # fixed: the probes are the same for every student
+    out = ("output", "residual")
+    heads = ("split", "merge", "scale", "keys", "softmax", *out)  # what h = 2 and T > 1 let through
+    one = np.array([[1.0]])
+    scalar = np.array([0.5, -1.0, 1.5])  # d = 1 tokens: moderate scores of either sign
+    pairs = np.array([[0.5, -0.3], [-1.0, 0.8], [1.5, 0.4]])  # (T, d) = (3, 2): two heads of width 1
+    two = np.diag([1.2, 0.7]), np.diag([0.8, -1.1])  # W_Q, W_K: the heads' scores differ
+    low = np.diag([10.0, 7.0]), np.diag([-10.0, -9.0])  # with tokens of 12 to 14: every score below −1e4
+    full = {"causal": False}
+    return (
+        Probe("output", "output", out, _weights(rng, 1, 4, 1, 4, 4, 4), full,
+              "h = 1 and T = 1: the output is X·W_V·W_O"),
+        Probe("width", "width", ("width", "softmax", *out), _weights(rng, 1, 4, 2, 3, 3, 4, W_Q=np.zeros((4, 6))),
+              full, "T = 1 with h·d_k ≠ d", only={"softmax": ("softmax-over-heads",)}),
+        Probe("value-width", "value-width", ("value-width", "width", *out), _weights(rng, 1, 4, 1, 4, 2, 4), full,
+              "T = 1 with d_v ≠ d_k"),
+        Probe("uniform", "mask", ("mask", "softmax", *out), _weights(rng, 3, 2, 1, 2, 2, 2, W_Q=np.zeros((2, 2))),
+              full, "W_Q = 0 (uniform attention) with causal=False",
+              only={"mask": ("always-causal",)}),  # masked, the softmax over queries is not uniform
+        Probe("softmax", "softmax", ("softmax", *out),
+              _weights(rng, 3, 1, 1, 1, 1, 1, X=scalar, W_Q=one * 1.2, W_K=one * 0.8), full,
+              "d = d_k = 1 with causal=False"),
+        Probe("stability", "stability", ("stability", "softmax", *out),
+              _weights(rng, 3, 1, 1, 1, 1, 1, X=scalar * 25, W_Q=one, W_K=one), full, "scores near ±1000"),
+        Probe("scale", "scale", ("scale", "softmax", *out),
+              _weights(rng, 2, 2, 1, 2, 2, 2, X=np.eye(2), W_K=np.array([[0.9, 0.4], [0.4, -0.7]])), full,
+              "h = 1 and T = d_k = d with a symmetric key matrix"),
+        Probe("keys", "keys", ("keys", "scale", "softmax", *out), _weights(rng, 3, 2, 1, 2, 2, 2), full,
+              "h = 1 with T ≠ d_k", only={"scale": ("missing-scale",)}),
+        Probe("split", "split", heads, _weights(rng, 3, 4, 2, 2, 2, 4), full, "h = 2 and T = 3",
+              only={"scale": ("missing-scale", "scale-by-sqrt-d")}),
+        Probe("scale-heads", "scale", ("width", *heads), _weights(rng, 3, 6, 2, 2, 2, 6), full,
+              "h = 2 with h·d_k ≠ d"),
+        Probe("mask", "mask", ("mask", "stability", *heads),
+              _weights(rng, 3, 2, 2, 1, 1, 2, X=pairs, W_Q=two[0], W_K=two[1]), {"causal": True},
+              "h = 2 with causal=True"),
+        Probe("mask-low", "mask", ("mask", "stability", *heads),
+              _weights(rng, 3, 2, 2, 1, 1, 2, X=np.array([[12.0, 12.0], [13.0, 13.0], [14.0, 14.0]]),
+                       W_Q=low[0], W_K=low[1]), {"causal": True},
+              "causal=True with every score below −1e4"),
+    )
+
+
+def _entropy_probes() -> tuple[Probe, ...]:
+    rng = np.random.default_rng(4_5)
+    square = rng.dirichlet(np.ones(3), size=(1, 3))  # (1, 3, 3), no zeros
+    wide = rng.dirichlet(np.ones(3), size=(1, 2))  # (1, T_q = 2, T_k = 3)
+    return (
+        Probe("base", "base", ("base", "axis"), (np.array([[[0.5, 0.5]]]),), {}, "one row of two halves"),
+        Probe("reduction", "reduction", ("reduction", "base", "axis"), (square,), {}, "three rows, no zeros"),
+        Probe("axis", "axis", ("axis", "base", "reduction"), (wide,), {}, "T_q ≠ T_k"),
+        Probe("log", "log", ("log", "base", "axis", "reduction"), (np.array([[[1.0, 0.0], [0.5, 0.5]]]),), {},
+              "a row holding an exact zero"),
+    )
+
+
+def _run(function: str):
+    def run(codes, probe):
+        args = tuple(np.array(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in probe.args)
+        with np.errstate(all="ignore"):
+            return variants.run_switches(function, codes, *args, **dict(probe.kwargs))
+    return run
+
+
+PLANS = {function: ProbePlan(function, _steps(function), probes, _run(function), variants.combo_key)
+         for function, probes in ((MHA, _mha_probes()), (ENTROPY, _entropy_probes()))}
+
+
+def plan(function: str) -> ProbePlan | None:
+    """The probes of ``function``, or None (the parameter count has none: its pairs are searched)."""
+    return PLANS.get(function)

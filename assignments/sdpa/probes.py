@@ -1,0 +1,52 @@
+"""The probes of the scaled dot-product attention exercise: unscored calls that isolate one step (grader.probes).
+
+What makes each step irrelevant: d_k = d_v = 1 makes every scale 1 (√d_k, d_k, √d_v and none); no
+mask makes every mask switch irrelevant; moderate scores keep exp() from overflowing. T_q ≠ T_k
+keeps the softmax over queries from being the one over keys. Trusted side only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.probes import Probe, ProbePlan, Step
+from reference import sdpa
+
+_LABELS = {"scale": "the scaling of the scores", "mask": "the mask", "softmax": "the softmax's axis",
+           "stability": "the softmax's stability"}
+
+
+def _probes() -> tuple[Probe, ...]:
+    rng = np.random.default_rng(4_3)  # fixed: the probes are the same for every student
+    narrow = rng.standard_normal((2, 1)), rng.standard_normal((3, 1)), rng.standard_normal((3, 1))  # d_k = d_v = 1
+    mask = np.array([[True, False, True], [False, True, True]])  # (T_q, T_k): every query keeps a key
+    return (
+        Probe("softmax", "softmax", ("softmax",), narrow, {}, "d_k = d_v = 1 (every scale is 1), no mask"),
+        Probe("stability", "stability", ("stability", "softmax"),
+              (np.array([[30.0], [-30.0]]), np.array([[30.0], [25.0], [-32.0]]), narrow[2]), {}, "scores near ±1000"),
+        Probe("scale", "scale", ("scale", "softmax"),
+              (rng.standard_normal((2, 4)), rng.standard_normal((3, 4)), rng.standard_normal((3, 2))), {},
+              "d_k = 4 and d_v = 2, no mask"),
+        Probe("mask", "mask", ("mask", "softmax", "stability"), narrow, {"mask": mask}, "a mask, every scale 1"),
+    )
+
+
+def _run(codes, probe):
+    args = tuple(np.array(a, dtype=np.float64) for a in probe.args)
+    kwargs = {k: np.array(v) for k, v in probe.kwargs.items()}
+    with np.errstate(all="ignore"):
+        return sdpa.variant_of(codes)(*args, **kwargs)
+
+
+def order(codes) -> str:
+    """A combination's key: its codes in the catalogue's order, joined by "+"."""
+    return "+".join(sorted(set(codes), key=list(sdpa.CATALOGUE).index))
+
+
+_STEPS = tuple(Step(name, _LABELS[name], tuple(c for c in sdpa.CATALOGUE if sdpa.STEPS[c] == name))
+               for name in dict.fromkeys(sdpa.STEPS.values()))
+PLAN = ProbePlan(sdpa.SDPA, _STEPS, _probes(), _run, order)
+
+
+def plan(function: str) -> ProbePlan | None:
+    return PLAN if function == sdpa.SDPA else None

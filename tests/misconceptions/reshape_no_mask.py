@@ -1,0 +1,39 @@
+"""Three mistakes: the wrong reshape both ways and the causal flag ignored."""
+
+import numpy as np
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):
+    X = np.asarray(X, dtype=float)
+    squeeze = X.ndim == 2
+    if squeeze:
+        X = X[None]
+    B, T, d = X.shape
+    if W_Q.shape[0] != d or W_K.shape != W_Q.shape or W_V.shape[0] != d:
+        raise ValueError(f"shapes disagree: X {X.shape}, W_Q {W_Q.shape}, W_V {W_V.shape}")
+    if W_Q.shape[1] % h or W_V.shape[1] % h or W_O.shape[0] != W_V.shape[1]:
+        raise ValueError(f"bad widths for h={h}")
+    d_k, d_v = W_Q.shape[1] // h, W_V.shape[1] // h
+    q = (X @ W_Q).reshape(B, h, T, d_k)  # wrong: straight to (B, h, T, d_k)
+    k = (X @ W_K).reshape(B, h, T, d_k)
+    v = (X @ W_V).reshape(B, h, T, d_v)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d_k)  # wrong: causal is never applied
+    scores = scores - scores.max(-1, keepdims=True)
+    p = np.exp(scores)
+    p = p / p.sum(-1, keepdims=True)
+    out = (p @ v).reshape(B, T, h * d_v) @ W_O
+    return out[0] if squeeze else out
+
+
+def attention_param_count(d, h, d_k=None, bias=False):
+    if d_k is None:
+        if d % h:
+            raise ValueError(f"h={h} does not divide d={d}")
+        d_k = d // h
+    return 4 * d * h * d_k + ((3 * h * d_k + d) if bias else 0)
+
+
+def head_entropy(A):
+    A = np.asarray(A, dtype=float)
+    safe = np.where(A > 0, A, 1.0)
+    return -(A * np.log(safe)).sum(-1).mean(-1)
