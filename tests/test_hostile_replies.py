@@ -84,11 +84,12 @@ def test_an_import_error_after_a_fine_import_fails_each_call_as_crashed(graded, 
     assert report["status"] == "graded" and report["score"] == 0
     assert _statuses(report) == {MHA: {"crashed": 27}, COUNT: {"crashed": 8}, ENTROPY: {"crashed": 6}}
     assert {t["message"] for t in report["tests"]} == {FORGED}
-    # An attempt that imported fine counts: PrairieLearn charges it (gradable), and the gradebook says graded.
+    # An attempt that imported fine counts: PrairieLearn charges it (gradable), and the gradebook says graded,
+    # with its crashed calls counted where the instructor looks.
     results = _validate("prairielearn.schema.json", prairielearn.results(report))
     assert results["gradable"] is True and results["score"] == 0.0
     (row,) = gradebook_rows([_entry("forged_import_error.py")], {"forged_import_error.py": report})
-    assert row["status"] == "graded"
+    assert row["status"] == "graded (41 crashed)"
 
 
 def _entry(key: str):
