@@ -12,11 +12,14 @@ the options still possible for the probe's ``sees`` steps is run, the other
 steps taking their first possible option (which the probe cannot see). The
 steps are identified one at a time and their options compose.
 
-A probe no combination explains leaves its step *unexplained* ("something else
-is wrong in <step>") and later probes that see that step are not used. The
-result's ``keys`` are the compositions still possible, cheapest first; they
-are only candidates: grader.diagnose names one only where it reproduces the
-student's outputs on the graded cases.
+A probe no combination explains leaves its step, and the other steps it sees
+that no earlier probe settled, *unexplained* ("something else is wrong in
+<step>"); later probes that see them are not used, and no composition is
+handed on. A probe that does not answer (a timeout, a crash), or raises where
+no switch raises, stops the probing and claims nothing. The result's ``keys``
+are the compositions still possible, cheapest first; they are only
+candidates: grader.diagnose names one only where it reproduces the student's
+outputs on the graded cases. Its ``excluded`` switches are never named.
 
 Engine code: it names no exercise, imports no reference code and never runs
 student code itself (``call`` does, in the sandbox).
