@@ -7,8 +7,6 @@ the two give the same verdicts, messages and diagnoses.
 
 from __future__ import annotations
 
-import weakref
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
@@ -22,9 +20,6 @@ from grader.suite import Student
 
 REPLY_FACTOR = 4  # a reply may hold this many times the expected output's elements × 8 bytes (float64)
 REPLY_FLOOR = 64 << 10  # bytes every reply may hold: a scalar's, an .npy header's, a small wrong shape's
-
-
-FULL_SEARCHES = 3  # searches over every misconception combination, per function and submission
 
 
 def reply_bound(expected: object) -> int:
@@ -69,30 +64,6 @@ def joined(value: object) -> object:
 
 def _joined_candidates(candidates: Callable[[Sequence[str] | None], Mapping[str, object]]):
     return lambda keys: {k: joined(v) for k, v in candidates(keys).items()}
-
-
-_full_searches: weakref.WeakKeyDictionary[Search, Counter[str]] = weakref.WeakKeyDictionary()
-
-
-def _bounded(candidates: Callable[[Sequence[str] | None], Mapping[str, object]], search: Search, function: str
-             ) -> Callable[[Sequence[str] | None], Mapping[str, object]]:
-    """``candidates``, but after FULL_SEARCHES searches over all of them for ``function`` in ``search``, none.
-
-    A submission whose wrong outputs match one combination, then none, made the search run over
-    every combination on each failed test (25 times for an attention function whose outputs change
-    from call to call: 0.7 s of the grading process's CPU, where a misconception needs one search).
-    Beyond the bound, a failed test gets the generic findings only. The bound is a count, not a
-    time: a diagnosis never depends on the machine's speed or load.
-    """
-    def bounded(keys: Sequence[str] | None) -> Mapping[str, object]:
-        if keys is None:
-            spent = _full_searches.setdefault(search, Counter())
-            if spent[function] >= FULL_SEARCHES:
-                return {}
-            spent[function] += 1
-        return candidates(keys)
-
-    return bounded
 
 
 def judge(case, student: Student, grading, expected: object,
@@ -154,8 +125,7 @@ def judge(case, student: Student, grading, expected: object,
         got, expected = joined(got), joined(expected)
         candidates = _joined_candidates(candidates)
     search = search or Search()
-    found = search.diagnose(case.function, got, expected, _bounded(candidates, search, case.function), grading.rtol,
-                            grading.atol, catalogue)
+    found = search.diagnose(case.function, got, expected, candidates, grading.rtol, grading.atol, catalogue)
     if leaked(verdict) and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
         found = generic(CAUSAL_LEAK, catalogue)
     if found is None:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from grader.diagnose import GENERIC
 from grader.fingerprints import Fingerprint, fingerprint
 from grader.report import one_line
 
@@ -41,7 +42,6 @@ MIN_SHARED_TESTS = 2  # wrong outputs shared on fewer tests are not flagged
 RARE_SHARE = 0.10  # a wrong output or pattern is rare when fewer than max(RARE_FLOOR, this share) students show it
 RARE_FLOOR = 5
 CALIBRATION_FALLBACK = 0.90  # the threshold when no independent solution was found to calibrate on
-GENERIC_CODES = ("wrong-shape", "non-finite", "causal-leak")  # findings that name no misconception
 _VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-\d,]+ \(off by")
 UNFLAGGED_LISTED = 20
 SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix  # the highest unflagged pairs listed in similarity.json, for context
@@ -130,7 +130,7 @@ def wrong_outputs(report: dict | None) -> dict[str, str]:
         if test.get("status") != "failed" or not _VALUE_MESSAGE.search(str(test.get("message", ""))):
             continue
         diagnosis = test.get("diagnosis")
-        if isinstance(diagnosis, dict) and diagnosis.get("code") not in GENERIC_CODES:
+        if isinstance(diagnosis, dict) and diagnosis.get("code") not in GENERIC:  # GENERIC: findings that name no misconception
             continue  # a known misconception: independent students who make it return the same numbers
         got = (test.get("evidence") or {}).get("got")
         found[str(test["name"])] = str(test["message"]) + ("" if not got else " | got " + json.dumps(got["values"]))

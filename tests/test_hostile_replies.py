@@ -23,6 +23,7 @@ import re
 import shutil
 import socket
 import struct
+from collections import Counter
 from pathlib import Path
 
 import jsonschema
@@ -364,13 +365,15 @@ def test_a_batch_with_extreme_floats_writes_every_row_page_and_summary_and_resum
 
 # ------------------------------------------------------------------ the diagnosis's work, bounded by a count
 
-def test_the_search_over_every_combination_runs_at_most_full_searches_times_per_function():
+def test_the_search_over_every_combination_runs_once_per_function():
     # Outputs that match a known mistake once, then nothing: each later failed test would search everything.
+    # The submission's Search (grader.diagnose) searches every combination once per function, then only the
+    # combinations that survived.
     from types import SimpleNamespace
 
     from grader.diagnose import Finding, Search
     from grader.fairness import InProcess
-    from grader.judge import FULL_SEARCHES, judge
+    from grader.judge import judge
 
     calls = []
 
@@ -391,38 +394,20 @@ def test_the_search_over_every_combination_runs_at_most_full_searches_times_per_
     found = [judge(case, InProcess({"f": shifting}), grading, case.args[0], candidates, catalogue, search)[1]
              for case in cases]
     assert [d["code"] if d else None for d in found] == ["a"] + [None] * 7
-    assert searched.count(None) == FULL_SEARCHES == 3  # then the survivor "a" only: its own outputs, cheap
-    assert searched.count(["a"]) == 7
+    assert searched.count(None) == 1
+    assert searched[1:] == [["a"]]  # the survivor once; after it fails too, nothing is searched again
     # Another submission (a new Search) searches everything again.
     calls.clear()
     judge(cases[0], InProcess({"f": shifting}), grading, cases[0].args[0], candidates, catalogue, Search())
-    assert searched.count(None) == 4
+    assert searched.count(None) == 2
 
 
-def test_outputs_that_change_from_call_to_call_search_every_combination_three_times(monkeypatch, validate_report):
-    import grader.judge
-
-    searches: list[tuple[str, bool]] = []  # (function, whether the search over every combination ran)
-    bounded = grader.judge._bounded
-
-    def counted(candidates, search, function):
-        inner = bounded(candidates, search, function)
-
-        def candidates_counted(keys):
-            found = inner(keys)
-            if keys is None:
-                searches.append((function, bool(found)))
-            return found
-
-        return candidates_counted
-
-    monkeypatch.setattr(grader.judge, "_bounded", counted)
+def test_outputs_that_change_from_call_to_call_get_no_false_name(validate_report):
+    # Outputs that change from call to call match no composition of the probes: the random cases say that
+    # something no known misconception explains is wrong, and the causality cases see the leak. The search over
+    # every combination runs once per function (test_the_search_over_every_combination_runs_once_per_function).
     report = validate_report(grade_submission(HOSTILE / "shifting_outputs.py",
                                               load_config(HOSTILE / "grader.toml")).report)
     assert report["score"] == 30 and _statuses(report)[MHA] == {"failed": 27}
-    assert [(t["name"], t["diagnosis"]["code"]) for t in report["tests"] if t["diagnosis"]] == [
-        ("mha_random[00-B4-T3-d8-h1-dk11-dv6-causal]", "missing-scale"),
-        ("mha_causality[future-from-4-B2-T7-d8-h2-dk4-dv3-causal]", "causal-leak"),
-        ("mha_causality[future-from-2-B1-T6-d8-h2-dk4-dv3-causal-unbatched]", "causal-leak")]
-    ran = [function for function, done in searches if done]
-    assert ran == [MHA] * 3 and len(searches) > 20  # the other failed tests got the generic findings only
+    codes = Counter(t["diagnosis"]["code"] for t in report["tests"] if t["diagnosis"])
+    assert codes == {"something-else": 23, "causal-leak": 2}

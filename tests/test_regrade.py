@@ -97,7 +97,7 @@ def test_terminal_lines_one_per_changed_student_and_the_counts(runs):
     old, new, output = runs
     assert "correct.py: 100 -> 110 (+10); attention_param_count +10\n" in output
     assert ("entropy_off.py: 85 -> 110 (+25); attention_param_count +10; head_entropy +15; "
-            "6 test(s) changed outcome\n") in output
+            "6 test(s) changed outcome; no longer diagnosed: something-else\n") in output
     assert "no_count.py:" not in output
     assert ("resubmitted.py: 39.1667 -> 110 (+70.8333); the submission itself changed; multi_head_attention +60.8333; "
             "attention_param_count +10; 23 test(s) changed outcome; no longer diagnosed: wrong-split-order, "
@@ -121,8 +121,8 @@ def test_export_only_changed_keeps_the_students_whose_score_moved(runs):
                                        "--only-changed", str(new / "diff.csv")])
     assert result.exit_code == 0, result.output
     exported = list(csv.reader(io.StringIO(result.stdout)))
-    assert exported == [["Email address", "ID number", "Full name", "Grade"], ["", "correct", "", "110"],
-                        ["", "entropy_off", "", "110"], ["", "resubmitted", "", "110"]]
+    assert exported == [["Email address", "ID number", "Full name", "Grade"], ["", "correct.py", "", "110"],
+                        ["", "entropy_off.py", "", "110"], ["", "resubmitted.py", "", "110"]]
     assert "--only-changed: 3 of 4 report(s) changed according to" in result.stderr
 
 
