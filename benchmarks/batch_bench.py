@@ -4,7 +4,7 @@ Generates N submissions (correct ones in several styles, buggy ones, a few that 
 fail to parse or kill themselves at import), then prints, from one run: the batch's
 throughput, the wall time of one `grade` on a correct submission against the time of
 `python -c "import numpy"` (the floor; interleaved, medians), with its cases read from the
-case store (grader.case_store, in a folder of this run's own) and with the store off, the naive loop's
+case store (grader.exercise.case_store, in a folder of this run's own) and with the store off, the naive loop's
 throughput (a shell loop running `grade` once per file, on a subset, extrapolated) and the
 batch's ratio to it (the batch and the loop run in turn, --rounds times: the median of each
 round's ratio, since the shared machine's speed drifts from minute to minute), each worker's
@@ -120,7 +120,7 @@ def main() -> None:
         folder.mkdir()
         paths = make_submissions(folder, args.n)
 
-        # A store of cases of this run's own (grader.case_store), empty at first: "built" grades with the store
+        # A store of cases of this run's own (grader.exercise.case_store), empty at first: "built" grades with the store
         # off, as the first grade of a configuration does; "stored" reads the cases the first one stored.
         stored_env = dict(os.environ, XDG_CACHE_HOME=str(tmp / "cache"))
         built_env = dict(stored_env, GRADER_NO_CASE_STORE="1")

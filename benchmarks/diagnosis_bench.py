@@ -34,10 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader import probes
 from grader.config import load_config
-from grader.diagnose import Search
 from grader.grade import grade_submission
+from grader.judging import probes
+from grader.judging.diagnose import Search
 
 ROOT = Path(__file__).resolve().parent.parent
 CHANGING = '''
@@ -74,7 +74,7 @@ def _cpu(path: Path, config) -> tuple[float, float]:
 
 
 def _clear_caches() -> None:
-    from grader.assignment import _REMEMBERED
+    from grader.exercise.assignment import _REMEMBERED
 
     for _, values in _REMEMBERED.values():
         values.pop("variants", None)

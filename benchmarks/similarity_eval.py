@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from corpus import INDEPENDENT, build, planted
 
-from grader.fingerprints import starter_hashes
-from grader.similarity import analyse, calibrate, load_works
+from grader.batch.fingerprints import starter_hashes
+from grader.batch.similarity import analyse, calibrate, load_works
 
 
 def scores(flagged: set[frozenset[str]], truth: set[frozenset[str]]) -> str:

@@ -27,8 +27,8 @@ from grader.config import (
     select_assignment,
     with_course,
 )
-from grader.report import one_line, printable
-from grader.submission import SubmissionError
+from grader.report.native import one_line, printable
+from grader.submission.load import SubmissionError
 
 CONFIG_HELP = "The course's grader.toml (default: the first found upward from here, then from the submission)."
 COURSE_HELP = (f"The course folder, with grader.toml and assignments/ (default: --config's folder, ${COURSE_ENV}, "
@@ -86,7 +86,7 @@ def _check_kit_seed(config: Config, seed: int | None) -> None:
     """Refuse, before grading, a --seed the student kit cannot honour: its cases are stored, not drawn."""
     if seed is None:
         return
-    from grader.student_kit import stored_seed
+    from grader.course.student_kit import stored_seed
 
     stored = stored_seed(config.suite_dir)
     if stored is not None and stored != seed:
@@ -170,7 +170,7 @@ def _needs_the_course(command: str, config_path: Path | None = None, course: Pat
     $GRADER_COURSE, upward from here, beside the grader). ``assignment`` (or the group's
     ``grade --assignment NAME COMMAND``) picks the assignment's own grader.toml.
     """
-    from grader.student_kit import SUITE_FOLDER
+    from grader.course.student_kit import SUITE_FOLDER
 
     kit_config = config_path
     if kit_config is None and course is None and not os.environ.get(COURSE_ENV):
@@ -240,9 +240,9 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
     config = _config(config_path, seed, path.parent, assignment=assignment, course=course)
     _check_kit_seed(config, seed)
     _start_early(config)
-    from grader.export.formats import DEFAULT_OUTPUT, render
     from grader.grade import grade_submission
-    from grader.report import summary_text, write_atomic
+    from grader.report.formats import DEFAULT_OUTPUT, render
+    from grader.report.native import summary_text, write_atomic
 
     output = output or DEFAULT_OUTPUT[fmt]
     _check_output(output)
@@ -276,7 +276,7 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
 def _start_early(config: Config) -> None:
     """Start what a single grade waits for, before the imports it also waits for: the sandbox's zygote (its own
     interpreter imports numpy) and the run's cases (numpy draws them off the GIL)."""
-    from grader.assignment import prebuild
+    from grader.exercise.assignment import prebuild
     from grader.sandbox.zygote import get_zygote
 
     get_zygote()
@@ -346,7 +346,7 @@ def selftest_command(config_path: Path | None, seed: int | None, course: Path | 
     both), and prints a table. Exits 1 if any of that fails.
     """
     config = _course_config("selftest", config_path, course, seed, assignment)
-    from grader.selftest import run_selftest, table_text
+    from grader.course.selftest import run_selftest, table_text
 
     result = run_selftest(config)
     click.echo(table_text(result), nl=False)
@@ -371,7 +371,7 @@ def gradescope_zip_command(output: Path, config_path: Path | None, course: Path 
     AUTOGRADER_ROOT overrides /autograder) and the grader's source.
     """
     folder, path = _needs_the_course("gradescope-zip", config_path, course, assignment)
-    from grader.export.gradescope_zip import build_zip
+    from grader.lms.gradescope_zip import build_zip
 
     try:
         names = build_zip(path, output, course=folder)
@@ -388,7 +388,7 @@ def export_group() -> None:
 
 
 def _write_csv(text: str, output: str) -> None:
-    from grader.report import write_atomic
+    from grader.report.native import write_atomic
 
     if output == "-":
         sys.stdout.write(text)
@@ -400,7 +400,7 @@ def _write_csv(text: str, output: str) -> None:
 
 
 def _load_reports(folder: Path, only_changed: Path | None = None):
-    from grader.export.reports import load_reports
+    from grader.lms.reports import load_reports
 
     try:
         found = load_reports(folder)
@@ -415,7 +415,7 @@ def _load_reports(folder: Path, only_changed: Path | None = None):
 
 def _only_changed(reports: list, diff: Path) -> list:
     """The reports whose score diff.csv (`grade diff`) says changed, or that only its new run has."""
-    from grader.regrade import changed_keys
+    from grader.batch.regrade import changed_keys
 
     try:
         keys = changed_keys(diff.read_text(encoding="utf-8"))
@@ -456,8 +456,7 @@ def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, n
     nothing is written (exit 1). The column must already be in the export unless
     --new-column.
     """
-    from grader.export import canvas
-
+    from grader.lms import canvas
     try:
         assignment = canvas.check_assignment(assignment)
         text = gradebook.read_text(encoding="utf-8-sig")
@@ -512,8 +511,7 @@ def export_moodle_command(reports_dir: Path, key: str, column: str, output: str,
     for two addresses), or several reports of one student that no submission
     time orders, are error lines and nothing is written (exit 1).
     """
-    from grader.export import moodle
-
+    from grader.lms import moodle
     export = moodle.build(_load_reports(reports_dir, only_changed), key)
     _refuse_contradictions([*export.contradictions, *(f"{value}: {why}" for value, why in export.conflicts)], output)
     _write_csv(moodle.to_csv(export, column), output)
@@ -539,7 +537,7 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
     hidden case.
     """
     folder, path = _needs_the_course("student-kit", config_path, course, assignment)
-    from grader.student_kit import KitError, build_kit
+    from grader.course.student_kit import KitError, build_kit
 
     try:
         kit = build_kit(path, output, seed=seed, course=folder)
@@ -589,9 +587,9 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     graded by the grader itself (its row says why).
     """
     config = _course_config("batch", config_path, course, seed, assignment)
-    from grader.batch import BatchError, is_terminal, log_line, run_batch
-    from grader.report import write_atomic
-    from grader.summary_html import render_html, summary_table
+    from grader.batch.run import BatchError, is_terminal, log_line, run_batch
+    from grader.batch.summary_html import render_html, summary_table
+    from grader.report.native import write_atomic
 
     try:
         if is_terminal():
@@ -633,7 +631,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
         click.echo(f"interrupted: the reports written so far are in {outdir}/reports, and --resume grades the rest",
                    err=True)
         sys.exit(130)
-    if result.summary.get("ignored"):  # files that name no student (grader.discover.IGNORED): never a row
+    if result.summary.get("ignored"):  # files that name no student (grader.batch.discover.IGNORED): never a row
         names = [f["file"] for f in result.summary["ignored"]]
         click.echo(f"ignored {len(names)} file(s) that are not .py or .ipynb and belong to no student's "
                    f"submission: {', '.join(names)}", err=True)
@@ -650,7 +648,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
 
 
 def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibration: tuple[Path, ...]) -> None:
-    from grader.similarity_run import SimilarityError, run_similarity, terminal_lines
+    from grader.batch.similarity_run import SimilarityError, run_similarity, terminal_lines
 
     try:
         data = run_similarity(outdir, config, against=against, calibration=calibration)
@@ -694,8 +692,8 @@ def _batch_assignment(outdir: Path) -> str | None:
 
 
 def _diff(old: Path, new: Path, output: Path) -> None:
-    from grader.regrade import changed, terminal_line
-    from grader.regrade_html import run_diff
+    from grader.batch.regrade import changed, terminal_line
+    from grader.batch.regrade_html import run_diff
 
     try:
         data = run_diff(old, new, output)

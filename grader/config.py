@@ -39,7 +39,7 @@ class Config:
 
     root: Path = Path(".")  # the directory that holds grader.toml; relative paths start here
     assignment: str = "mha"
-    suite: Path = Path("")  # "": the engine's course suite (grader/course_suite), cases from the assignment
+    suite: Path = Path("")  # "": the engine's course suite (grader/judging/course_suite), cases from the assignment
     main_file: str = ""  # in a folder submission, the file to grade ("": the one defining the exercise's functions)
     seed: int = 2026
     random_cases: int = 12
@@ -54,7 +54,7 @@ class Config:
 
     @property
     def assignment_dir(self) -> Path:
-        """assignments/<name>/ in the course folder: the exercise's description (grader.assignment).
+        """assignments/<name>/ in the course folder: the exercise's description (grader.exercise.assignment).
 
         The course folder is the one holding grader.toml, or (a grader.toml copied elsewhere, without
         an assignments/ folder beside it) the course installed beside the grader package.
@@ -69,7 +69,7 @@ class Config:
     @property
     def suite_dir(self) -> Path:
         if self.suite == Path(""):
-            return Path(__file__).resolve().parent / "course_suite"
+            return Path(__file__).resolve().parent / "judging" / "course_suite"
         return self.suite if self.suite.is_absolute() else self.root / self.suite
 
     def with_overrides(self, *, seed: int | None = None) -> Config:

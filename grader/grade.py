@@ -17,16 +17,16 @@ from pathlib import Path
 from threadpoolctl import ThreadpoolController
 
 from grader import __version__
-from grader.assignment import describe, store_cases
 from grader.config import Config
-from grader.diagnose import GENERIC, Diagnosis, Finding, settle
-from grader.fairness import pay_for_work
-from grader.notebook import NotebookError, NotRun, Script, sandbox_for, script_for, script_name
-from grader.report import build_report, printable, summary_text
-from grader.score import Score, as_number, score
-from grader.submission import Submission, load_submission, read_submission
-from grader.suite import Progress, SuiteError, TestOutcome, session_for
-from grader.vectorization import analyse
+from grader.exercise.assignment import describe, store_cases
+from grader.judging.diagnose import GENERIC, Diagnosis, Finding, settle
+from grader.judging.fairness import pay_for_work
+from grader.judging.score import Score, as_number, score
+from grader.judging.suite import Progress, SuiteError, TestOutcome, session_for
+from grader.judging.vectorization import analyse
+from grader.report.native import build_report, printable, summary_text
+from grader.submission.load import Submission, load_submission, read_submission
+from grader.submission.notebook import NotebookError, NotRun, Script, sandbox_for, script_for, script_name
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
                      progress: Progress | None = None) -> GradeResult:
     """Grade the submission at ``path``; raises SubmissionError only for an unusable path.
 
-    The file is read once (grader.submission.read_submission): those bytes are hashed, graded and
+    The file is read once (grader.submission.load.read_submission): those bytes are hashed, graded and
     analysed. A refused file (empty, binary, undecodable) runs nothing: every test is an
     import-error saying why, the score is 0, and the report's ``refused`` holds its status and
     message. ``helpers``: the (name, path) of the submission's other .py files, which the graded
@@ -128,7 +128,7 @@ def check_points(config: Config, outcomes: list[TestOutcome]) -> None:
 
 
 def settle_diagnoses(outcomes: list[TestOutcome]) -> tuple[list[TestOutcome], dict[str, dict]]:
-    """Name one combination of misconceptions per function (grader.diagnose.settle); returns (outcomes, verdicts).
+    """Name one combination of misconceptions per function (grader.judging.diagnose.settle); returns (outcomes, verdicts).
 
     The outcomes' diagnoses lose what only the settling needs (``matches``,
     ``raised``, ``entries``) and keep the report's keys; verdicts maps each
@@ -174,7 +174,7 @@ def vectorization(source: str, outcomes: list[TestOutcome], result: Score, confi
     """The loop-over-heads note and its points: (the score with them, the report's notes, warnings).
 
     The source (a notebook's graded script) is parsed, never run
-    (grader.vectorization). One note lists every loop over heads found. With
+    (grader.judging.vectorization). One note lists every loop over heads found. With
     grading.vectorization_points > 0, those points are added to max_score and
     earned when the checked function (the assignment's SourceCheck) has tests, passes every
     one, and has no loop over heads. An analysis that could not finish (a source too large or too

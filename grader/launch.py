@@ -4,7 +4,7 @@ Then the command line itself (grader.cli). A single grade (``grade FILE`` or
 ``grade submission ...``) starts the sandbox's zygote first, so its interpreter
 imports numpy on the other core while this one does. ``grade batch`` starts one
 zygote per worker, asks the first how the sandbox isolates and hands each to a
-worker (grader.batch), and starts its workers' fork server too.
+worker (grader.batch.run), and starts its workers' fork server too.
 """
 
 from __future__ import annotations
@@ -99,6 +99,6 @@ def worker_context() -> BaseContext:
     from multiprocessing import forkserver
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["grader.grade", "grader.batch"])
+    context.set_forkserver_preload(["grader.grade", "grader.batch.run"])
     forkserver.ensure_running()
     return context

@@ -5,7 +5,7 @@ shape, always raising ValueError, the input returned as it came, a per-token
 projection without attention, the placeholder count 4·d², a constant ln T_k.
 The graded suite runs every one of them on each case, in the grading (trusted)
 process: a case that one of them passes pays only to a function that also
-passes a case none of them passes (``grader.fairness``). ``grade selftest``
+passes a case none of them passes (``grader.judging.fairness``). ``grade selftest``
 grades each of ``SUBMISSIONS`` as a student file and checks it scores 0.
 """
 

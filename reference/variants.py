@@ -38,7 +38,7 @@ class Variant:
     says: str  # the verdict's phrase, after the function's name: "does not scale the scores"
     explanation: str  # one sentence, the mechanism, in our words
     section: str  # where the textbook explains the right way
-    paired: bool = True  # searched alone and in pairs (grader.diagnose.Search); False: found by probes only
+    paired: bool = True  # searched alone and in pairs (grader.judging.diagnose.Search); False: found by probes only
 
 
 MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"

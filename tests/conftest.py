@@ -14,12 +14,12 @@ import jsonschema
 import pytest
 
 from grader.config import load_config
-from grader.report import SCHEMA_PATH
+from grader.report.native import SCHEMA_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 
-# The stored cases (grader.case_store) of this test run, in a folder of its own (inherited by the `grade`
+# The stored cases (grader.exercise.case_store) of this test run, in a folder of its own (inherited by the `grade`
 # processes the tests start): the user's store is neither read nor written, and the run starts from none.
 CASE_STORE_HOME = tempfile.mkdtemp(prefix="grader-tests-cache-")
 os.environ["XDG_CACHE_HOME"] = CASE_STORE_HOME

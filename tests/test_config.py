@@ -20,7 +20,7 @@ def write(tmp_path, text):
 def test_repository_config_reads_as_documented(config):
     assert config.seed == 2026 and config.random_cases == 12
     assert config.points["mha_reshape"] == 20 and sum(config.points.values()) == 100
-    assert config.suite_dir == ROOT / "grader/course_suite"
+    assert config.suite_dir == ROOT / "grader/judging/course_suite"
     assert config.assignment_dir == ROOT / "assignments/mha"
     assert config.limits.call_timeout_s == 10.0
 

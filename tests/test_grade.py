@@ -10,7 +10,7 @@ from conftest import ROOT, SUBMISSIONS, without_times
 
 from grader.config import load_config
 from grader.grade import grade_submission
-from grader.submission import SubmissionError
+from grader.submission.load import SubmissionError
 
 
 @pytest.fixture(scope="module")
@@ -94,14 +94,14 @@ def test_same_seed_same_report_other_seed_other_cases(config):
 
 def test_one_session_grades_submission_after_submission_each_as_if_alone(config):
     """The graded suite is collected once per process; nothing of one submission reaches the next one's tests."""
-    import grader.suite
+    import grader.judging.suite
 
-    grader.suite.run_suite(_NoStudent(), replace(config, seed=config.seed + 1))  # another session than config's
+    grader.judging.suite.run_suite(_NoStudent(), replace(config, seed=config.seed + 1))  # another session than config's
     alone = grade_submission(SUBMISSIONS / "wrong_reshape.py", config).report  # a fresh session
-    session = grader.suite._session
+    session = grader.judging.suite._session
     for name in ("correct.py", "nan_entropy.py", "wrong_merge.py", "wrong_reshape.py"):
         report = grade_submission(SUBMISSIONS / name, config).report
-    assert grader.suite._session is session
+    assert grader.judging.suite._session is session
     assert without_times(report) == without_times(alone)
     assert report["score"] == 39.1667 and report["functions"]["multi_head_attention"]["verdict"]["codes"] == [
         "wrong-split-order", "wrong-merge-order"]
@@ -110,12 +110,12 @@ def test_one_session_grades_submission_after_submission_each_as_if_alone(config)
 def test_the_plain_suite_and_pytest_give_the_same_reports(config, monkeypatch):
     """The engine's suite runs without pytest; run by pytest (as a course's own suite is), it grades the same."""
     import grader.grade
-    import grader.suite
-    from grader.pytest_suite import SuiteSession
+    import grader.judging.suite
+    from grader.judging.pytest_suite import SuiteSession
 
     names = ("correct.py", "wrong_reshape.py", "nan_entropy.py", "wrong_merge.py")
     plain = [without_times(grade_submission(SUBMISSIONS / name, config).report) for name in names]
-    assert isinstance(grader.suite._session, grader.suite.PlainSession)
+    assert isinstance(grader.judging.suite._session, grader.judging.suite.PlainSession)
     session = SuiteSession(config, ("pytest's",))
     monkeypatch.setattr(grader.grade, "session_for", lambda config: session)
     try:
@@ -204,12 +204,12 @@ def test_unusable_paths_are_refused(config, tmp_path):
 
 def test_a_hidden_test_that_breaks_is_not_named_in_the_grader_error(config, monkeypatch):
     """A bug of the grader on one test is a grader error; when its group is hidden, the error names no test or input."""
-    import grader.judge
+    import grader.judging.judge
 
     def broken(*args, **kwargs):
         raise RuntimeError("shapes (2, 5, 8) and (2, 5, 6)")
 
-    monkeypatch.setattr(grader.judge, "check_array", broken)
+    monkeypatch.setattr(grader.judging.judge, "check_array", broken)
     hidden = replace(config, visibility=dict.fromkeys(config.points, "hidden"))
     report = grade_submission(SUBMISSIONS / "correct.py", hidden).report
     assert (report["status"], report["score"]) == ("error", 0)

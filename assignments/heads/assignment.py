@@ -1,4 +1,4 @@
-"""The split/merge heads exercise (§0.1, Exercise 0.1c), described for the engine (grader.assignment).
+"""The split/merge heads exercise (§0.1, Exercise 0.1c), described for the engine (grader.exercise.assignment).
 
 Trusted side only: imports the reference and its misconception variants.
 """
@@ -9,8 +9,15 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.assignment import Assignment, FunctionSpec, cases_from_dicts, import_file, module_with, single_switches
-from grader.diagnose import GENERIC, NON_FINITE, WRONG_SHAPE, Finding
+from grader.exercise.assignment import (
+    Assignment,
+    FunctionSpec,
+    cases_from_dicts,
+    import_file,
+    module_with,
+    single_switches,
+)
+from grader.judging.diagnose import GENERIC, NON_FINITE, WRONG_SHAPE, Finding
 from reference import heads
 
 FOLDER = Path(__file__).resolve().parent

@@ -1,4 +1,4 @@
-"""The multi-head attention exercise (§4.5), described for the engine (grader.assignment).
+"""The multi-head attention exercise (§4.5), described for the engine (grader.exercise.assignment).
 
 Trusted side only: imports the reference and its misconception switches.
 """
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.assignment import Assignment, FunctionSpec, SourceCheck, import_file
-from grader.diagnose import CAUSAL_LEAK, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
+from grader.exercise.assignment import Assignment, FunctionSpec, SourceCheck, import_file
+from grader.judging.diagnose import CAUSAL_LEAK, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
 from reference import mha, trivial, variants
 
 FOLDER = Path(__file__).resolve().parent

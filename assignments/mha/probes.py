@@ -1,4 +1,4 @@
-"""The probes of the MHA exercise: unscored calls whose inputs isolate one step at a time (grader.probes).
+"""The probes of the MHA exercise: unscored calls whose inputs isolate one step at a time (grader.judging.probes).
 
 Every probe has B = 1 and tiny widths. What makes each step irrelevant:
 - h = 1: the head split and merge (a straight reshape to (B, 1, T, d_k) is the right one) and the
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.probes import Probe, ProbePlan, Step
+from grader.judging.probes import Probe, ProbePlan, Step
 from reference import variants
 
 MHA, ENTROPY = variants.MHA, variants.ENTROPY

@@ -1,4 +1,4 @@
-"""The scaled dot-product attention exercise (§4.3), described for the engine (grader.assignment).
+"""The scaled dot-product attention exercise (§4.3), described for the engine (grader.exercise.assignment).
 
 Trusted side only: imports the reference and its misconception variants. The function returns
 (output, weights), a tuple of named arrays: each part is checked and reported on its own.
@@ -10,8 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.assignment import Assignment, FunctionSpec, cases_from_dicts, import_file, module_with, single_switches
-from grader.diagnose import GENERIC, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
+from grader.exercise.assignment import (
+    Assignment,
+    FunctionSpec,
+    cases_from_dicts,
+    import_file,
+    module_with,
+    single_switches,
+)
+from grader.judging.diagnose import GENERIC, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
 from reference import sdpa
 
 FOLDER = Path(__file__).resolve().parent

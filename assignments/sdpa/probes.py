@@ -1,4 +1,4 @@
-"""The probes of the scaled dot-product attention exercise: unscored calls that isolate one step (grader.probes).
+"""The probes of the scaled dot-product attention exercise: unscored calls that isolate one step (grader.judging.probes).
 
 What makes each step irrelevant: d_k = d_v = 1 makes every scale 1 (√d_k, d_k, √d_v and none); no
 mask makes every mask switch irrelevant; moderate scores keep exp() from overflowing. T_q ≠ T_k
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.probes import Probe, ProbePlan, Step
+from grader.judging.probes import Probe, ProbePlan, Step
 from reference import sdpa
 
 _LABELS = {"scale": "the scaling of the scores", "mask": "the mask", "softmax": "the softmax's axis",

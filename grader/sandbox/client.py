@@ -58,7 +58,7 @@ from grader.sandbox.protocol import (
     send_message,
 )
 from grader.sandbox.zygote import get_zygote
-from grader.submission import read_regular_file
+from grader.submission.load import read_regular_file
 
 __all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT", "TOO_LARGE",
            "CallResult", "Sandbox", "SandboxError", "Status", "reply_limit"]

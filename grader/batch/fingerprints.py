@@ -1,0 +1,238 @@
+"""Code fingerprints for similarity: normalized token streams and winnowing (Schleimer, Wilkerson and Aiken 2003).
+
+A submission's source is read with Python's own ``tokenize`` and ``ast`` (never run):
+
+- comments, docstrings (any statement that is a bare string), blank lines, indentation and line
+  breaks inside brackets are dropped, so reformatting and changed comments change nothing;
+- ``;`` and the end of a statement are one token, so two statements on one line read as two;
+- every name the file binds is renamed to its role: ``F`` for a function or class it defines,
+  ``M`` for a name it imports, ``V`` for any other (parameters, variables, loop targets); names of
+  attributes (``.reshape``), keyword arguments (``axis=``) and builtins (``range``) stay, as they
+  are the API a student cannot rename; every string literal is ``S``;
+- each top-level function (with whatever it nests) is its own unit, so no k-gram spans two
+  functions and reordering them changes nothing; code outside functions is one more unit.
+
+Each unit's k-grams of tokens are hashed (a stable polynomial hash, the same in every run) and
+winnowed: in every window of ``WINDOW`` consecutive hashes the smallest is kept (the rightmost
+of equals), which guarantees that any shared run of ``K + WINDOW - 1`` tokens is detected. The
+starter's k-grams (all of them, not only its winnowed ones) are removed from every submission, as
+MOSS's base file does: code every student received is not evidence.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import io
+import keyword
+import tokenize
+import zlib
+from dataclasses import dataclass, field
+
+K = 10  # tokens per k-gram (the noise threshold: a shorter shared run is never evidence)
+WINDOW = 6  # winnowing window: any shared run of K + WINDOW - 1 = 15 tokens is found
+_MOD = (1 << 61) - 1
+_BASE = 1_000_003
+_BUILTINS = frozenset(dir(builtins))
+_SKIPPED = {tokenize.ENCODING, tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENDMARKER}
+MODULE_UNIT = "<module>"
+MAX_SOURCE = 1 << 20  # characters: a larger file (no 30-line exercise) is not parsed, as grader.submission.load does
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    symbol: str  # the normalized token, e.g. "V", "F", ".", "reshape", "(", ";"
+    line: int  # 1-based line of the original source where it starts
+    unit: str  # the top-level function it belongs to, or MODULE_UNIT
+
+
+@dataclass
+class Fingerprint:
+    """A file's winnowed fingerprints: {hash: (unit, first line, last line)} of the first k-gram with that hash."""
+
+    hashes: dict[int, tuple[str, int, int]] = field(default_factory=dict)
+    units: dict[str, set[int]] = field(default_factory=dict)  # unit -> its selected hashes
+    tokens: int = 0  # normalized tokens read
+    error: str | None = None  # why the file could not be read as Python, if it could not
+
+
+def _walk(tree: ast.Module) -> tuple[dict[str, str], list[tuple[tuple[int, int], tuple[int, int]]]]:
+    """One pass over the tree: each name the module binds -> its role ("F", "M" or "V"), and where each
+    statement that is a bare string (a docstring, or a string used as a comment) starts and ends."""
+    named: dict[str, str] = {}
+    bound: set[str] = set()
+    strings = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            named[node.name] = "F"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                named.setdefault((alias.asname or alias.name).split(".")[0], "M")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            strings.append(((node.lineno, node.col_offset), (node.end_lineno or node.lineno, node.end_col_offset or 0)))
+    roles = dict.fromkeys(bound, "V")
+    roles.update(named)  # a function or an import keeps its role where it is also assigned
+    return roles, sorted(strings)
+
+
+def _unit_of_line(tree: ast.Module, lines: int) -> list[str]:
+    """For each line (1-based), the top-level function or class it lies in (decorators included), else MODULE_UNIT."""
+    units = [MODULE_UNIT] * (lines + 2)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            last = min(node.end_lineno or node.lineno, lines + 1)
+            units[first:last + 1] = [node.name] * (last + 1 - first)
+    return units
+
+
+# CPython's own C tokenizer, as tokenize's Python one reads the same text (the same tokens, but no comments, no
+# NL and exact operator types, which normalize does not use): about 2.7 times as fast here, and the better part of
+# fingerprinting a file. It is private, so tokenize.generate_tokens is used wherever it is missing or refuses.
+_C_TOKENIZER = getattr(tokenize, "_generate_tokens_from_c_tokenizer", None)
+
+
+def _tokens(source: str, fast: bool = True) -> list[tokenize.TokenInfo]:
+    """The tokens of ``source`` (raises SyntaxError or tokenize.TokenError)."""
+    if fast and _C_TOKENIZER is not None:
+        try:
+            return list(_C_TOKENIZER(source))
+        except TypeError:  # another signature
+            pass
+    return list(tokenize.generate_tokens(io.StringIO(source).readline))
+
+
+_FSTRING_START = getattr(tokenize, "FSTRING_START", -1)  # Python 3.12 splits an f-string into tokens
+_FSTRING_END = getattr(tokenize, "FSTRING_END", -2)
+
+
+def normalize(source: str, fast: bool = True) -> list[Token]:
+    """The normalized tokens of ``source`` (see the module docstring); raises SyntaxError or tokenize.TokenError.
+
+    fast: read with CPython's C tokenizer where it can be (the same result; see _tokens).
+    """
+    tree = ast.parse(source)
+    roles, strings = _walk(tree)
+    unit_of = _unit_of_line(tree, source.count("\n") + 1)
+    tokens: list[Token] = []
+    previous = ""  # the previous significant raw token's text
+    depth = 0  # bracket depth: a name followed by "=" inside brackets is a keyword argument
+    inside_fstring = 0
+    next_string = 0  # the first bare-string statement that does not end before this token
+    raw = [t for t in _tokens(source, fast) if t.type not in _SKIPPED]
+    for index, token in enumerate(raw):
+        start = token.start
+        while next_string < len(strings) and strings[next_string][1] < start:
+            next_string += 1
+        if next_string < len(strings) and strings[next_string][0] <= start:
+            continue  # inside a docstring, or a string statement
+        if token.type == _FSTRING_END:
+            inside_fstring -= 1
+            continue
+        if inside_fstring:
+            continue
+        unit = unit_of[start[0]] if start[0] < len(unit_of) else MODULE_UNIT
+        text = token.string
+        if token.type == tokenize.NEWLINE or text == ";":
+            symbol = ";"
+            if tokens and tokens[-1].symbol == ";":  # an emptied statement (a docstring) leaves no trace
+                previous = ";"
+                continue
+        elif token.type == tokenize.NAME:
+            following = raw[index + 1].string if index + 1 < len(raw) else ""
+            if keyword.iskeyword(text) or previous == "." or (depth and following == "=" and previous in ("(", ",")):
+                symbol = text  # a keyword, an attribute, a keyword argument: the API, not the student's name
+            elif text in roles:
+                symbol = roles[text]
+            else:
+                symbol = text if text in _BUILTINS else "V"
+        elif token.type == tokenize.STRING or token.type == _FSTRING_START:
+            symbol = "S"
+            inside_fstring += token.type == _FSTRING_START
+        elif token.type == tokenize.NUMBER:
+            symbol = text.lower().replace("_", "")
+        else:
+            symbol = text
+            depth += text in "([{"
+            depth -= text in ")]}" and depth > 0
+        if not tokens and symbol == ";":
+            continue
+        tokens.append(Token(symbol, start[0], unit))
+        previous = text
+    return tokens
+
+
+def _code(symbol: str) -> int:
+    return zlib.crc32(symbol.encode("utf-8", "backslashreplace")) + 1
+
+
+def kgrams(tokens: list[Token], k: int = K) -> list[tuple[int, int]]:
+    """(hash, index of the k-gram's first token) of every k-gram that lies inside one unit."""
+    grams: list[tuple[int, int]] = []
+    start = 0
+    while start < len(tokens):
+        end = start
+        while end < len(tokens) and tokens[end].unit == tokens[start].unit:
+            end += 1
+        codes = [_code(t.symbol) for t in tokens[start:end]]
+        top = pow(_BASE, k - 1, _MOD)
+        value = 0
+        for i, code in enumerate(codes):
+            if i >= k:
+                value = (value - codes[i - k] * top) % _MOD
+            value = (value * _BASE + code) % _MOD
+            if i >= k - 1:
+                grams.append((value, start + i - k + 1))
+        start = end
+    return grams
+
+
+def winnow(grams: list[tuple[int, int]], window: int = WINDOW) -> list[tuple[int, int]]:
+    """The k-grams winnowing selects: the smallest hash of each window (rightmost of equals), each once."""
+    if len(grams) <= window:
+        return list(grams)
+    chosen: list[tuple[int, int]] = []
+    last = -1
+    for begin in range(len(grams) - window + 1):
+        best = begin
+        for i in range(begin + 1, begin + window):
+            if grams[i][0] <= grams[best][0]:
+                best = i
+        if best != last:
+            chosen.append(grams[best])
+            last = best
+    return chosen
+
+
+def starter_hashes(source: str, k: int = K) -> set[int]:
+    """Every k-gram hash of the starter (not only the winnowed ones): none of them is evidence."""
+    try:
+        return {h for h, _ in kgrams(normalize(source), k)}
+    except (SyntaxError, tokenize.TokenError, ValueError, RecursionError, MemoryError):
+        return set()
+
+
+def fingerprint(source: str, starter: set[int] = frozenset(), k: int = K, window: int = WINDOW) -> Fingerprint:  # type: ignore[assignment]
+    """The winnowed fingerprints of ``source`` less the ``starter``'s k-grams; ``error`` set when it does not parse."""
+    if len(source) > MAX_SOURCE:
+        return Fingerprint(error=f"over {MAX_SOURCE >> 20} MiB: not compared")
+    try:
+        tokens = normalize(source)
+    except (SyntaxError, tokenize.TokenError, ValueError, RecursionError, MemoryError) as exc:  # ValueError: a NUL
+        return Fingerprint(error=f"not readable as Python: {exc.__class__.__name__}")
+    result = Fingerprint(tokens=len(tokens))
+    for value, index in winnow(kgrams(tokens, k), window):
+        if value in starter or value in result.hashes:
+            continue
+        first, last = tokens[index], tokens[index + k - 1]
+        result.hashes[value] = (first.unit, first.line, last.line)
+        result.units.setdefault(first.unit, set()).add(value)
+    return result

@@ -1,0 +1,166 @@
+"""similarity.html: the evidence of grader.batch.similarity as one self-contained page (no network, no image).
+
+A sortable list of pairs, the clusters, and for each listed pair two files side by side with
+their matched regions in the same colour on both sides, and the wrong outputs they share. Each
+pair's view is shown when its row's link is followed (CSS ``:target``; no script needed). The
+page's wording is the evidence's: a flag is a reason to look.
+"""
+
+from __future__ import annotations
+
+import html
+
+from grader.batch.similarity import Work
+from grader.report.native import printable
+
+# Background colours of matched regions, the same index on both sides (cycled past the last).
+VIEWS = 200  # pairs given a side-by-side view (the first listed); the table lists them all
+PALETTE = ("#fde2a7", "#bfe3f6", "#c9efc4", "#f7c9d4", "#dccff5", "#f9d8b8", "#c6ece6", "#efe9a6", "#d7d7f7",
+           "#f2cbe9")
+
+SORT_SCRIPT = """
+document.querySelectorAll("table.sortable th").forEach((th, column) => th.addEventListener("click", () => {
+  const body = th.closest("table").tBodies[0];
+  const number = th.dataset.kind === "number";
+  const up = th.dataset.order !== "up";
+  th.closest("tr").querySelectorAll("th").forEach(other => delete other.dataset.order);
+  th.dataset.order = up ? "up" : "down";
+  const key = row => number ? parseFloat(row.cells[column].dataset.sort) : row.cells[column].textContent;
+  const rows = [...body.rows].sort((a, b) => {
+    const x = key(a), y = key(b);
+    const order = number ? x - y : String(x).localeCompare(String(y));
+    return up ? order : -order;
+  });
+  rows.forEach(row => body.appendChild(row));
+}));
+"""
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 90em; padding: 0 1em; color: #222; }
+.notice { border-left: 4px solid #4c72b0; background: #f1f5fb; padding: .6em 1em; }
+table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: .9em; }
+td, th { border-bottom: 1px solid #ddd; padding: .2em .8em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.sortable th { cursor: pointer; user-select: none; }
+table.sortable th[data-order=up]::after { content: " ▲"; }
+table.sortable th[data-order=down]::after { content: " ▼"; }
+tr.quiet td { color: #888; }
+.kind { display: inline-block; border-radius: 3px; padding: 0 .4em; margin-right: .2em; font-size: .85em;
+  background: #e8e8e8; }
+.kind.code { background: #dbe7f7; } .kind.wrong-outputs { background: #f7e0d0; }
+.pair { display: none; border-top: 2px solid #4c72b0; margin-top: 1.5em; }
+.pair:target, .pair:first-child { display: block; }
+.views:has(.pair:target) .pair:first-child:not(:target) { display: none; }
+.sides { display: flex; gap: 1em; }
+.side { flex: 1; min-width: 0; }
+.side h4 { margin: .3em 0; word-break: break-all; }
+pre.code { font-size: .78em; line-height: 1.35; border: 1px solid #ddd; overflow-x: auto; margin: 0; }
+pre.code span { display: block; padding: 0 .4em; white-space: pre; }
+pre.code span::before { content: attr(data-n); display: inline-block; width: 3em; color: #999; }
+.hint { color: #777; }
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _kinds(kinds: list[str]) -> str:
+    return "".join(f"<span class='kind {_e(k)}'>{_e(k)}</span>" for k in kinds) or "<span class='hint'>–</span>"
+
+
+def _link(index: int, label: str) -> str:
+    return f"<a href='#pair-{index}'>{_e(label)}</a>" if index < VIEWS else _e(label)
+
+
+def _pair_rows(data: dict, labels: dict[str, str]) -> str:
+    rows = []
+    for index, pair in enumerate(data["pairs"]):
+        shared = len(pair["shared_wrong_outputs"])
+        rows.append(
+            f"<tr class='{'flagged' if pair['flagged'] else 'quiet'}'>"
+            f"<td>{_link(index, labels.get(pair['a'], pair['a']))}</td>"
+            f"<td>{_link(index, labels.get(pair['b'], pair['b']))}</td>"
+            f"<td class='num' data-sort='{pair['code_score']}'>{pair['code_score']:.2f}</td>"
+            f"<td class='num' data-sort='{pair['percentile']}'>{pair['percentile']:g}</td>"
+            f"<td class='num' data-sort='{shared}'>{shared}</td>"
+            f"<td>{_kinds(pair['evidence'])}</td>"
+            f"<td>{'a reason to look' if pair['flagged'] else 'below the calibration'}</td></tr>")
+    head = ("<tr><th>submission</th><th>other submission</th><th data-kind='number'>code score</th>"
+            "<th data-kind='number'>percentile</th><th data-kind='number'>shared wrong outputs</th>"
+            "<th>evidence</th><th>flag</th></tr>")
+    if not rows:
+        return "<p class='hint'>No pair to list.</p>"
+    return f"<table class='sortable' id='pairs'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _side(work: Work | None, key: str, marks: dict[int, int], label: str) -> str:
+    if work is None or work.source is None or work.fp.error:
+        why = (work.note or work.fp.error) if work is not None else "not found"
+        return f"<div class='side'><h4>{_e(label)}</h4><p class='hint'>No code to show: {_e(why)}</p></div>"
+    lines = []
+    for number, text in enumerate(work.source.splitlines(), start=1):
+        colour = marks.get(number)
+        style = f" style='background:{PALETTE[colour % len(PALETTE)]}'" if colour is not None else ""
+        lines.append(f"<span data-n='{number}'{style}>{_e(printable(text, newlines=False)) or ' '}</span>")
+    return f"<div class='side'><h4>{_e(label)}</h4><pre class='code'>{''.join(lines)}</pre></div>"
+
+
+def _marks(spans: list[dict], side: str) -> dict[int, int]:
+    """{line: index of the first region covering it} on one side."""
+    marks: dict[int, int] = {}
+    for index, span in enumerate(spans):
+        first, last = span[side]
+        for line in range(first, last + 1):
+            marks.setdefault(line, index)
+    return marks
+
+
+def _pair_view(index: int, pair: dict, works: dict[str, Work], labels: dict[str, str]) -> str:
+    a, b = pair["a"], pair["b"]
+    outputs = "".join(f"<li><b>{_e(o['test'])}</b> (shown by {o['students_sharing']} submission(s)): "
+                      f"<code>{_e(o['output'])}</code></li>" for o in pair["shared_wrong_outputs"])
+    outputs_html = (f"<h4>Wrong outputs both returned on the same cases</h4><ul>{outputs}</ul>" if outputs else
+                    "<p class='hint'>No shared wrong output (right outputs are never evidence).</p>")
+    return (f"<section class='pair' id='pair-{index}'><h3>{_e(labels.get(a, a))} and {_e(labels.get(b, b))}</h3>"
+            f"<p>Code score {pair['code_score']:.2f}, at the {pair['percentile']:g}th percentile of independent pairs; "
+            f"{pair['shared_fingerprints']} shared fingerprint(s) in {len(pair['spans'])} region(s); evidence: "
+            f"{_kinds(pair['evidence'])}</p>{outputs_html}"
+            f"<p class='hint'>Regions of the same colour match each other.</p><div class='sides'>"
+            f"{_side(works.get(a), a, _marks(pair['spans'], 'a'), labels.get(a, a))}"
+            f"{_side(works.get(b), b, _marks(pair['spans'], 'b'), labels.get(b, b))}</div></section>")
+
+
+def render_html(data: dict, works: list[Work]) -> str:
+    """similarity.json's ``data`` as a self-contained page; ``works`` give the files' text for the side-by-side views."""
+    by_key = {w.key: w for w in works}
+    labels = {w.key: w.label for w in works}
+    calibration = data["calibration"]
+    clusters = "".join(f"<li>{len(group)} submissions: {', '.join(_e(labels.get(k, k)) for k in group)}</li>"
+                       for group in data["clusters"])
+    title = f"{data.get('assignment', '')}: similarity evidence"
+    views = "".join(_pair_view(i, pair, by_key, labels) for i, pair in enumerate(data["pairs"][:VIEWS]))
+    if len(data["pairs"]) > VIEWS:
+        views += f"<p class='hint'>Side-by-side views of the first {VIEWS} pairs only; similarity.json lists them all.</p>"
+    maximum = "–" if calibration["max"] is None else f"{calibration['max']:.2f}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{STYLE}</style></head>
+<body>
+<h1>{_e(title)}</h1>
+<p class="notice">{_e(data['about'])} Look at the code and the outputs side by side, and talk with the students,
+before drawing any conclusion.</p>
+<p>{data['pairs_compared']} pair(s) compared; <b>{data['flagged']}</b> flagged as a reason to look.
+Code scores are the share of the smaller file's fingerprints (normalized tokens, the starter's code removed) that
+the other file holds too. Calibration: {calibration['independent_pairs']} pairs of
+{calibration['independent_files']} independent solutions score at most {maximum}; a code score above
+{calibration['threshold']:.2f} is flagged. Shared wrong outputs count only where no known misconception explains
+them and fewer than {data['parameters']['rare_below']:g} submissions return them.</p>
+<h2>Pairs</h2><p class="hint">Click a column's header to sort by it; follow a name to see the two files.</p>
+{_pair_rows(data, labels)}
+<h2>Clusters</h2>
+{f"<ul>{clusters}</ul>" if clusters else "<p class='hint'>No group of three or more.</p>"}
+<h2>Side by side</h2><p class="hint">The first pair is shown; follow another pair's link above to show it here.</p>
+<div class="views">{views}</div>
+<script>{SORT_SCRIPT}</script>
+</body></html>
+"""

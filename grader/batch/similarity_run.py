@@ -1,0 +1,126 @@
+"""`grade similar OUTDIR`: reads a batch's output folder, writes similarity.json and similarity.html beside it.
+
+Also adds a ``similarity`` column to the folder's gradebook.csv and a section linking to the
+page in its summary.html (both rewritten atomically; run again, they are replaced, not added twice).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from grader.batch.fingerprints import starter_hashes
+from grader.batch.similarity import Work, analyse, calibrate, calibration_sources, load_works
+from grader.batch.similarity_html import render_html
+from grader.config import Config
+from grader.report.csvcells import csv_text
+from grader.report.native import one_line, write_atomic
+
+GRADEBOOK_COLUMN = "similarity"
+INDENTED_PAIRS = 1000  # similarity.json is indented when it lists at most this many pairs
+_SECTION = re.compile(r"\n?<!-- similarity -->.*?<!-- /similarity -->\n?", re.DOTALL)
+
+
+class SimilarityError(Exception):
+    """The folder is not a batch's output folder, or a past term's folder is not one."""
+
+
+def run_similarity(outdir: Path, config: Config, *, against: Sequence[Path] = (),
+                   calibration: Sequence[Path] = ()) -> dict:
+    """Compare the submissions of ``outdir`` (and with those of each ``against`` folder); returns similarity.json's data.
+
+    calibration: more independent solutions (files or folders of .py) to calibrate the code scores on,
+    besides the course's own (grader.batch.similarity.CALIBRATION_PATHS). Raises SimilarityError.
+    """
+    outdir = Path(outdir)
+    try:
+        works = load_works(outdir)
+        terms: set[str] = set()
+        for folder in against:
+            term = Path(folder).resolve().name or "past"
+            while term in terms:
+                term += "'"
+            terms.add(term)
+            works += load_works(Path(folder), term=term)
+    except FileNotFoundError as exc:
+        raise SimilarityError(str(exc)) from None
+    starter_file = config.assignment_dir / "starter.py"
+    starter = starter_hashes(starter_file.read_text(encoding="utf-8")) if starter_file.is_file() else set()
+    sources = calibration_sources(config.course or config.root, config.assignment, calibration)
+    data = {"assignment": config.assignment, **analyse(works, calibrate(sources, starter), starter)}
+    indent = 2 if len(data["pairs"]) <= INDENTED_PAIRS else None  # a large file is written by json's C encoder
+    write_atomic(outdir / "similarity.json", json.dumps(data, indent=indent, allow_nan=False) + "\n")
+    write_atomic(outdir / "similarity.html", render_html(data, works))
+    annotate_gradebook(outdir / "gradebook.csv", data)
+    link_summary(outdir / "summary.html", data)
+    return data
+
+
+def partners(data: dict) -> dict[str, list[str]]:
+    """{submission key: ["other key [kinds]", ...]} of the flagged pairs."""
+    found: dict[str, list[str]] = {}
+    for pair in data["pairs"]:
+        if pair["flagged"]:
+            kinds = ", ".join(k for k in pair["evidence"])
+            found.setdefault(pair["a"], []).append(f"{pair['b']} [{kinds}]")
+            found.setdefault(pair["b"], []).append(f"{pair['a']} [{kinds}]")
+    return found
+
+
+def annotate_gradebook(path: Path, data: dict) -> None:
+    """gradebook.csv with a ``similarity`` column: the submissions each one is flagged with, and the evidence."""
+    if not path.is_file():
+        return
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+    if not rows or "file" not in rows[0]:
+        return
+    header = rows[0]
+    if GRADEBOOK_COLUMN in header:
+        at = header.index(GRADEBOOK_COLUMN)
+        rows = [row[:at] + row[at + 1:] for row in rows]
+        header = rows[0]
+    file_at = header.index("file")
+    flagged = partners(data)
+    body = [[*row, "; ".join(flagged.get(_unquoted(row[file_at]), []))] for row in rows[1:] if row]
+    write_atomic(path, csv_text([*header, GRADEBOOK_COLUMN], body))
+
+
+def _unquoted(cell: str) -> str:
+    """A cell as written before grader.report.csvcells neutralized it (a file name may begin with "=")."""
+    return cell[1:] if cell.startswith("'") and cell[1:2] in ("=", "+", "-", "@", "\t", "\r") else cell
+
+
+def link_summary(path: Path, data: dict) -> None:
+    """summary.html with a section that counts the flagged pairs and clusters and links to similarity.html."""
+    if not path.is_file():
+        return
+    page = _SECTION.sub("\n", path.read_text(encoding="utf-8"))
+    section = (f"<!-- similarity -->\n<h2>Similarity evidence</h2><p>{data['flagged']} pair(s) of "
+               f"{data['pairs_compared']} flagged as a reason to look, {len(data['clusters'])} cluster(s) of three or "
+               "more: see <a href='similarity.html'>similarity.html</a>. A flag is evidence to look at, "
+               "not a finding.</p>\n<!-- /similarity -->\n")
+    at = page.rfind("<script>") if "<script>" in page else page.rfind("</body>")
+    if at < 0:
+        return
+    write_atomic(path, page[:at] + section + page[at:])
+
+
+def terminal_lines(data: dict, works: Sequence[Work] = ()) -> list[str]:
+    """One line per flagged pair, one per cluster, and a closing line."""
+    lines = []
+    for pair in data["pairs"]:
+        if not pair["flagged"]:
+            continue
+        outputs = len(pair["shared_wrong_outputs"])
+        lines.append(one_line(f"{pair['a']} ~ {pair['b']}: {', '.join(pair['evidence'])}; code score "
+                              f"{pair['code_score']:.2f} (percentile {pair['percentile']:g})"
+                              + (f", {outputs} shared wrong output(s)" if outputs else "")))
+    lines += [one_line(f"cluster of {len(group)}: {', '.join(group)}") for group in data["clusters"]]
+    calibration = data["calibration"]
+    lines.append(f"{data['flagged']} of {data['pairs_compared']} pair(s) flagged as a reason to look (code threshold "
+                 f"{calibration['threshold']:.2f}, above {calibration['independent_pairs']} independent pairs)")
+    return lines

@@ -1,0 +1,216 @@
+"""The student kit: what students receive to check their work before submitting.
+
+``build_kit`` writes the starter, the exercise README, a grader.toml and a
+suite of the public cases (groups whose visibility is "visible") with their
+expected outputs precomputed, plus a copy of the grader package so that
+``python -m grader`` runs inside the kit. No reference code and no hidden case
+goes in: expected values are computed here, by the instructor's grader, and
+stored as arrays. The kit's cases are drawn from their own seed (by default
+grading.seed + 1), so the public outputs are not the graded ones.
+
+Case store: ``public_cases/cases.json`` lists the cases (group, id, function,
+plain arguments, where each array is) and ``public_cases/cases/NNN.npz`` holds
+one case's named arrays: "arg.<i>", "kwarg.<name>", "expected" (and, for a causality
+case, "changed.<i>" and "expected.changed") and, when the
+grader can compute them, "candidate.<code>", the output of each known mistake
+on the same inputs, so a kit can name the misconception offline; cases.json's
+"catalogue" holds each such code's explanation and section. Each case's
+"trivial" names the trivial implementation that passes it too, if any
+(grader.judging.fairness): its points go only to a function that passes another case.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import grader
+from grader.config import Config, load_config, with_course
+from grader.exercise.assignment import Assignment, as_json, load_assignment
+
+KIT_SUITE = Path(__file__).parent / "kit_suite"
+SUITE_FOLDER = "public_cases"
+
+
+def stored_seed(suite: Path) -> int | None:
+    """The seed a kit's stored cases were drawn with, or None when ``suite`` is not a kit's."""
+    try:
+        return int(json.loads((suite / "cases.json").read_text(encoding="utf-8"))["seed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class KitError(Exception):
+    """The kit cannot be built (missing starter, suite without cases.py, target not empty)."""
+
+
+@dataclass(frozen=True)
+class Kit:
+    folder: Path
+    seed: int
+    cases: int  # public cases written
+    hidden: int  # cases left out because their group is not visible
+    points: dict[str, float]  # the kit's points per visible group
+
+
+def expected_value(assignment: Assignment, case) -> object:
+    """The reference's output for ``case`` in float64, as the graded suite computes it; None when it must raise."""
+    if case.raises:
+        return None
+    expected = assignment.expected(case, case.args)
+    if any(isinstance(p, np.ndarray) and not np.isfinite(p).all()
+           for p in (expected if isinstance(expected, tuple) else (expected,))):
+        raise KitError(f"the reference's output for {case.name} is not finite")
+    return expected
+
+
+def _changed_expected(assignment: Assignment, case) -> object:
+    """A causality case's expected output on its changed tokens, as the graded suite computes it."""
+    return assignment.expected(case, case.changed_args)
+
+
+def _trivial(assignment: Assignment, case, config: Config, expected: object, changed: object) -> str | None:
+    """Which of the assignment's trivial implementations passes ``case``, as the graded suite decides it."""
+    from grader.judging.fairness import trivially_passed
+
+    return trivially_passed(case, config, expected, assignment.trivial(case.function), changed,
+                            assignment.spec(case.function).kind)
+
+
+def _candidates(assignment: Assignment, case, expected: object) -> tuple[dict, dict]:
+    """Outputs of the known misconceptions, alone and two together, on ``case``'s inputs, and their texts.
+
+    Uses the assignment's ``combo_outputs`` ({combination key: output or "raises <Type>"},
+    cheapest first) and ``catalogue`` (code -> ``explanation``, ``section``, ``says``).
+    Only outputs and texts go into the kit, never the variants' code. A combination whose
+    output equals ``expected`` on these inputs is left out: the diagnosis never
+    names it there, and the two model-size cases would otherwise store ~190
+    arrays each.
+    """
+    from grader.judging.diagnose import matches
+    from grader.judging.judge import joined
+
+    CATALOGUE = assignment.catalogue
+    keys = assignment.combos(case.function)
+    outputs = {key: out for key, out in assignment.combo_outputs(case.function, case.args, case.kwargs, keys).items()
+               if not matches(joined(out), joined(expected), 0.0, 0.0)}
+    codes = dict.fromkeys(code for key in outputs for code in key.split("+"))
+    explained = {code: {"explanation": CATALOGUE[code].explanation, "section": CATALOGUE[code].section,
+                        "says": getattr(CATALOGUE[code], "says", "")} for code in codes if code in CATALOGUE}
+    return outputs, explained
+
+
+def _store(value, key: str, arrays: dict) -> dict:
+    """A manifest entry for one value: plain JSON, or the name of an array in the case's .npz."""
+    if isinstance(value, np.ndarray):
+        arrays[key] = value
+        return {"array": key}
+    if isinstance(value, tuple):  # a function of kind "arrays": each part stored on its own
+        return {"tuple": [_store(part, f"{key}.{i}", arrays) for i, part in enumerate(value)]}
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"value": value}
+    raise KitError(f"cannot store a {type(value).__name__} in the kit")
+
+
+def build_kit(config_path: Path, target: Path, *, seed: int | None = None, course: Path | None = None) -> Kit:
+    """Write the student kit for grader.toml at ``config_path`` into the new or empty folder ``target``.
+
+    ``course``: the course folder (assignments/, reference/), when not grader.toml's own
+    (grader.config.find_course).
+    """
+    config = load_config(config_path)
+    if course is not None:
+        config = with_course(config, course)
+    described = load_assignment(config.assignment_dir)
+    starter = described.starter
+    if not starter.is_file():
+        raise KitError(f"no starter at {starter}")
+    target = Path(target)
+    if target.exists() and any(target.iterdir()):
+        raise KitError(f"{target} is not empty; pick a new folder")
+    seed = config.seed + 1 if seed is None else seed
+    if seed == config.seed:  # the kit would hold the graded inputs and their expected outputs
+        raise KitError(f"the kit's seed must differ from grading.seed ({config.seed}): its cases and expected "
+                       "outputs would be the graded ones")
+    cases = described.build_cases(seed, {"random_cases": config.random_cases, **described.params, **config.params})
+    public = [c for c in cases if config.visibility.get(c.group, "visible") == "visible"]
+
+    suite = target / SUITE_FOLDER
+    (suite / "cases").mkdir(parents=True)
+    for name in ("pytest.ini", "conftest.py", "graded_kit.py"):
+        shutil.copyfile(KIT_SUITE / name, suite / name)
+    manifest, catalogue = [], {}
+    for index, case in enumerate(public):
+        arrays: dict[str, np.ndarray] = {}
+        expected = None if case.raises else expected_value(described, case)
+        candidates, explained = ({}, {}) if case.raises else _candidates(described, case, expected)
+        catalogue.update(explained)
+        changed = None if case.changed_args is None else _changed_expected(described, case)
+        entry = {
+            "group": case.group, "id": case.id, "function": case.function, "file": f"cases/{index:03d}.npz",
+            "args": [_store(a, f"arg.{i}", arrays) for i, a in enumerate(case.args)],
+            "kwargs": {k: _store(v, f"kwarg.{k}", arrays) for k, v in case.kwargs.items()},
+            "raises": case.raises,
+            "expected": None if case.raises else _store(expected, "expected", arrays),
+            "candidates": {code: _store(out, f"candidate.{code}", arrays) for code, out in candidates.items()},
+            "changed_args": None if case.changed_args is None else
+            [_store(a, f"changed.{i}", arrays) for i, a in enumerate(case.changed_args)],
+            "changed_from": case.changed_from,
+            "expected_changed": None if changed is None else _store(changed, "expected.changed", arrays),
+            "trivial": _trivial(described, case, config, expected, changed),
+            "kind": described.spec(case.function).kind,
+            "outputs": list(described.spec(case.function).outputs),
+        }
+        np.savez(suite / entry["file"], allow_pickle=False, **arrays)
+        manifest.append(entry)
+    findings = {code: {"explanation": f.explanation, "section": f.section, "says": f.says}
+                for code, f in described.findings.items()}
+    store = {"format": 1, "seed": seed, "catalogue": catalogue, "findings": findings, "cases": manifest,
+             "assignment": as_json(described)}
+    (suite / "cases.json").write_text(json.dumps(store, indent=1) + "\n", encoding="utf-8")
+
+    points = {group: value for group, value in config.points.items() if any(c.group == group for c in public)}
+    (target / "grader.toml").write_text(_kit_toml(config, seed, points), encoding="utf-8")
+    shutil.copyfile(starter, target / "starter.py")
+    readme = described.statement
+    statement = readme.read_text(encoding="utf-8") if readme.is_file() else f"# {described.name}\n"
+    (target / "README.md").write_text(statement.rstrip("\n") + "\n\n" + _CHECKING, encoding="utf-8")
+    package = Path(grader.__file__).resolve().parent
+    shutil.copytree(package, target / "grader", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return Kit(target, seed, len(public), len(cases) - len(public), {g: float(v) for g, v in points.items()})
+
+
+def _kit_toml(config: Config, seed: int, points: dict) -> str:
+    lines = [
+        "# The student kit's configuration: grades against the public cases in public_cases/.",
+        "[assignment]", f'name = "{config.assignment}"', f'suite = "{SUITE_FOLDER}"', "",
+        "[grading]", f"seed = {seed}  # the seed the public cases were drawn with (they are stored, not redrawn)",
+        f"random_cases = {config.random_cases}", f"rtol = {config.rtol!r}", f"atol = {config.atol!r}", "",
+        "[limits]",
+        *(f"{key} = {getattr(config.limits, key)!r}" for key in
+          ("call_timeout_s", "submission_timeout_s", "timeouts_per_function", "memory_mb", "file_size_mb",
+           "output_bytes")), "",
+        "[points]", *(f"{group} = {float(value)!r}" for group, value in points.items()), "",
+    ]
+    return "\n".join(lines)
+
+
+_CHECKING = """## Checking your work with this kit
+
+This folder holds the starter, the public test cases with their expected outputs, and the grader.
+With numpy, pytest, click, nbformat and threadpoolctl installed, run from this folder:
+
+```sh
+python -m grader starter.py
+```
+
+(or `grade starter.py` if the grader is installed). It grades your file, or your notebook,
+against the public cases only, with the same checks and messages as the real grading; the real
+grading also has cases you do not see here, drawn from another seed.
+"""

@@ -1,0 +1,374 @@
+"""Name the misconceptions behind wrong answers, from outputs alone.
+
+Each known misconception is a switch on the reference; a *combination* is one
+switch or two of different steps, keyed by its codes joined with "+"
+(``"wrong-split-order-qk+missing-scale"``). A failed test's student output is
+compared with what each combination computes on the same inputs (the
+candidates, computed by ``reference.variants.combo_outputs`` in the grading
+process, or shipped beside the expected values in the student kit). A
+combination that raises where the reference does not is the candidate
+``"raises <Type>"``, which a student's call matches when it raised that type.
+
+The search (``Search``), per function of one submission: the first failed test
+tries every combination, cheapest first (or, when the function has probes that
+all answered, only the compositions they found: grader.judging.probes); each later
+failed test tries only those that explained every failed test before it (none
+once none is left: nothing is searched twice). ``settle`` then names, on every failed test of the function, the
+cheapest combination that explains all of them, and gives the function its
+verdict: one sentence naming each switch, and the evidence. A generic finding
+(``wrong-shape``, ``non-finite``, ``causal-leak``, ``something-else``: where a
+probe found something no switch explains) only where no combination explains a
+test; a misconception the outputs do not match is never claimed.
+
+Pure functions on plain data: no reference code, no student code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, cast
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+SEP = "+"  # joins the codes of a combination's key
+RAISES = "raises "  # a candidate "raises ValueError": the combination raises on these inputs
+
+
+class Explained(Protocol):
+    """Anything with an explanation and a section, e.g. ``reference.variants.Variant``."""
+
+    @property
+    def explanation(self) -> str: ...
+    @property
+    def section(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A catalogue entry as plain data: a misconception's texts, or a generic finding (``says`` empty)."""
+
+    explanation: str
+    section: str
+    says: str = ""  # the verdict's phrase, after the function's name: "does not scale the scores"
+
+
+WRONG_SHAPE, NON_FINITE, CAUSAL_LEAK = "wrong-shape", "non-finite", "causal-leak"
+SOMETHING_ELSE = "something-else"  # a probe of one step matched no known misconception (grader.judging.probes)
+# The generic findings' neutral texts; an assignment gives its own (grader.exercise.assignment.Assignment.findings),
+# passed in the catalogue under these codes.
+GENERIC: dict[str, Finding] = {
+    WRONG_SHAPE: Finding("The result has a shape that neither the exercise nor any known misconception (alone or "
+                         "two together) gives.", ""),
+    NON_FINITE: Finding("The result holds NaN or inf where the right result is finite, and no known misconception "
+                        "(alone or two together) puts them there.", ""),
+    CAUSAL_LEAK: Finding("Changing only later tokens changed the outputs at earlier positions: "
+                         "queries can see keys that come after them.", ""),
+    SOMETHING_ELSE: Finding("Something is wrong in {where} that no known misconception explains: an extra call "
+                            "that isolates it (it pays no points) returned what none of them gives.", ""),
+}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    code: str  # the first of ``codes``: what gradebooks count
+    explanation: str
+    section: str
+    codes: tuple[str, ...] = ()  # every switch of the combination named (empty for a generic finding)
+    matches: tuple[str, ...] = ()  # keys of every combination that matches this test, cheapest first
+    raised: bool = False  # matched by raising where the combination raises
+
+    def as_dict(self) -> dict:
+        """The report's ``diagnosis`` object: {code, codes, explanation, section}."""
+        return {"code": self.code, "codes": list(self.codes or (self.code,)), "explanation": self.explanation,
+                "section": self.section}
+
+
+def raised_value(message: str) -> str:
+    """The candidate a raised call matches: "raised ValueError at line 3: …" → "raises ValueError"."""
+    name = message.removeprefix("raised ").split(" ", 1)[0].rstrip(":")
+    return RAISES + name
+
+
+def matches(got: object, candidate: object, rtol: float, atol: float) -> bool:
+    """Whether ``got`` equals ``candidate`` as the grader compares: counts exactly, arrays within tolerance.
+
+    Arrays must have the same shape; non-finite entries must sit at the same
+    places with the same value (NaN with NaN, +inf with +inf); finite entries
+    must satisfy |got − candidate| ≤ atol + rtol·|candidate|. A candidate
+    "raises <Type>" matches only the same string (see ``raised_value``).
+    """
+    if isinstance(candidate, str) or isinstance(got, str):
+        return isinstance(candidate, str) and isinstance(got, str) and got == candidate
+    if isinstance(candidate, (int, np.integer)) and not isinstance(candidate, bool):
+        if isinstance(got, np.ndarray) and got.shape == () and got.dtype.kind in "iu":
+            got = int(got)
+        return type(got) is int and got == int(candidate)
+    if isinstance(got, (int, float)) and not isinstance(got, bool):
+        got = np.asarray(got)
+    if not isinstance(got, np.ndarray) or got.dtype.kind not in "fiu":
+        return False
+    candidate = np.asarray(candidate, dtype=np.float64)
+    if got.shape != candidate.shape:
+        return False
+    got = np.asarray(got, dtype=np.float64)  # no copy when it is float64 already
+    finite, got_finite = np.isfinite(candidate), np.isfinite(got)
+    if finite.all() and got_finite.all():  # the usual case, without the masks below
+        return bool((np.abs(got - candidate) <= atol + rtol * np.abs(candidate)).all())
+    if not np.array_equal(finite, got_finite):
+        return False
+    if not np.array_equal(got[~finite], candidate[~finite], equal_nan=True):
+        return False
+    return bool(np.all(np.abs(got[finite] - candidate[finite]) <= atol + rtol * np.abs(candidate[finite])))
+
+
+def hits(got: object, expected: object, candidates: Mapping[str, object], rtol: float, atol: float) -> list[str]:
+    """Keys of the candidates ``got`` matches, in ``candidates`` order, leaving out those equal to ``expected``."""
+    return [key for key, output in candidates.items()
+            if matches(got, output, rtol, atol) and not matches(output, expected, rtol, atol)]
+
+
+def describe(key: str, catalogue: Mapping[str, Explained]) -> tuple[tuple[str, ...], str, str]:
+    """A combination's (codes, explanation, sections): the explanations one after the other, each section once."""
+    codes = tuple(key.split(SEP))
+    explanation = " ".join(catalogue[code].explanation for code in codes)
+    sections = ", ".join(sorted(dict.fromkeys(catalogue[code].section for code in codes)))
+    return codes, explanation, sections
+
+
+def named(key: str, catalogue: Mapping[str, Explained], matching: Sequence[str] = (), raised: bool = False
+          ) -> Diagnosis:
+    """The Diagnosis that names combination ``key``."""
+    codes, explanation, section = describe(key, catalogue)
+    return Diagnosis(codes[0], explanation, section, codes, tuple(matching) or (key,), raised)
+
+
+def diagnose(got: object, expected: object, candidates: Mapping[str, object], rtol: float, atol: float,
+             catalogue: Mapping[str, Explained]) -> Diagnosis | None:
+    """The cheapest combination a wrong output shows, or a generic finding, or None.
+
+    got: the student's returned value (ndarray or number, already plain data),
+    or "raises <Type>" when the call raised; expected: the reference's output;
+    candidates: {combination key: its output on the same inputs}, cheapest
+    first; rtol, atol: grader.toml's tolerances; catalogue: {code: its texts}.
+    Returns None when ``got`` matches ``expected`` or nothing can be said. A
+    candidate that itself matches ``expected`` cannot be told apart from a
+    right answer on these inputs and is skipped. Every matching key is kept in
+    ``matches`` for ``settle``.
+    """
+    if matches(got, expected, rtol, atol):
+        return None
+    found = hits(got, expected, candidates, rtol, atol)
+    if found:
+        return named(found[0], catalogue, found, isinstance(got, str))
+    counted = isinstance(expected, (int, np.integer))  # counts have no generic finding
+    if not counted and isinstance(got, (np.ndarray, int, float)) and not isinstance(got, bool):
+        got = np.asarray(got)  # a scalar is an array of shape ()
+        if got.shape != np.shape(cast(ArrayLike, expected)):  # expected: the reference's array or number
+            return generic(WRONG_SHAPE, catalogue)
+        if got.dtype.kind in "fiu" and not np.isfinite(got).all():
+            return generic(NON_FINITE, catalogue)
+    return None
+
+
+def generic(code: str, catalogue: Mapping[str, Explained] | None = None) -> Diagnosis:
+    """The Diagnosis of a generic finding (``wrong-shape``, ``non-finite`` or ``causal-leak``).
+
+    Its texts are the catalogue's entry for ``code`` (the assignment's own), else the neutral GENERIC one.
+    """
+    finding = (catalogue or {}).get(code) or GENERIC[code]
+    return Diagnosis(code, finding.explanation, finding.section)
+
+
+class Probed(Protocol):
+    """What the probes of one function showed (grader.judging.probes.ProbeResult)."""
+
+    @property
+    def keys(self) -> tuple[str, ...]: ...
+    @property
+    def unexplained(self) -> tuple[str, ...]: ...
+    @property
+    def excluded(self) -> frozenset[str]: ...
+    @property
+    def complete(self) -> bool: ...
+
+
+class Search:
+    """The search of one submission: per function, the combinations that explained every failed test so far.
+
+    One Search per graded submission (a fresh one per pytest session), so
+    nothing carries from one student to the next. Its cost is bounded per
+    function, whatever the outputs do: every combination is tried on the
+    function's first failed test only; each later failed test tries only those
+    that explained every failed test before it. Once none is left, no
+    combination can explain all of them and later tests get the generic findings
+    (and what the probes found), never a search of everything again (an output
+    that changes on every call would otherwise search everything on every test).
+
+    prober(function): when given, the function's probes (grader.judging.probes), run once
+    on its first failed test. When they all answered, the compositions they
+    leave (any number of switches), and the first one less each of its
+    switches, are all that is tried: a pair the probes contradict is never
+    searched for. A switch the probes ruled out is never named, and a step whose
+    probe matched nothing is said ("something else is wrong in ...") where no
+    combination matches. When a probe did not answer, every combination is
+    searched, as without probes.
+    """
+
+    def __init__(self, prober: Callable[[str], Probed | None] | None = None) -> None:
+        self.survivors: dict[str, list[str]] = {}
+        self.unexplained: set[str] = set()  # functions whose failed tests no single combination can explain
+        self.prober = prober
+        self.probed: dict[str, Probed | None] = {}
+
+    def probes(self, function: str) -> Probed | None:
+        """What the function's probes showed (they run once per submission), or None without probes."""
+        if function not in self.probed:
+            self.probed[function] = self.prober(function) if self.prober is not None else None
+        return self.probed[function]
+
+    def diagnose(self, function: str, got: object, expected: object,
+                 candidates: Callable[[Sequence[str] | None], Mapping[str, object]], rtol: float, atol: float,
+                 catalogue: Mapping[str, Explained]) -> Diagnosis | None:
+        """``diagnose`` on this test, trying first only what explained the function's earlier failed tests.
+
+        candidates(keys): the outputs of those combinations (None: of all of them, cheapest first).
+        """
+        if matches(got, expected, rtol, atol):
+            return None
+        # Probed only on an array or a float returned, or a raise: a reply of another kind (an int where an array was
+        # expected, a reply the submission forged) says the call itself went wrong, and probes would only
+        # disturb what comes next. The probes then wait for a later failed test.
+        probed = self.probes(function) if isinstance(got, (np.ndarray, float, str)) else self.probed.get(function)
+        composed = list(probed.keys) if probed is not None else []
+        excluded = probed.excluded if probed is not None else frozenset()
+
+        def allowed(keys: Sequence[str]) -> list[str]:
+            return [k for k in keys if not excluded.intersection(k.split(SEP))]
+
+        survivors = self.survivors.get(function)
+        if function in self.unexplained or survivors is not None:
+            keys = list(dict.fromkeys([*(survivors or []), *composed]))
+            found = allowed(hits(got, expected, candidates(keys), rtol, atol)) if keys else []
+            if survivors:
+                self.survivors[function] = [k for k in found if k in survivors]
+                if not self.survivors[function]:
+                    self.unexplained.add(function)
+            if found:
+                return named(_cheapest(found), catalogue, found, isinstance(got, str))
+            return self._unnamed(got, expected, rtol, atol, catalogue, probed)
+        if probed is not None and probed.complete:  # the probes' compositions, and the first less each switch
+            codes = composed[0].split(SEP) if composed else []
+            fewer = [SEP.join(codes[:i] + codes[i + 1:]) for i in range(len(codes))] if len(codes) > 1 else []
+            trial = list(dict.fromkeys([*composed, *fewer]))
+            found = allowed(hits(got, expected, candidates(trial), rtol, atol)) if trial else []
+            self.survivors[function] = found
+            if found:
+                return named(_cheapest(found), catalogue, found, isinstance(got, str))
+            self.unexplained.add(function)
+            return self._unnamed(got, expected, rtol, atol, catalogue, probed)
+        everything = dict(candidates(None))
+        extra = [k for k in composed if k not in everything]
+        if extra:
+            everything.update(candidates(extra))
+        found = allowed(hits(got, expected, everything, rtol, atol))
+        self.survivors[function] = found
+        if not found:
+            self.unexplained.add(function)
+            return self._unnamed(got, expected, rtol, atol, catalogue, probed)
+        return named(_cheapest(found), catalogue, found, isinstance(got, str))
+
+    @staticmethod
+    def _unnamed(got: object, expected: object, rtol: float, atol: float, catalogue: Mapping[str, Explained],
+                 probed: Probed | None) -> Diagnosis | None:
+        """No combination matches: a generic finding (what is seen), with where a probe showed something unknown.
+
+        A wrong shape or non-finite values keep their finding, and its text says where the probes place it;
+        otherwise the finding is "something else is wrong in <step>", or None when no probe says where.
+        """
+        found = diagnose(got, expected, {}, rtol, atol, catalogue)
+        if probed is None or not probed.unexplained:
+            return found
+        where = something_else(probed.unexplained, catalogue)
+        if found is None:
+            return where
+        return Diagnosis(found.code, f"{found.explanation} {_placed(probed.unexplained)}", found.section)
+
+
+def _cheapest(keys: Sequence[str]) -> str:
+    """The first of the keys with the fewest switches."""
+    return min(keys, key=lambda key: key.count(SEP))
+
+
+def _said(where: Sequence[str]) -> str:
+    return where[0] if len(where) == 1 else ", ".join(where[:-1]) + " and " + where[-1]
+
+
+def _placed(where: Sequence[str]) -> str:
+    """The sentence a generic finding gains from the probes: "An extra call that isolates the … shows it there."."""
+    return f"An extra call that isolates {_said(where)} (it pays no points) shows something wrong there."
+
+
+def something_else(where: Sequence[str], catalogue: Mapping[str, Explained] | None = None) -> Diagnosis:
+    """The finding "something else is wrong in <step>" for the steps whose probes matched no misconception."""
+    finding = (catalogue or {}).get(SOMETHING_ELSE) or GENERIC[SOMETHING_ELSE]
+    return Diagnosis(SOMETHING_ELSE, finding.explanation.replace("{where}", _said(where)), finding.section)
+
+
+EVIDENCE_STATUSES = ("failed", "error")  # what a wrong value or a raise gives; a timeout or crash says nothing
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A function's verdict: the switches that explain every failed test, in one sentence."""
+
+    codes: tuple[str, ...]
+    sentence: str  # "f splits Q and K into heads in the wrong order, and does not scale …"
+    evidence: str  # what in the outputs shows it
+
+    def as_dict(self) -> dict:
+        return {"codes": list(self.codes), "sentence": self.sentence, "evidence": self.evidence}
+
+
+def sentence(function: str, codes: Iterable[str], catalogue: Mapping[str, Finding]) -> str:
+    """One plain sentence naming each switch: "f splits … order, and does not scale the scores (§4.3, §4.5)."."""
+    codes = list(codes)
+    phrases = [catalogue[code].says or code for code in codes]
+    said = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + ", and " + phrases[-1]
+    sections = ", ".join(sorted(dict.fromkeys(catalogue[code].section for code in codes)))
+    return f"{function} {said} ({sections})."
+
+
+def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalogue: Mapping[str, Finding]
+           ) -> tuple[list[Diagnosis | None], Verdict | None]:
+    """Name one combination across a function's tests; returns (each test's diagnosis, the verdict).
+
+    tests: (status, diagnosis) of each of the function's tests, in order.
+    When every failed test (status "failed" or "error") matches some
+    combination and one combination matches them all, the cheapest such (fewest
+    switches, then first in the search's order) is named on each of them and
+    becomes the verdict. Otherwise each test keeps its own cheapest match (or
+    generic finding), and there is no verdict: no one explanation fits. A raise
+    is evidence only as part of a verdict's pattern (it raised exactly where the
+    combination raises): without a verdict, a test matched only by raising is
+    named nothing, since code that raises everywhere would match it too.
+    """
+    failed = [(i, d) for i, (status, d) in enumerate(tests) if status in EVIDENCE_STATUSES]
+    diagnoses = [d for _, d in tests]
+    unsettled = [None if d is not None and d.raised else d for d in diagnoses]
+    if not failed or any(d is None or not d.codes for _, d in failed):
+        return unsettled, None
+    common = [key for key in cast(Diagnosis, failed[0][1]).matches
+              if all(key in cast(Diagnosis, d).matches for _, d in failed)]
+    if not common:
+        return unsettled, None
+    best = min(common, key=lambda key: key.count(SEP))  # min keeps the first of the cheapest
+    for i, d in failed:
+        diagnoses[i] = named(best, catalogue, cast(Diagnosis, d).matches, cast(Diagnosis, d).raised)
+    raised = sum(cast(Diagnosis, d).raised for _, d in failed)
+    evidence = f"explains all {len(failed)} failed test{'s' if len(failed) > 1 else ''} of {function}"
+    if raised:  # a pattern of errors: it raises on exactly these inputs
+        evidence += (f": {raised} raised where it raises, {len(failed) - raised} returned what it returns"
+                     if raised < len(failed) else ": each raised where it raises")
+    return diagnoses, Verdict(tuple(best.split(SEP)), sentence(function, best.split(SEP), catalogue), evidence)

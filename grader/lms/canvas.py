@@ -1,0 +1,245 @@
+"""Canvas gradebook import CSV from a folder of reports, matched against the instructor's Canvas export.
+
+Canvas's gradebook export starts with the columns Student, ID, SIS User ID,
+SIS Login ID and Section (some exports add Integration ID or Root Account),
+then one column per assignment, and its second line is a "Points Possible"
+row (some exports add a "Manual Posting" row too). The import accepts the same
+five columns followed by one column per assignment named "Title (assignment
+id)"; a blank cell leaves the grade unchanged.
+
+Matching goes by Canvas's own identifiers, never by a guess: the report's
+``student.id`` with ID, SIS User ID or SIS Login ID; ``student.email`` with SIS
+Login ID; the report's file name with the same three; Canvas's download naming
+(``name_userid_...`` or ``name_LATE_userid_...``) with ID. Every identifier a
+report carries must point to the same row, and its ``student.name``, when it is
+the name of a row, to that row too. Matching by name alone is opt-in
+(``match_names``) and refused when the report's ID or email is not that row's.
+A contradiction (an identifier pointing to one row and another identifier or
+the name to another; one identifier matching two rows; two reports for one row
+that no submission time orders) is listed in ``contradictions`` with both rows
+named, and the caller writes nothing. Reports that match nobody and students
+with no report are listed. A student with several reports gets the latest
+submission's, by the LMS's submission time or id (never by the time of
+grading). The assignment column must be one of the export's (``check_column``),
+so that a typo never makes Canvas create an assignment.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+
+from grader.lms.reports import GradedReport, choose, normal_name
+from grader.report.csvcells import csv_text
+
+IDENTITY_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+_ASSIGNMENT = re.compile(r"^.+ \((\d+)\)$")
+_NON_STUDENT_ROWS = ("points possible", "manual posting")
+
+
+class GradebookError(ValueError):
+    """The Canvas export cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class CanvasStudent:
+    name: str
+    id: str
+    sis_user_id: str = ""
+    sis_login_id: str = ""
+    section: str = ""
+
+    def row(self) -> list[str]:
+        return [self.name, self.id, self.sis_user_id, self.sis_login_id, self.section]
+
+
+@dataclass
+class Export:
+    students: list[CanvasStudent]
+    scores: dict[str, int | float]  # Canvas ID -> points
+    matched: dict[str, str] = field(default_factory=dict)  # Canvas ID -> report file
+    unmatched: list[tuple[str, str]] = field(default_factory=list)  # (report, why) for reports given no row
+    conflicts: list[tuple[CanvasStudent, str]] = field(default_factory=list)  # students whose reports no rule orders
+    contradictions: list[str] = field(default_factory=list)  # reports whose identity points to two rows, or to a row it is not
+    without_report: list[CanvasStudent] = field(default_factory=list)  # gradebook students with no score
+
+
+def check_assignment(assignment: str) -> str:
+    """The assignment column's name must read "Title (assignment id)"; raises GradebookError otherwise."""
+    if not _ASSIGNMENT.match(assignment.strip()):
+        raise GradebookError(f"--assignment must read \"Title (assignment id)\", e.g. \"Multi-head attention (12345)\", "
+                             f"got {assignment!r}")
+    return assignment.strip()
+
+
+def read_gradebook(text: str) -> list[CanvasStudent]:
+    """The students of a Canvas gradebook export (CSV text), in its order, without its Points Possible row."""
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    if not rows:
+        raise GradebookError("the gradebook export is empty")
+    header = [cell.strip() for cell in rows[0]]
+    missing = [c for c in ("Student", "ID") if c not in header]
+    if missing:
+        raise GradebookError(f"the gradebook export has no {' or '.join(missing)} column (its header is: {', '.join(header[:6])} …)")
+    column = {name: header.index(name) for name in IDENTITY_COLUMNS if name in header}
+    students = []
+    for row in rows[1:]:
+        cells = {name: (row[i].strip() if i < len(row) else "") for name, i in column.items()}
+        if cells["Student"].lower() in _NON_STUDENT_ROWS or not cells["ID"]:
+            continue  # "Points Possible" and other rows that are not students
+        students.append(CanvasStudent(cells["Student"], cells["ID"], cells.get("SIS User ID", ""),
+                                      cells.get("SIS Login ID", ""), cells.get("Section", "")))
+    return students
+
+
+def points_possible(text: str, assignment: str) -> float | None:
+    """The assignment's "Points Possible" in a Canvas export, or None when the export has no such column or row."""
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    header = [cell.strip() for cell in rows[0]] if rows else []
+    if assignment not in header or "Student" not in header:
+        return None
+    column, student = header.index(assignment), header.index("Student")
+    for row in rows[1:]:
+        if student < len(row) and row[student].strip().lower() == "points possible" and column < len(row):
+            try:
+                return float(row[column])
+            except ValueError:
+                return None
+    return None
+
+
+def match(reports: list[GradedReport], students: list[CanvasStudent], match_names: bool = False) -> Export:
+    """Give each report's score to the row of the student it belongs to; list what could not be matched.
+
+    ``match_names``: a report whose identifiers are in no row may be matched by its student name
+    (or, without one, its file name) when exactly one row has that name and none of its identifiers
+    says otherwise. Nothing here writes: with ``contradictions`` or ``conflicts`` non-empty the
+    export must not be written.
+    """
+    export = Export(students, {})
+    candidates: dict[str, list[GradedReport]] = {}
+    for report in reports:
+        found = _find(report, students, match_names)
+        if isinstance(found, CanvasStudent):
+            candidates.setdefault(found.id, []).append(report)
+        elif found[0] == "contradiction":
+            export.contradictions.append(f"{report.label}: {found[1]}")
+        else:
+            export.unmatched.append((report.label, found[1]))
+    for student in students:
+        mine = candidates.get(student.id, [])
+        if not mine:
+            export.without_report.append(student)
+            continue
+        chosen, why = choose(mine)
+        if chosen is None:
+            export.conflicts.append((student, why))
+            continue
+        export.unmatched += [(r.label, f"{_row(student)} has the later submission {chosen.file}")
+                             for r in mine if r is not chosen]
+        if chosen.report.get("status") != "graded":
+            failed = f"the grader failed on it ({chosen.report.get('error')}); no score exported"
+            export.unmatched.append((chosen.label, failed))
+            export.without_report.append(student)
+            continue
+        export.scores[student.id] = chosen.report["score"]
+        export.matched[student.id] = chosen.file
+    return export
+
+
+def _row(student: CanvasStudent) -> str:
+    return f"{student.name} ({student.id})"
+
+
+def _rows(students: list[CanvasStudent]) -> str:
+    return ", ".join(_row(s) for s in students)
+
+
+def _same_login(value: str, student: CanvasStudent) -> bool:
+    return bool(student.sis_login_id) and value.lower() == student.sis_login_id.lower()
+
+
+def _find(report: GradedReport, students: list[CanvasStudent], match_names: bool) -> CanvasStudent | tuple[str, str]:
+    """The one row ``report`` belongs to, or ("unmatched" | "contradiction", why)."""
+    student = report.student
+    sid, email, name = str(student.get("id") or ""), str(student.get("email") or ""), str(student.get("name") or "")
+    if student.get("source") == "file":  # batch grading's stand-in: the file name, not an identity
+        sid = ""
+    stem = report.stem
+    tokens = stem.split("_")
+    canvas_user = tokens[2] if len(tokens) > 2 and tokens[1] == "LATE" else tokens[1] if len(tokens) > 1 else ""
+    if not canvas_user.isdigit():
+        canvas_user = ""
+    # (what, value, does this row have it?, may it contradict a row found by name?)
+    identifiers = [
+        ("student id", sid, lambda s: sid in (s.id, s.sis_user_id) or _same_login(sid, s),
+         lambda s: sid not in (s.id, s.sis_user_id) and not _same_login(sid, s)),
+        ("student email", email, lambda s: _same_login(email, s),
+         lambda s: "@" in s.sis_login_id and not _same_login(email, s)),
+        ("file name", stem, lambda s: stem in (s.id, s.sis_user_id) or _same_login(stem, s), lambda s: False),
+        ("Canvas download name", canvas_user, lambda s: canvas_user == s.id, lambda s: canvas_user != s.id),
+    ]
+    found: list[tuple[str, str, CanvasStudent]] = []
+    for what, value, has, _ in identifiers:
+        if not value:
+            continue
+        hits = [s for s in students if has(s)]
+        if len(hits) > 1:
+            return "contradiction", f"its {what} {value!r} matches {len(hits)} rows: {_rows(hits)}"
+        if hits:
+            found.append((what, value, hits[0]))
+    for what, value, row in found[1:]:
+        if row != found[0][2]:
+            return "contradiction", (f"its {found[0][0]} {found[0][1]!r} matches {_row(found[0][2])} but its "
+                                     f"{what} {value!r} matches {_row(row)}")
+    name_what, name_value = ("student name", name) if name else ("file name", stem)
+    named = [s for s in students if normal_name(name_value) and normal_name(name_value) == normal_name(s.name)]
+    if found:
+        what, value, row = found[0]
+        if name and named and row not in named:
+            return "contradiction", (f"its {what} {value!r} matches {_row(row)} but its student name {name!r} "
+                                     f"matches {_rows(named)}")
+        return row
+    tried = ", ".join(f"{what} {value!r}" for what, value in
+                      (("student id", sid), ("student email", email), ("student name", name), ("file name", stem)) if value)
+    if not named:
+        return "unmatched", f"no student in the gradebook has its {tried}"
+    if not match_names:
+        return "unmatched", (f"no student in the gradebook has its {tried}; its {name_what} {name_value!r} is "
+                             f"the name of {_rows(named)} (--match-names matches by name)")
+    if len(named) > 1:
+        return "contradiction", f"its {name_what} {name_value!r} matches {len(named)} rows: {_rows(named)}"
+    against = [(what, value) for what, value, _, contradicts in identifiers if value and contradicts(named[0])]
+    if against:
+        what, value = against[0]
+        return "contradiction", (f"its {name_what} {name_value!r} matches {_row(named[0])} but its {what} "
+                                 f"{value!r} is not that row's; not matched by name")
+    return named[0]
+
+
+def to_csv(export: Export, assignment: str) -> str:
+    """The import CSV: the five identity columns and the assignment's column; blank where no score."""
+    return csv_text([*IDENTITY_COLUMNS, assignment],
+                    [[*s.row(), "" if export.scores.get(s.id) is None else export.scores[s.id]]
+                     for s in export.students])
+
+
+def assignment_columns(text: str) -> list[str]:
+    """The export's assignment columns ("Title (id)"), in its order."""
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    return [cell.strip() for cell in (rows[0] if rows else []) if _ASSIGNMENT.match(cell.strip())]
+
+
+def check_column(text: str, assignment: str, new_column: bool = False) -> None:
+    """``assignment`` must be a column of the export, unless ``new_column`` (raises GradebookError).
+
+    A title that is not in the export, imported, would make Canvas create a new
+    assignment: a typo must not do that.
+    """
+    columns = assignment_columns(text)
+    if assignment in columns or new_column:
+        return
+    raise GradebookError(f"the gradebook export has no column {assignment!r}; its assignment columns are: "
+                         f"{', '.join(repr(c) for c in columns) or 'none'} (--new-column makes a new one on purpose)")

@@ -1,0 +1,141 @@
+"""The student's feedback page: one self-contained HTML file built from the native report (pure; no I/O).
+
+It holds the score of each function, every failed test with its message (all of
+them, not four per function as the text summary), each diagnosed misconception
+with its explanation and textbook section, and the pictures of grader.report.pictures.
+Inline CSS, images as data: URLs, no script that fetches anything: the page
+works offline. A test whose group is not ``visible`` shows only that it exists
+and its status (grader.report.visibility): never its name, message, output or values.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from grader.report.native import diagnosis_codes, verdict_shown
+from grader.report.pictures import Picture, ReportPictures, report_pictures
+from grader.report.visibility import is_visible
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 64em; color: #222; padding: 0 1em; }
+h1 { margin-bottom: .2em; } .meta { color: #666; margin-top: 0; }
+.total { font-size: 1.6em; font-weight: bold; }
+section.function { border: 1px solid #ddd; border-radius: 6px; padding: .4em 1.2em 1em; margin: 1.2em 0; }
+section.function h2 { display: flex; justify-content: space-between; font-size: 1.2em; }
+.ok { color: #2e7d32; } .bad { color: #c62828; }
+.diagnosis { background: #fff8e1; border-left: 4px solid #f9a825; padding: .5em 1em; margin: .8em 0; }
+.diagnosis code { font-weight: bold; }
+.verdict { font-weight: bold; }
+.test { border-top: 1px solid #eee; padding: .5em 0; }
+.test .name { font-family: ui-monospace, monospace; font-size: .9em; }
+.status { display: inline-block; border-radius: 4px; padding: 0 .4em; background: #ffebee; color: #c62828;
+          font-size: .85em; }
+.message { font-family: ui-monospace, monospace; font-size: .85em; white-space: pre-wrap; overflow-wrap: anywhere; }
+pre { background: #f6f6f6; padding: .5em; overflow-x: auto; font-size: .8em; }
+figure { margin: .6em 0; } figcaption { font-size: .85em; color: #555; }
+img { max-width: 100%; }
+.warning, .note { color: #6d4c41; }
+"""
+
+
+def feedback_html(report: dict, pictures: ReportPictures | None = None) -> str:
+    """The feedback page of one native report, as the text of an HTML file.
+
+    ``pictures``: what grader.report.pictures drew for this report (drawn here when not given).
+    """
+    name = Path(report["submission"]["path"]).name
+    title = f"{report['assignment']}: feedback on {name}"
+    if report["status"] != "graded":
+        body = f"<p class='bad'>This submission could not be graded: {_e(report['error'] or '')}</p>"
+        return _page(title, f"<h1>{_e(title)}</h1>{body}")
+    pictures = report_pictures(report) if pictures is None else pictures
+    parts = [f"<h1>{_e(title)}</h1>",
+             (f"<p class='meta'>seed {report['seed']} · grader {_e(report['grader_version'])} · "
+             f"{_e(report['started_at'])}</p>"),
+             f"<p class='total'>{_num(report['score'])} / {_num(report['max_score'])} points</p>"]
+    parts += [f"<p class='warning'>Warning: {_e(w)}</p>" for w in report.get("warnings", [])]
+    for function, entry in report["functions"].items():
+        parts.append(_function_section(report, function, entry, pictures))
+    parts += [f"<p class='note'>Note: {_e(n['message'])}</p>" for n in report.get("notes", [])]
+    return _page(title, "\n".join(parts))
+
+
+def _function_section(report: dict, function: str, entry: dict, pictures: ReportPictures) -> str:
+    tests = [(i, t) for i, t in enumerate(report["tests"]) if t["function"] == function]
+    failed = [(i, t) for i, t in tests if t["status"] != "passed"]
+    state = "ok" if not failed else "bad"
+    parts = [f"<section class='function' id='{_e(function)}'>",
+             (f"<h2><span>{_e(function)}</span><span class='{state}'>{_num(entry['score'])} / "
+             f"{_num(entry['max_score'])} points · {entry['passed']} of {entry['tests']} tests passed</span></h2>")]
+    if not failed:
+        parts.append("<p class='ok'>Every test of this function passed.</p>")
+    verdict = entry.get("verdict")
+    if verdict and verdict_shown(verdict, [t for _, t in failed]):  # the verdict first; only where a visible test shows it
+        parts.append(f"<p class='verdict'>{_e(verdict['sentence'])}</p>")
+    parts += _diagnoses([t for _, t in failed])
+    parts += [_figure(p) for p in pictures.functions.get(function, [])]
+    hidden = 0
+    for index, test in failed:
+        if not is_visible(test):
+            hidden += 1
+            parts.append(f"<div class='test'><span class='name'>a hidden test</span> "
+                         f"<span class='status'>{_e(test['status'])}</span></div>")
+            continue
+        found = test.get("diagnosis")
+        shown = [(f"<div class='test'><span class='name'>{_e(test['name'])}</span> "
+                 f"<span class='status'>{_e(test['status'])}</span>"),
+                 f"<div class='message'>{_e(test['message'])}</div>"]
+        if found:
+            shown.append(f"<div>diagnosis: <code>{_e(_codes(found))}</code> ({_e(found['section'])})</div>")
+        if test.get("output"):
+            shown.append(f"<details><summary>what your code printed</summary><pre>{_e(test['output'])}</pre></details>")
+        shown += [_figure(p) for p in pictures.tests.get(index, [])]
+        if index in pictures.notes:  # a picture its values could not be drawn from: said, never a failed page
+            shown.append(f"<p class='note'>{_e(pictures.notes[index])}</p>")
+        parts.append("\n".join(shown) + "</div>")
+    if hidden:
+        parts.append(f"<p class='meta'>{hidden} hidden test(s) failed; their details are not shown.</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _diagnoses(failed: list[dict]) -> list[str]:
+    """Each misconception once, with the number of visible tests that show it (as the text summary)."""
+    seen: dict[str, tuple[dict, int]] = {}
+    for test in failed:
+        if is_visible(test) and test.get("diagnosis"):
+            found = test["diagnosis"]
+            seen[_codes(found)] = (found, seen.get(_codes(found), (found, 0))[1] + 1)
+    return [f"<div class='diagnosis'><code>{_e(_codes(found))}</code> · textbook {_e(found['section'])} · "
+            f"{count} test{'s' if count > 1 else ''}<br>{_e(found['explanation'])}</div>"
+            for found, count in seen.values()]
+
+
+def _codes(found: dict) -> str:
+    """A diagnosis's misconception codes, joined as the text summary joins them ("a + b")."""
+    return " + ".join(diagnosis_codes(found))
+
+
+def _figure(picture: Picture) -> str:
+    return (f"<figure><img alt='{_e(picture.label)}' src='{picture.url}'>"
+            f"<figcaption>{_e(picture.label)}</figcaption></figure>")
+
+
+def _page(title: str, body: str) -> str:
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<style>{STYLE}</style></head>
+<body>
+{body}
+</body></html>
+"""
+
+
+def _e(text: str) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,196 @@
+"""The JSON score report: pure builders, the text summary, and an atomic writer.
+
+The report's keys are documented in the README and in grader/report/schema/report.schema.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from grader.judging.evidence import PER_FUNCTION as EVIDENCE_PER_FUNCTION
+from grader.judging.score import Score, as_number
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).parent / "schema" / "report.schema.json"
+FAILURES_SHOWN = 4  # failed tests listed per function in the text summary
+OUTPUT_CAP = 4000  # characters of student output kept per test in the report
+
+
+def build_report(*, assignment: str, submission: dict, seed: int, grader_version: str, started_at: str,
+                 duration_s: float, outcomes: list, score: Score | None, visibility: dict[str, str],
+                 error: str | None = None, notes: list | None = None, verdicts: dict | None = None) -> dict:
+    """The report as a plain dict. With ``error`` set (the grader failed), status is "error" and score 0.
+
+    notes: observations that are not correctness failures (e.g. a loop over heads), each
+    {code, function, line, message, score, max_score}.
+    verdicts: {function: {codes, sentence, evidence}} where one combination of misconceptions
+    explains every failed test of the function (grader.judging.diagnose.settle); each function's
+    ``verdict`` is null otherwise.
+    """
+    tests = []
+    drawn: dict[str, int] = defaultdict(int)  # tests of each function that keep their evidence
+    if score is not None and error is None:
+        for outcome, (earned, worth) in zip(outcomes, score.per_test):
+            tests.append({
+                "name": outcome.name, "function": outcome.function, "group": outcome.group,
+                "score": as_number(earned), "max_score": as_number(worth),
+                "status": outcome.status, "message": printable(outcome.message, newlines=False),
+                "output": printable(_cap(outcome.output), newlines=True), "visibility": visibility.get(outcome.group, "visible"),
+                "diagnosis": outcome.diagnosis,
+            })
+            visible = visibility.get(outcome.group, "visible") == "visible"
+            if getattr(outcome, "evidence", None) and visible:  # what the feedback page draws (grader.judging.evidence)
+                keep = drawn[outcome.function] < EVIDENCE_PER_FUNCTION  # arrays of the first few; inputs of all
+                tests[-1]["evidence"] = outcome.evidence if keep else dict(outcome.evidence, expected=None, got=None)
+                drawn[outcome.function] += 1
+    functions: dict[str, dict] = defaultdict(lambda: {"score": 0, "max_score": 0, "passed": 0, "tests": 0})
+    if tests:
+        assert score is not None  # tests are only listed when there is a score
+        for outcome, (earned, worth), test in zip(outcomes, score.per_test, tests):
+            entry = functions[outcome.function]
+            entry["score"] += earned
+            entry["max_score"] += worth
+            entry["passed"] += test["status"] == "passed"
+            entry["tests"] += 1
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "assignment": assignment,
+        "submission": submission,
+        "seed": seed,
+        "grader_version": grader_version,
+        "started_at": started_at,
+        "duration_s": round(duration_s, 3),
+        "status": "error" if error is not None else "graded",
+        "error": None if error is None else printable(error, newlines=False),  # may quote the submission
+        "score": 0 if error is not None or score is None else as_number(score.total),
+        "max_score": 0 if score is None else as_number(score.max_total),
+        "functions": {name: dict(entry, score=as_number(entry["score"]), max_score=as_number(entry["max_score"]),
+                                 verdict=(verdicts or {}).get(name))
+                      for name, entry in functions.items()},
+        "tests": tests,
+        "notes": [dict(n, message=printable(n["message"], newlines=False)) for n in notes or []] if error is None else [],
+    }
+
+
+def summary_text(report: dict, *, every: bool = False) -> str:
+    """A few readable lines: the total, each function's points, one line per failed test.
+
+    Lists FAILURES_SHOWN failed tests per function, or all of them with ``every`` (``grade -v``).
+
+    Every piece of text that may come from the submission (its file name, the
+    notebook warnings, messages, notes) goes through ``printable`` here too, so
+    a report read back from disk prints as safely as a fresh one.
+    """
+    name = one_line(Path(report["submission"]["path"]).name)
+    if report["status"] == "error":
+        return f"{report['assignment']}: {name} could not be graded: {one_line(report['error'])}\n"
+    lines = [f"{report['assignment']}: {name} scored {_num(report['score'])} / {_num(report['max_score'])}"]
+    if report.get("refused"):  # nothing ran: one line says why, rather than one per test
+        refused = report["refused"]
+        return "\n".join([*lines, f"  not graded [{refused['status']}]: {one_line(refused['message'])}"]) + "\n"
+    lines += [f"  warning: {one_line(warning)}" for warning in report.get("warnings", [])]
+    for function, entry in report["functions"].items():
+        lines.append(f"  {function:<24} {_num(entry['score']):>6} / {_num(entry['max_score']):<6}"
+                     f" {entry['passed']} of {entry['tests']} tests passed")
+        failed = [t for t in report["tests"] if t["function"] == function and t["status"] != "passed"]
+        if verdict_shown(entry.get("verdict"), failed):  # the verdict first: it says why the lines below fail
+            lines.append(f"    ⇒ {entry['verdict']['sentence']}")
+        lines += _diagnosis_lines(failed)
+        shown = failed if every else failed[:FAILURES_SHOWN]
+        for test in shown:
+            if test["visibility"] != "visible":
+                lines.append(f"    ✗ a hidden test [{test['status']}]")
+            else:
+                lines.append(f"    ✗ {one_line(test['name'])} [{test['status']}]: {one_line(test['message'])}")
+        if len(failed) > len(shown):
+            lines.append(f"    … and {len(failed) - len(shown)} more failed test(s), listed in the report")
+    for note in report.get("notes", []):
+        lines.append(f"  note: {one_line(note['message'])}")
+    return "\n".join(lines) + "\n"
+
+
+def diagnosis_codes(diagnosis: dict) -> tuple[str, ...]:
+    """The misconception codes a test's diagnosis names: its combination's, else its one code."""
+    return tuple(diagnosis.get("codes") or [diagnosis["code"]])
+
+
+def verdict_shown(verdict: dict | None, failed: list[dict]) -> bool:
+    """A verdict is printed only where a visible failed test shows it: hidden tests stay hidden."""
+    return bool(verdict) and any(
+        test["visibility"] == "visible" and test.get("diagnosis")
+        and list(diagnosis_codes(test["diagnosis"])) == list(verdict["codes"])  # type: ignore[index]
+        for test in failed)
+
+
+def _diagnosis_lines(failed: list[dict]) -> list[str]:
+    """Each misconception (or combination) once per function, with the number of visible tests that show it."""
+    seen: dict[str, tuple[dict, int]] = {}
+    for test in failed:
+        if test["visibility"] == "visible" and test.get("diagnosis"):
+            found = test["diagnosis"]
+            key = " + ".join(diagnosis_codes(found))
+            seen[key] = (found, seen.get(key, (found, 0))[1] + 1)
+    return [f"    ⇒ {key} ({found['section']}, {count} test{'s' if count > 1 else ''}): {found['explanation']}"
+            for key, (found, count) in seen.items()]
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# Control characters (C0 but tab and newline, DEL, C1): a student's text could move a terminal's
+# cursor or erase lines to forge the summary. They are shown as \xNN escapes instead.
+# Unicode's line and paragraph separators and bidirectional controls (which can reverse how a line
+# reads) are escaped too.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, *, newlines: bool) -> str:
+    """Student-controlled ``text`` made safe to print: control characters escaped; newlines too unless ``newlines``."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text)
+    return text if newlines else text.replace("\n", "\\n")
+
+
+def one_line(text: object) -> str:
+    """One line of possibly student-controlled text (a file name, a message), safe to print (see ``printable``)."""
+    return printable(str(text), newlines=False)
+
+
+def _cap(text: str) -> str:
+    if len(text) <= OUTPUT_CAP:
+        return text
+    half = OUTPUT_CAP // 2
+    return f"{text[:half]}\n... [{len(text) - OUTPUT_CAP} characters omitted] ...\n{text[-half:]}"
+
+
+def to_json(report: dict) -> str:
+    """Serialize as strict UTF-8-safe JSON (no NaN; lone surrogates escaped)."""
+    return json.dumps(report, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: readers see old or new, never half."""
+    path = Path(path)
+    fd, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would create it (mkstemp makes it 0600)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:  # lone surrogates of non-UTF-8 file names
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,1 @@
+"""Tests of grader.batch.run."""

@@ -1,0 +1,147 @@
+"""grade diff: two real batch runs of one class, a point value and a tolerance changed between them.
+
+Run A grades with rtol = 1e-4 (too tight for a student whose entropies are off by a relative
+5e-4) and param_count worth 15 points; run B with rtol = 1e-3 and param_count worth 25. One
+student's file changes between the runs. The deltas asserted are the ones these changes must give.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.batch.regrade import changed_keys, histogram
+from grader.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SUBMISSIONS = ROOT / "tests" / "submissions"
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[Path, Path, str]:
+    """(old output folder, new output folder, what `grade batch --regrade-of` printed)."""
+    root = tmp_path_factory.mktemp("regrade")
+    klass = root / "class"
+    klass.mkdir()
+    correct = (SUBMISSIONS / "correct.py").read_text()
+    (klass / "correct.py").write_text(correct)
+    slip = "    return -(A * np.log(safe)).sum(-1).mean(-1)\n"
+    assert slip in correct
+    (klass / "entropy_off.py").write_text(correct.replace(slip, slip.rstrip() + " * (1 + 5e-4)\n"))
+    count = "def attention_param_count(d, h, d_k=None, bias=False):\n"
+    assert count in correct
+    (klass / "no_count.py").write_text(correct.replace(count, count + "    raise NotImplementedError\n"))
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", klass / "resubmitted.py")
+    shipped = (ROOT / "grader.toml").read_text()
+    assert "rtol = 1e-3" in shipped and "param_count = 15" in shipped
+    (root / "a.toml").write_text(shipped.replace("rtol = 1e-3", "rtol = 1e-4"))
+    (root / "b.toml").write_text(shipped.replace("param_count = 15", "param_count = 25"))
+    invoke("batch", str(klass), "-o", str(root / "A"), "--jobs", "2", "--config", str(root / "a.toml"))
+    shutil.copy(SUBMISSIONS / "correct.py", klass / "resubmitted.py")  # the student submitted again
+    output = invoke("batch", str(klass), "-o", str(root / "B"), "--jobs", "2", "--config", str(root / "b.toml"),
+                    "--regrade-of", str(root / "A"))
+    return root / "A", root / "B", output
+
+
+def rows(folder: Path) -> dict[str, dict]:
+    return {row["file"]: row for row in csv.DictReader(io.StringIO((folder / "diff.csv").read_text()))}
+
+
+def test_each_students_deltas_are_exact(runs):
+    _, new, _ = runs
+    found = rows(new)
+    # correct.py: full marks both times; the count's 15 points became 25.
+    assert {k: found["correct.py"][k] for k in ("kind", "old_score", "new_score", "delta", "old_max", "new_max",
+                                                 "functions", "tests_changed")} == {
+        "kind": "up", "old_score": "100", "new_score": "110", "delta": "10", "old_max": "100", "new_max": "110",
+        "functions": "attention_param_count +10", "tests_changed": ""}
+    # entropy_off.py: its six entropy tests failed at rtol 1e-4 and pass at 1e-3 (+15), and the count +10.
+    entropy = found["entropy_off.py"]
+    assert (entropy["kind"], entropy["old_score"], entropy["new_score"], entropy["delta"]) == ("up", "85", "110", "25")
+    assert entropy["functions"] == "attention_param_count +10; head_entropy +15"
+    assert entropy["tests_changed"].split("; ") == [
+        f"entropy[{case}]: failed -> passed" for case in
+        ("causal-zeros-B2-h3-T6", "uniform-causal-T6", "uniform-rows", "one-hot-rows", "Tq4-Tk7", "Tq9-Tk3")]
+    # no_count.py: no point of the count either time, nothing else moved: unchanged, though the maximum grew.
+    assert {k: found["no_count.py"][k] for k in ("kind", "old_score", "new_score", "delta", "new_max", "functions")} == {
+        "kind": "unchanged", "old_score": "85", "new_score": "85", "delta": "0", "new_max": "110", "functions": ""}
+
+
+def test_a_changed_submission_is_listed_apart_with_its_verdicts(runs):
+    _, new, _ = runs
+    again = rows(new)["resubmitted.py"]
+    assert (again["kind"], again["submission_changed"], again["old_score"], again["new_score"], again["delta"]) == (
+        "submission-changed", "true", "39.1667", "110", "70.8333")
+    assert again["functions"] == "multi_head_attention +60.8333; attention_param_count +10"
+    assert again["verdicts_disappeared"] == "wrong-split-order; wrong-merge-order"
+    assert again["verdicts_appeared"] == ""
+    assert len(again["tests_changed"].split("; ")) == 23
+    page = (new / "diff.html").read_text()
+    assert page.index("Grades the grader changed") < page.index("entropy_off.py") < page.index(
+        "Submissions that changed") < page.index("resubmitted.py")
+
+
+def test_terminal_lines_one_per_changed_student_and_the_counts(runs):
+    old, new, output = runs
+    assert "correct.py: 100 -> 110 (+10); attention_param_count +10\n" in output
+    assert ("entropy_off.py: 85 -> 110 (+25); attention_param_count +10; head_entropy +15; "
+            "6 test(s) changed outcome; no longer diagnosed: something-else\n") in output
+    assert "no_count.py:" not in output
+    assert ("resubmitted.py: 39.1667 -> 110 (+70.8333); the submission itself changed; multi_head_attention +60.8333; "
+            "attention_param_count +10; 23 test(s) changed outcome; no longer diagnosed: wrong-split-order, "
+            "wrong-merge-order\n") in output
+    assert (f"2 up, 0 down, 1 unchanged, 1 with a changed submission, 0 only in {old}, 0 only in {new}; "
+            f"wrote {new}/diff.csv and diff.html") in output
+
+
+def test_grade_diff_writes_elsewhere_and_the_reverse_goes_down(runs, tmp_path):
+    old, new, _ = runs
+    output = invoke("diff", str(new), str(old), "-o", str(tmp_path))
+    assert "correct.py: 110 -> 100 (-10); attention_param_count -10\n" in output
+    assert "0 up, 2 down, 1 unchanged, 1 with a changed submission" in output
+    assert rows(tmp_path)["entropy_off.py"]["delta"] == "-25"
+
+
+def test_export_only_changed_keeps_the_students_whose_score_moved(runs):
+    _, new, _ = runs
+    assert changed_keys((new / "diff.csv").read_text()) == {"correct.py", "entropy_off.py", "resubmitted.py"}
+    result = CliRunner().invoke(main, ["export", "moodle", str(new / "reports"), "--key", "idnumber", "-o", "-",
+                                       "--only-changed", str(new / "diff.csv")])
+    assert result.exit_code == 0, result.output
+    exported = list(csv.reader(io.StringIO(result.stdout)))
+    assert exported == [["Email address", "ID number", "Full name", "Grade"], ["", "correct.py", "", "110"],
+                        ["", "entropy_off.py", "", "110"], ["", "resubmitted.py", "", "110"]]
+    assert "--only-changed: 3 of 4 report(s) changed according to" in result.stderr
+
+
+def test_a_cell_that_would_run_as_a_formula_is_neutralized_and_read_back(tmp_path):
+    from grader.batch.regrade import compare, diff_csv, load
+
+    for run, score in (("A", 1), ("B", 2)):
+        (tmp_path / run / "reports").mkdir(parents=True)
+        (tmp_path / run / "reports" / "=cmd.py.json").write_text(json.dumps(
+            {"schema_version": 1, "score": score, "max_score": 2, "status": "graded", "functions": {}, "tests": [],
+             "submission": {"path": "=cmd.py", "sha256": "same"}, "student": {"id": "-1"}}))
+    text = diff_csv(compare(load(tmp_path / "A"), load(tmp_path / "B")))
+    assert text.splitlines()[1].startswith("'=cmd.py,'-1,,up,1,2,1,")
+    assert changed_keys(text) == {"=cmd.py"}
+
+
+def test_histogram_of_the_deltas():
+    assert histogram([]) == {"edges": [], "counts": []}
+    assert histogram([5, 5]) == {"edges": [5, 5], "counts": [2]}
+    found = histogram([-10, 0.5, 10])
+    assert found["counts"] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 1]
+    assert found["edges"][0] == -10 and found["edges"][-1] == 10

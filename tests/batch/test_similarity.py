@@ -1,0 +1,197 @@
+"""grade similar: code evidence on the corpus of tests/similarity, output evidence on a real batch, the files written.
+
+The corpus (tests/similarity/corpus.py) holds independent solutions (the shipped styles, a
+correct submission, and fresh ones: correct and buggy, in several styles), copies of several of
+them obfuscated by hand and by tests/similarity/obfuscate.py in each way students disguise a copy,
+and three students who share one unusual wrong output. Every planted pair must be flagged with
+its kind of evidence, and no independent pair may be.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.batch.fingerprints import fingerprint, normalize, starter_hashes
+from grader.batch.similarity import Work, analyse, calibrate, clusters, wrong_outputs
+from grader.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "similarity"
+sys.path.insert(0, str(CORPUS))
+from corpus import INDEPENDENT, SHARED_OUTPUT, build, planted
+from obfuscate import OBFUSCATIONS
+
+STARTER = starter_hashes((ROOT / "assignments" / "mha" / "starter.py").read_text())
+
+
+def calibration():
+    return calibrate([(p.as_posix(), p.read_text()) for p in INDEPENDENT], STARTER)
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_every_copy_is_flagged_as_code_and_no_independent_pair_is(tmp_path):
+    origins = build(tmp_path)
+    works = [Work(key=name, label=name, source=(tmp_path / name).read_text()) for name in sorted(origins)]
+    data = analyse(works, calibration(), STARTER)
+    flagged = {frozenset((p["a"], p["b"])): p for p in data["pairs"] if p["flagged"]}
+    copies = {pair for pair in planted(origins) if SHARED_OUTPUT not in {origins[n] for n in pair}}
+    assert len(copies) == 168  # 7 hand-made copies, 5 solutions x 7 by script, and the copies of one origin together
+    assert set(flagged) == copies  # recall 1 and precision 1 on the code
+    assert all(p["evidence"] == ["code"] for p in flagged.values())
+    # Each flagged pair lies above every independent pair, and says where the matches are.
+    assert all(p["percentile"] == 100.0 and p["spans"] for p in flagged.values())
+    assert data["calibration"]["max"] < data["calibration"]["threshold"] < min(p["code_score"] for p in flagged.values())
+
+
+@pytest.mark.parametrize("how", sorted(OBFUSCATIONS))
+def test_each_obfuscation_alone_keeps_the_score_high(how):
+    base = (ROOT / "reference" / "styles" / "einsum.py").read_text()
+    original, copy = fingerprint(base, STARTER), fingerprint(OBFUSCATIONS[how](base), STARTER)
+    shared = original.hashes.keys() & copy.hashes.keys()
+    assert len(shared) / min(len(original.hashes), len(copy.hashes)) > calibration().threshold
+
+
+def test_normalized_tokens_ignore_names_comments_docstrings_and_layout():
+    one = 'def f(x, y):\n    """Add."""\n    total = x + y  # sum\n    return np.sum(total, axis=-1)\n'
+    two = "def g(a,\n      b):\n    # another comment\n    s = a+b\n    return np.sum(s,\n                  axis=-1)\n"
+    assert [t.symbol for t in normalize(one)] == [t.symbol for t in normalize(two)] == [
+        "def", "F", "(", "V", ",", "V", ")", ":", ";", "V", "=", "V", "+", "V", ";",
+        "return", "V", ".", "sum", "(", "V", ",", "axis", "=", "-", "1", ")", ";"]
+    # Two statements on one line read as two statements on two lines.
+    assert [t.symbol for t in normalize("a = 1; b = 2\n")] == [t.symbol for t in normalize("a = 1\nb = 2\n")]
+
+
+def test_the_c_tokenizer_reads_every_file_as_tokenize_does(tmp_path):
+    # normalize reads with CPython's C tokenizer where it can, for speed: the result must be tokenize's.
+    build(tmp_path)
+    for path in [*sorted(tmp_path.glob("*.py")), *sorted((ROOT / "grader").glob("*.py"))]:
+        source = path.read_text()
+        assert normalize(source) == normalize(source, fast=False), path.name
+
+
+def test_the_starter_and_a_nearly_empty_file_are_no_evidence():
+    starter = (ROOT / "assignments" / "mha" / "starter.py").read_text()
+    assert fingerprint(starter, STARTER).hashes == {}
+    tiny = "import numpy as np\n\ndef head_entropy(A):\n    return 0\n"
+    data = analyse([Work("a", "a", source=tiny), Work("b", "b", source=tiny)], calibration(), STARTER)
+    assert data["flagged"] == 0 and data["pairs"][0]["code_score"] == 0
+    broken = fingerprint("def f(:\n", STARTER)
+    assert broken.error == "not readable as Python: SyntaxError" and broken.hashes == {}
+    # Hostile files are parsed, never run; what cannot be parsed within bounds is no evidence and no crash.
+    deep = fingerprint("-" * 200_000 + "1\n", STARTER)  # the parser's own limit: MemoryError or RecursionError
+    assert deep.error in ("not readable as Python: MemoryError", "not readable as Python: RecursionError")
+    assert fingerprint("x = 1\n" * 200_000, STARTER).error == "over 1 MiB: not compared"
+    assert fingerprint("a\x00b", STARTER).error == "not readable as Python: SyntaxError"
+
+
+def test_clusters_are_groups_of_three_or_more():
+    assert clusters([("a", "b"), ("b", "c"), ("d", "e"), ("f", "g"), ("g", "h"), ("h", "f"), ("i", "f")]) == [
+        ["f", "g", "h", "i"], ["a", "b", "c"]]
+
+
+def test_right_outputs_and_known_misconceptions_are_not_evidence():
+    report = {"status": "graded", "tests": [
+        {"name": "t1", "status": "passed", "message": ""},
+        {"name": "t2", "status": "failed", "diagnosis": {"code": "missing-scale"},
+         "message": "f(): 3 of 3 values differ beyond rtol=0.001, atol=1e-05; largest difference 1 at index (0,): got 2, expected 1"},
+        {"name": "t3", "status": "failed", "diagnosis": None,
+         "message": "f(): 1 of 3 values differ beyond rtol=0.001, atol=1e-05; largest difference 1 at index (0,): got 2, expected 1",
+         "evidence": {"got": {"shape": [3], "values": [2, 1, 1]}}},
+        {"name": "t4", "status": "failed", "diagnosis": {"code": "wrong-shape"},
+         "message": "f() returned shape (2,), expected (3,)"},
+        {"name": "t5", "status": "failed", "diagnosis": None,
+         "message": "g() returned 10, expected 12 (off by -2)"},
+        {"name": "t6", "status": "error", "diagnosis": None, "message": "f() raised NotImplementedError"}]}
+    assert wrong_outputs(report) == {
+        "t3": "f(): 1 of 3 values differ beyond rtol=0.001, atol=1e-05; largest difference 1 at index (0,): got 2, "
+              "expected 1 | got [2, 1, 1]",
+        "t5": "g() returned 10, expected 12 (off by -2)"}
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory) -> Path:
+    """A real batch: the three students who share a wrong output, two independent ones who make the same known
+    misconception (missing-scale), one with a bug of its own, and a correct one."""
+    klass = tmp_path_factory.mktemp("klass")
+    for path in [*sorted((CORPUS / "shared_output").glob("*.py")), CORPUS / "independent" / "missing_scale_compact.py",
+                 CORPUS / "independent" / "missing_scale_loops.py",
+                 CORPUS / "independent" / "count_forgets_output_bias.py", ROOT / "tests" / "submissions" / "correct.py"]:
+        shutil.copy(path, klass / path.name)
+    out = tmp_path_factory.mktemp("out")
+    invoke("batch", str(klass), "-o", str(out), "--jobs", "2", "--similarity")
+    return out
+
+
+def test_students_sharing_an_unusual_wrong_output_are_flagged_and_clustered(batch):
+    data = json.loads((batch / "similarity.json").read_text())
+    flagged = {frozenset((p["a"], p["b"])): p for p in data["pairs"] if p["flagged"]}
+    trio = ("student_p.py", "student_q.py", "student_r.py")
+    assert set(flagged) == {frozenset(("student_p.py", "student_q.py")), frozenset(("student_p.py", "student_r.py")),
+                            frozenset(("student_q.py", "student_r.py"))}
+    for pair in flagged.values():
+        assert pair["evidence"] == ["wrong-outputs", "failure-pattern"]  # their code is their own
+        assert [o["test"] for o in pair["shared_wrong_outputs"]] == sorted(
+            f"entropy[{case}]" for case in ("causal-zeros-B2-h3-T6", "uniform-causal-T6", "uniform-rows",
+                                            "one-hot-rows", "Tq4-Tk7", "Tq9-Tk3"))
+        assert all(o["students_sharing"] == 3 for o in pair["shared_wrong_outputs"])
+        outputs = {o["test"]: o["output"] for o in pair["shared_wrong_outputs"]}
+        # The message's value at the largest difference, and for the first visible ones the whole array returned.
+        assert outputs["entropy[causal-zeros-B2-h3-T6]"].startswith(
+            "head_entropy(): 6 of 6 values differ beyond rtol=0.001, atol=1e-05; largest difference 0.0339 at index "
+            "(0, 0): got 0.936968, expected 0.970849 | got [0.936968, ")
+        assert outputs["entropy[Tq4-Tk7]"].endswith("got 1.56227, expected 1.62779")
+    assert data["clusters"] == [list(trio)]
+    # The two who both leave out the scale return the same numbers too, but a known misconception explains them.
+    quiet = [p for p in data["pairs"] if {p["a"], p["b"]} == {"missing_scale_compact.py", "missing_scale_loops.py"}]
+    assert quiet == [] or (not quiet[0]["flagged"] and quiet[0]["shared_wrong_outputs"] == [])
+
+
+def test_the_gradebook_the_summary_and_the_page(batch):
+    rows = {r["file"]: r for r in csv.DictReader(io.StringIO((batch / "gradebook.csv").read_text()))}
+    assert rows["student_p.py"]["similarity"] == ("student_q.py [wrong-outputs, failure-pattern]; "
+                                                  "student_r.py [wrong-outputs, failure-pattern]")
+    assert rows["correct.py"]["similarity"] == ""
+    summary = (batch / "summary.html").read_text()
+    assert summary.count("<h2>Similarity evidence</h2>") == 1
+    assert "3 pair(s) of 21 flagged as a reason to look, 1 cluster(s)" in summary
+    assert "<a href='similarity.html'>similarity.html</a>" in summary
+    page = (batch / "similarity.html").read_text()
+    assert "plagiarism" not in page.lower() and "a reason to look" in page
+    assert "<script src" not in page and "<link" not in page and "http" not in page  # self-contained
+    assert page.count("<section class='pair'") == len(json.loads((batch / "similarity.json").read_text())["pairs"])
+    # Run again: the column and the section are replaced, not added twice.
+    invoke("similar", str(batch))
+    assert (batch / "summary.html").read_text().count("<h2>Similarity evidence</h2>") == 1
+    assert next(csv.reader(io.StringIO((batch / "gradebook.csv").read_text()))).count("similarity") == 1
+
+
+def test_against_a_past_term(batch, tmp_path):
+    # Last term's folder: one report whose file is a disguised copy of this term's correct.py.
+    past = tmp_path / "fall2025"
+    (past / "reports").mkdir(parents=True)
+    old_file = tmp_path / "old_submission.py"
+    shutil.copy(CORPUS / "copies" / "correct_commented.py", old_file)
+    report = json.loads((batch / "reports" / "correct.py.json").read_text())
+    report["submission"] = {"path": str(old_file), "sha256": hashlib.sha256(old_file.read_bytes()).hexdigest()}
+    report["student"] = {"id": "old", "name": "Past Student", "source": "file"}
+    (past / "reports" / "old_submission.py.json").write_text(json.dumps(report))
+    output = invoke("similar", str(batch), "--against", str(past))
+    assert "correct.py ~ fall2025/old_submission.py: code; code score 1.00 (percentile 100)" in output
+    data = json.loads((batch / "similarity.json").read_text())
+    assert data["pairs_compared"] == 21 + 7
+    past_pair = next(p for p in data["pairs"] if p["b"] == "fall2025/old_submission.py" and p["flagged"])
+    assert (past_pair["a"], past_pair["b_term"]) == ("correct.py", "fall2025")

@@ -1,0 +1,229 @@
+"""The student kit: public cases only, expected outputs precomputed, no reference code, and
+`grade` inside the kit gives the same verdicts and messages as the real grader."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from grader.cli import main
+from grader.grade import grade_submission
+
+ROOT = Path(__file__).resolve().parents[2]
+SUBMISSIONS = ROOT / "tests" / "submissions"
+HIDDEN = {"mha_reshape": "hidden", "mha_model_sizes": "after_due_date"}
+# Runs the kit's own copy of the grader, with the reference made unimportable.
+RUN_IN_KIT = """
+import os, sys
+sys.modules["reference"] = None
+sys.path.insert(0, os.getcwd())
+import grader
+assert grader.__file__.startswith(os.getcwd()), grader.__file__
+from grader.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """The course's grader.toml with two groups not visible to students."""
+    folder = tmp_path_factory.mktemp("course")
+    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha/graded"',
+                                                       f'suite = "{ROOT / "assignments/mha/graded"}"')
+    text += "".join(f'{group} = "{value}"\n' for group, value in HIDDEN.items())
+    (folder / "grader.toml").write_text(text)
+    return folder / "grader.toml"
+
+
+@pytest.fixture(scope="module")
+def kit(course, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("kit") / "mha-kit"
+    result = CliRunner().invoke(main, ["student-kit", "-o", str(folder), "--config", str(course)])
+    assert result.exit_code == 0, result.output
+    assert result.output == (f"Wrote the student kit to {folder}: 33 public case(s) drawn with seed 2027, "
+                             "8 hidden case(s) left out, 75 points.\n")
+    return folder
+
+
+def grade_in_kit(kit: Path, submission: Path) -> dict:
+    (kit / submission.name).write_bytes(submission.read_bytes())
+    process = subprocess.run([sys.executable, "-c", RUN_IN_KIT, submission.name, "-o", "report.json"], cwd=kit,
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert process.returncode == 0, process.stderr
+    return json.loads((kit / "report.json").read_text())
+
+
+def test_kit_holds_the_public_cases_and_no_reference_code(kit):
+    files = sorted(p.relative_to(kit).as_posix() for p in kit.rglob("*") if p.is_file())
+    assert {"starter.py", "README.md", "grader.toml", "public_cases/cases.json", "public_cases/graded_kit.py"} <= set(files)
+    assert not [f for f in files if f.startswith("reference/") or f.endswith("mha.py") or "graded_mha" in f]
+    # No line of the reference's code (its docstrings are the starter's, so code lines only) is anywhere in the kit.
+    starter = set((ROOT / "assignments/mha/starter.py").read_text().splitlines())
+    code = [line.strip() for line in (ROOT / "reference/mha.py").read_text().splitlines()
+            if line not in starter and len(line.strip()) > 24 and not line.strip().startswith(("#", '"', "raise", "from ", "import "))]
+    assert len(code) > 20
+    for path in kit.rglob("*"):
+        if path.is_file() and path.suffix in (".py", ".md", ".json", ".toml", ".ini"):
+            text = path.read_text(encoding="utf-8")
+            leaked = [line for line in code if line in text]
+            assert not leaked, f"{path} holds reference code: {leaked[:2]}"
+    statement = (ROOT / "assignments/mha/README.md").read_text().rstrip("\n")
+    assert (kit / "README.md").read_text().startswith(statement + "\n\n## Checking your work with this kit\n")
+    assert (kit / "starter.py").read_bytes() == (ROOT / "assignments/mha/starter.py").read_bytes()
+
+
+def test_kit_holds_no_hidden_case(kit, config):
+    manifest = json.loads((kit / "public_cases/cases.json").read_text())
+    assert manifest["seed"] == 2027
+    assert {c["group"] for c in manifest["cases"]} == {"mha_random", "mha_stability", "mha_errors", "mha_causality", "param_count", "entropy"}
+    toml = (kit / "grader.toml").read_text()
+    assert "mha_reshape" not in toml and "mha_model_sizes" not in toml and "[visibility]" not in toml
+    # no stored array is an input of a hidden case (drawn from the kit's seed, where they would be)
+    sys.path.insert(0, str(ROOT / "assignments/mha/graded"))
+    try:
+        from cases import build_cases
+    finally:
+        sys.path.remove(str(ROOT / "assignments/mha/graded"))
+    hidden = [a for c in build_cases(2027, config.random_cases) if c.group in HIDDEN
+              for a in c.args if isinstance(a, np.ndarray)]
+    assert len(hidden) == 8 * 5
+    for path in (kit / "public_cases/cases").glob("*.npz"):
+        with np.load(path, allow_pickle=False) as stored:
+            for key in stored.files:
+                assert not any(stored[key].shape == a.shape and np.array_equal(stored[key], a) for a in hidden)
+
+
+def test_kit_grades_the_starter_and_a_correct_solution(kit):
+    starter = grade_in_kit(kit, kit / "starter.py")
+    assert starter["score"] == 0 and starter["max_score"] == 75
+    # NotImplementedError where a ValueError is due is the wrong exception: "failed"; elsewhere "error"
+    failed = [t["name"] for t in starter["tests"] if t["status"] == "failed"]
+    assert failed == ["param_count[h-does-not-divide-d]", "mha_errors[width-not-divisible-by-h]", "mha_errors[d-mismatch]"]
+    assert {t["status"] for t in starter["tests"] if t["name"] not in failed} == {"error"}
+    assert starter["tests"][0]["message"] == "multi_head_attention() raised NotImplementedError at line 29"
+    correct = grade_in_kit(kit, SUBMISSIONS / "correct.py")
+    assert correct["score"] == 75 and len(correct["tests"]) == 33
+    assert {t["status"] for t in correct["tests"]} == {"passed"}
+
+
+def test_kit_gives_the_same_verdicts_and_messages_as_the_grader(kit, config):
+    in_kit = grade_in_kit(kit, SUBMISSIONS / "wrong_reshape.py")
+    graded = grade_submission(SUBMISSIONS / "wrong_reshape.py", replace(config, seed=2027)).report
+    public = [t for t in graded["tests"] if t["group"] not in HIDDEN]
+    assert [(t["name"], t["status"], t["message"], t["diagnosis"]) for t in in_kit["tests"]] == \
+           [(t["name"], t["status"], t["message"], t["diagnosis"]) for t in public]
+    # The misconception is named offline too, from the outputs stored in the kit.
+    assert {t["diagnosis"]["code"] for t in in_kit["tests"] if t["diagnosis"]} == {"wrong-split-order"}
+    assert in_kit["score"] == 39.1667 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
+
+
+def test_kit_pays_nothing_for_trivial_code_as_the_grader_does(kit, config, tmp_path):
+    # The kit knows, per stored case, which trivial implementation passes it: zeros after checking the shapes
+    # pass the error-contract and one-hot cases there too, and earn nothing for them.
+    from reference.trivial import student_source
+
+    path = tmp_path / "checked_zeros.py"
+    path.write_text(student_source("checked-zeros"), encoding="utf-8")
+    in_kit = grade_in_kit(kit, path)
+    graded = grade_submission(path, replace(config, seed=2027)).report
+    public = [t for t in graded["tests"] if t["group"] not in HIDDEN]
+    assert [(t["name"], t["status"], t["message"]) for t in in_kit["tests"]] == \
+           [(t["name"], t["status"], t["message"]) for t in public]
+    assert in_kit["score"] == graded["score"] == 0
+    unpaid = [t["name"] for t in in_kit["tests"] if "passed this test, but so does" in t["message"]]
+    assert unpaid == ["param_count[h-does-not-divide-d]", "entropy[one-hot-rows]",
+                      "mha_errors[width-not-divisible-by-h]", "mha_errors[d-mismatch]"]
+
+
+@pytest.mark.parametrize("name", ["split_straight_no_scale.py", "d_k_from_d_over_h.py", "no_mask_sqrt_d.py",
+                                  "entropy_bits_summed.py"])
+def test_kit_names_combinations_and_patterns_of_raises_as_the_grader_does(kit, config, name):
+    # The kit stores the outputs of every single and pair of switches (and where they raise), so the
+    # search and its verdict are the same offline; only the evidence's count of failed tests differs.
+    submission = ROOT / "tests/misconceptions" / name
+    in_kit = grade_in_kit(kit, submission)
+    graded = grade_submission(submission, replace(config, seed=2027)).report
+    public = [t for t in graded["tests"] if t["group"] not in HIDDEN]
+    assert [(t["name"], t["status"], t["diagnosis"]) for t in in_kit["tests"]] == \
+           [(t["name"], t["status"], t["diagnosis"]) for t in public]
+    verdicts = [{f: e["verdict"] and (e["verdict"]["codes"], e["verdict"]["sentence"]) for f, e in r["functions"].items()}
+                for r in (in_kit, graded)]
+    assert verdicts[0] == verdicts[1] and any(verdicts[0].values())
+
+
+def test_kit_refuses_the_grading_seed(tmp_path, course):
+    # Its cases and expected outputs would be the graded ones.
+    result = CliRunner().invoke(main, ["student-kit", "-o", str(tmp_path / "kit"), "--config", str(course),
+                                       "--seed", "2026"])
+    assert result.exit_code == 1
+    assert result.output == ("Error: the kit's seed must differ from grading.seed (2026): its cases and expected "
+                             "outputs would be the graded ones\n")
+
+
+def test_kit_refuses_a_seed_it_cannot_honour(kit):
+    # Refused in one line before anything is graded, and an earlier report stays as it was.
+    (kit / "correct.py").write_bytes((SUBMISSIONS / "correct.py").read_bytes())
+    (kit / "report.json").write_text("earlier")
+    process = subprocess.run([sys.executable, "-c", RUN_IN_KIT, "correct.py", "--seed", "5", "-o", "report.json"],
+                             cwd=kit, capture_output=True, text=True, timeout=120, check=False)
+    assert process.returncode == 1
+    assert process.stderr == "Error: the kit's cases are stored, drawn with seed 2027: --seed does not apply here\n"
+    assert (kit / "report.json").read_text() == "earlier"
+    (kit / "report.json").unlink()
+
+
+@pytest.mark.parametrize("command", [["gradescope-zip", "-o", "autograder.zip"], ["selftest"], ["batch", ".", "-o", "out"],
+                                     ["student-kit", "-o", "kit2"]])
+def test_the_course_commands_refuse_to_run_inside_a_kit(kit, command, monkeypatch):
+    # Even with the course's grader installed: a zip built from the kit's grader.toml would grade every
+    # student on the public cases alone, whose expected outputs the students have.
+    monkeypatch.chdir(kit)
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 1, result.output
+    assert result.output.strip().endswith("needs the course's grader, with its reference solution; the student kit "
+                                          "only grades submissions (`grade FILE.py`)")
+    assert not (kit / "autograder.zip").exists() and not (kit / "out").exists() and not (kit / "kit2").exists()
+
+
+def test_kit_refuses_a_folder_that_is_not_empty(tmp_path, course):
+    (tmp_path / "notes.txt").write_text("mine")
+    result = CliRunner().invoke(main, ["student-kit", "-o", str(tmp_path), "--config", str(course)])
+    assert result.exit_code == 1
+    assert f"{tmp_path} is not empty; pick a new folder" in result.output
+
+
+def test_kit_stores_the_outputs_of_known_mistakes_beside_the_expected(course, tmp_path, monkeypatch):
+    # Where the assignment knows misconceptions (their outputs on a case's inputs, and an explanation
+    # per code), the kit stores each output as a named array of the case.
+    import dataclasses
+    import importlib.util
+    import types
+
+    from grader.exercise import assignment as interface
+    mha = interface.load_assignment(ROOT / "assignments/mha")
+    monkeypatch.setitem(interface._LOADED, (ROOT / "assignments/mha").resolve(), dataclasses.replace(
+        mha, catalogue={"double-softmax": types.SimpleNamespace(explanation="Softmax applied twice.", section="§4.3",
+                                                                says="applies the softmax twice")},
+        combo_outputs=lambda function, args, kwargs, keys: (
+            {"double-softmax": np.full((2, 2), 7.0)} if function == "multi_head_attention" else {})))
+    result = CliRunner().invoke(main, ["student-kit", "-o", str(tmp_path / "kit"), "--config", str(course)])
+    assert result.exit_code == 0, result.output
+    spec = importlib.util.spec_from_file_location("kit_conftest", tmp_path / "kit/public_cases/conftest.py")
+    kit_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kit_conftest)
+    cases = kit_conftest.load_cases(tmp_path / "kit/public_cases")
+    attention = [c for c in cases if c.function == "multi_head_attention" and not c.raises]
+    assert len(attention) == 17  # 12 random + 3 stability + 2 causality
+    assert all(list(c.candidates) == ["double-softmax"] and (c.candidates["double-softmax"] == 7.0).all()
+               for c in attention)
+    assert all(c.candidates == {} for c in cases if c not in attention)
+    assert json.loads((tmp_path / "kit/public_cases/cases.json").read_text())["catalogue"] == {
+        "double-softmax": {"explanation": "Softmax applied twice.", "section": "§4.3",
+                           "says": "applies the softmax twice"}}

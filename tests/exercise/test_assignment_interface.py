@@ -1,0 +1,89 @@
+"""The engine's interface to exercises (grader.exercise.assignment), and the seams it closed."""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from grader.config import load_config
+from grader.exercise.assignment import (
+    SourceCheck,
+    cases_from_dicts,
+    import_file,
+    load_assignment,
+    prebuild,
+    run_cases,
+    single_switches,
+)
+from grader.grade import vectorization
+from grader.judging.score import Score
+from grader.judging.suite import TestOutcome as Outcome
+
+ROOT = Path(__file__).resolve().parents[2]
+LOOPED = (ROOT / "reference" / "styles" / "loop_heads.py").read_text()
+
+
+def test_the_mha_assignment_declares_its_functions_and_checks():
+    mha = load_assignment(ROOT / "assignments" / "mha")
+    assert [(f.name, f.kind) for f in mha.functions] == [
+        ("multi_head_attention", "array"), ("attention_param_count", "count"), ("head_entropy", "array")]
+    assert mha.source_checks == (SourceCheck("loop-over-heads", "multi_head_attention", "h", 5,
+                                             "the exercise computes all heads at once with one reshape and one "
+                                             "transpose"),)
+    assert load_assignment(ROOT / "assignments" / "mha") is mha  # loaded once per process
+
+
+def test_case_modules_of_two_assignments_do_not_collide(tmp_path):
+    for name, value in (("one", 1), ("two", 2)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "cases.py").write_text(f"VALUE = {value}\n")
+    one = import_file(tmp_path / "one" / "cases.py", "grader_course_one_cases")
+    two = import_file(tmp_path / "two" / "cases.py", "grader_course_two_cases")
+    assert (one.VALUE, two.VALUE) == (1, 2)
+
+
+def test_plain_dict_cases_and_single_switches():
+    [case] = cases_from_dicts([{"group": "g", "id": "a", "function": "f", "args": [1, 2], "kwargs": {},
+                                "raises": None}])
+    assert (case.name, case.args, case.changed_args) == ("g[a]", (1, 2), None)
+
+    def boom(x):
+        raise ValueError("no")
+
+    fields = single_switches({"double": ("f", lambda x: 2 * x), "boom": ("f", boom)},
+                             {"double": ("Doubled.", "§1"), "boom": ("Raised.", "§2")})
+    assert fields["combos"]("f") == ["double", "boom"] and fields["combos"]("g") == []
+    assert fields["combo_outputs"]("f", (3,), {}, ["double", "boom"]) == {"double": 6, "boom": "raises ValueError"}
+    assert fields["catalogue"]["boom"].section == "§2" and fields["variant_function"]("double") == "f"
+
+
+def _outcome(function: str, status: str = "passed") -> Outcome:
+    return Outcome(f"{function}[0]", "group", function, status, "", "")
+
+
+def test_vectorization_points_need_tests_of_the_checked_function():
+    paid = dataclasses.replace(load_config(ROOT / "grader.toml"), vectorization_points=5.0)
+    base = Score([], Fraction(10), Fraction(10))
+    none_of_it, _, _ = vectorization("def f(x):\n    return x\n", [_outcome("head_entropy")], base, paid)
+    assert (none_of_it.total, none_of_it.max_total) == (10, 15)  # all([]) used to pay these 5 points
+    vectorized, _, _ = vectorization("def f(x):\n    return x\n", [_outcome("multi_head_attention")], base, paid)
+    assert (vectorized.total, vectorized.max_total) == (15, 15)
+    looped, notes, _ = vectorization(LOOPED, [_outcome("multi_head_attention")], base, paid)
+    assert (looped.total, [n["code"] for n in notes]) == (10, ["loop-over-heads"])
+
+
+def test_cases_built_ahead_are_the_cases_built_on_demand():
+    """prebuild (a single grade starts it before its imports) gives exactly what run_cases builds, once."""
+    config = load_config(ROOT / "grader.toml")
+    ahead = dataclasses.replace(config, seed=config.seed + 11)
+    prebuild(ahead)
+    built = run_cases(ahead)
+    assert run_cases(ahead) is built  # once per process
+    mha = load_assignment(config.assignment_dir)
+    fresh = mha.build_cases(ahead.seed, {"random_cases": ahead.random_cases, **mha.params, **ahead.params})
+    assert [c.name for c in built] == [c.name for c in fresh]
+    assert all(all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b for a, b in zip(x.args, y.args))
+               for x, y in zip(built, fresh))

@@ -1,0 +1,1 @@
+"""Tests of the course's exercises (assignments/, reference/)."""

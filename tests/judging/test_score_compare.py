@@ -1,0 +1,73 @@
+"""Scoring is exact arithmetic; comparisons check in a fixed order and say what differed."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from grader.judging.compare import check_array, check_count, check_raises
+from grader.judging.score import as_number, score
+from grader.sandbox import CallResult
+
+
+def test_group_points_are_shared_exactly():
+    result = score([("a", True)] * 3 + [("b", True), ("b", False)], {"a": Fraction(10), "b": Fraction(5)})
+    assert result.total == Fraction(25, 2) and result.max_total == 15
+    assert result.per_test[0] == (Fraction(10, 3), Fraction(10, 3))
+    assert result.per_test[-1] == (0, Fraction(5, 2))
+    full = score([("a", True)] * 7, {"a": Fraction(30)})
+    assert full.total == full.max_total == 30  # no float drift: 7 × 30/7 is exactly 30
+    assert as_number(full.total) == 30 and type(as_number(full.total)) is int
+    assert as_number(Fraction(10, 3)) == 3.3333
+
+
+def ok(value, type_name="numpy.ndarray"):
+    return CallResult("ok", value, type_name)
+
+
+EXPECTED = np.arange(6.0).reshape(2, 3)
+
+
+def test_checks_run_in_order_and_stop_at_the_first_failure():
+    check = lambda result: check_array(result, EXPECTED, 1e-3, 1e-5, "f()")
+    assert check(CallResult("raised", message="raised KeyError at line 3: 'x'")).message == \
+        "f() raised KeyError at line 3: 'x'"
+    assert check(ok(3.5, "float")).message == "f() returned float 3.5, expected an array of shape (2, 3)"
+    assert check(ok(np.zeros(6))).message == "f() returned shape (6,), expected (2, 3)"
+    # A shape that would broadcast is still the wrong shape.
+    assert check(ok(np.zeros((1, 3)))).message == "f() returned shape (1, 3), expected (2, 3)"
+    assert check(ok(np.full((2, 3), True))).message == "f() returned dtype bool, expected floating-point numbers"
+    nan = EXPECTED.copy()
+    nan[1, 2] = np.nan
+    assert check(ok(nan)).message == "f() returned 1 non-finite value(s) of 6; first at index (1, 2): got nan, expected 5"
+    off = EXPECTED.copy()
+    off[0, 1] += 0.5
+    assert check(ok(off)).message == ("f(): 1 of 6 values differ beyond rtol=0.001, atol=1e-05; largest difference 0.5 "
+                                      "at index (0, 1): got 1.5, expected 1")
+    assert check(ok(EXPECTED * (1 + 5e-4))).status == "passed"  # within rtol
+    assert check(ok(EXPECTED.astype(np.float32))).status == "passed"
+    assert check(CallResult("timeout", message="the call did not finish within 2 s")).status == "timeout"
+
+
+def test_nan_never_equals_nan():
+    expected = np.array([1.0, 2.0])
+    assert check_array(ok(np.array([1.0, np.nan])), expected, 1e-3, 1e-5, "f()").status == "failed"
+    assert check_array(ok(np.array([1.0, np.inf])), expected, 1e-3, 1e-5, "f()").status == "failed"
+
+
+def test_counts_are_exact_and_accept_numpy_integers():
+    assert check_count(ok(2_362_368, "int"), 2_362_368, "g()").status == "passed"
+    assert check_count(ok(np.array(2_362_368, dtype=np.int64)), 2_362_368, "g()").status == "passed"
+    assert check_count(ok(2_362_368.0, "float"), 2_362_368, "g()").message == \
+        "g() returned float 2362368.0, expected the int 2,362,368"
+    assert check_count(ok(True, "bool"), 1, "g()").status == "failed"
+    assert check_count(ok(2_359_296, "int"), 2_362_368, "g()").message == \
+        "g() returned 2,359,296, expected 2,362,368 (off by -3,072)"
+
+
+def test_expected_exceptions():
+    assert check_raises(CallResult("raised", message="raised ValueError at line 4: bad"), "ValueError", "f()").status == "passed"
+    assert check_raises(ok(np.zeros(2)), "ValueError", "f()").message == "f() returned a value; expected it to raise ValueError"
+    assert check_raises(CallResult("raised", message="raised TypeError: x"), "ValueError", "f()").message == \
+        "f() raised TypeError: x; expected ValueError"

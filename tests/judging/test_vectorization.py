@@ -1,0 +1,121 @@
+"""Loops over heads, found by reading the source: never by running it."""
+
+from __future__ import annotations
+
+from conftest import SUBMISSIONS
+
+from grader.judging.vectorization import MAX_SOURCE_CHARS, HeadLoop, find_head_loops
+
+HEADER = "import numpy as np\n\n\ndef multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):\n"
+
+
+def loops(body: str, before: str = "") -> list[tuple[str, int, str]]:
+    return [(loop.function, loop.line, loop.text) for loop in find_head_loops(before + HEADER + body)]
+
+
+def test_loops_over_heads_in_each_form():
+    assert loops("    for i in range(h):\n        pass\n") == [("multi_head_attention", 5, "for i in range(h):")]
+    assert loops("    return np.concatenate([X for i in range(0, h)], -1)\n") == [
+        ("multi_head_attention", 5, "return np.concatenate([X for i in range(0, h)], -1)")]
+    assert loops("    i = 0\n    while i < h:\n        i += 1\n") == [("multi_head_attention", 6, "while i < h:")]
+    # Names bound to h, or to a split into h parts, are heads too.
+    assert loops("    parts = np.split(X @ W_Q, h, axis=-1)\n    for q in parts:\n        pass\n")[0][1] == 6
+    assert loops("    n_heads = h\n    for i in range(n_heads):\n        pass\n")[0][1] == 6
+    assert loops("    for i, q in enumerate(np.split(X, h, -1)):\n        pass\n")[0][1] == 5
+
+
+def test_a_loop_in_a_helper_that_receives_h_is_found():
+    helper = "def one_head(X, W, n):\n    return [X @ W for i in range(n)]\n\n\n"
+    assert loops("    return one_head(X, W_Q, h)\n", before=helper) == [("one_head", 2, "return [X @ W for i in range(n)]")]
+    # The same helper called without h is not a loop over heads.
+    assert loops("    return one_head(X, W_Q, 3)\n", before=helper) == []
+
+
+def test_other_loops_and_vectorized_code_are_not_flagged():
+    body = ("    d_k = W_Q.shape[1] // h\n"
+            "    for b in range(X.shape[0]):\n        pass\n"
+            "    Q, K, V = [(X @ W).reshape(1, -1, h, d_k) for W in (W_Q, W_K, W_V)]\n"
+            "    for t in range(d_k):\n        pass\n")
+    assert loops(body) == []
+    styles = SUBMISSIONS.parent.parent / "reference/styles"  # correct solutions in other styles
+    for path in (SUBMISSIONS / "correct.py", styles / "einsum.py", styles / "np_split.py", styles / "float32.py",
+                 styles / "in_place.py"):
+        assert find_head_loops(path.read_text(encoding="utf-8")) == [], path.name
+
+
+def test_the_last_definition_wins_and_unparsable_sources_give_nothing():
+    redefined = HEADER + "    for i in range(h):\n        pass\n\n\n" + HEADER + "    return X\n"
+    assert find_head_loops(redefined) == []
+    assert find_head_loops("def multi_head_attention(:\n") == []
+    assert find_head_loops("x = (" * 300 + ")" * 300) == []  # too deeply nested to parse: no crash
+    assert find_head_loops("#" * (MAX_SOURCE_CHARS + 1)) == []
+
+
+def test_the_source_is_never_run(tmp_path):
+    marker = tmp_path / "ran"
+    source = f"open({str(marker)!r}, 'w').close()\nraise SystemExit(3)\n" + HEADER + "    for i in range(h):\n        pass\n"
+    assert find_head_loops(source) == [HeadLoop("multi_head_attention", 7, "for i in range(h):")]
+    assert not marker.exists()
+
+
+def test_vectorization_points_are_read_from_grader_toml(tmp_path):
+    import pytest
+
+    from grader.config import ConfigError, load_config
+
+    (tmp_path / "suite").mkdir()
+    path = tmp_path / "grader.toml"
+    path.write_text('[assignment]\nsuite = "suite"\n[grading]\nvectorization_points = 2\n')
+    assert load_config(path).vectorization_points == 2.0
+    path.write_text('[assignment]\nsuite = "suite"\n[grading]\nvectorization_points = -1\n')
+    with pytest.raises(ConfigError, match="grading.vectorization_points must be ≥ 0"):
+        load_config(path)
+
+
+def test_the_search_of_helpers_is_bounded():
+    # The analysis runs in the grading process, outside the sandbox's limits: a source that calls
+    # hundreds of helpers with h in different places is searched for MAX_HELPER_SEARCHES of them only.
+    from grader.judging.vectorization import MAX_HELPER_SEARCHES
+
+    helpers = "".join(f"def helper{i}(a, b):\n    for j in range(b):\n        pass\n\n" for i in range(60))
+    calls = "".join(f"    helper{i}(X, h)\n" for i in range(60))
+    source = f"{helpers}def multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):\n{calls}    return X\n"
+    assert len(find_head_loops(source)) == MAX_HELPER_SEARCHES == 16
+
+
+def test_an_analysis_over_its_budget_finds_nothing_and_says_why(monkeypatch):
+    from grader.judging import vectorization
+    source = HEADER + "    for i in range(h):\n        pass\n" + "    x = [a for a in [b for b in [c for c in d]]]\n" * 50
+    assert vectorization.analyse(source).loops == [HeadLoop("multi_head_attention", 5, "for i in range(h):")]
+    monkeypatch.setattr(vectorization, "MAX_NODES", 300)
+    assert vectorization.analyse(source) == vectorization.Analysis(
+        [], complete=False, reason="it visited more than 300 syntax nodes")
+    monkeypatch.setattr(vectorization, "MAX_NODES", 2_000_000)
+    monkeypatch.setattr(vectorization, "MAX_SECONDS", 0.0)
+    assert vectorization.analyse(source).reason in ("parsing it took more than 0 s", "it ran for more than 0 s")
+    assert vectorization.analyse("#" * (MAX_SOURCE_CHARS + 1)).reason == (
+        "the source has 100,001 characters, more than the 100,000 the analysis reads")
+
+
+def test_an_analysis_that_stopped_pays_no_vectorization_points(monkeypatch):
+    """What the analysis could not check is not paid: a warning instead of a note, and 0 of the points."""
+    from dataclasses import replace
+    from fractions import Fraction
+
+    from grader import grade
+    from grader.config import Config
+    from grader.judging import vectorization
+    from grader.judging.score import Score
+    from grader.judging.suite import TestOutcome
+
+    config = replace(Config(), vectorization_points=2.0)
+    passed = [TestOutcome("t", "g", "multi_head_attention", "passed", "", "")]
+    start = Score([(Fraction(1), Fraction(1))], Fraction(1), Fraction(1))
+    vectorized = HEADER + "    return X\n"
+    result, notes, warnings = grade.vectorization(vectorized, passed, start, config)
+    assert (result.total, result.max_total, notes, warnings) == (3, 3, [], [])
+    monkeypatch.setattr(vectorization, "MAX_NODES", 5)
+    result, notes, warnings = grade.vectorization(vectorized, passed, start, config)
+    assert (result.total, result.max_total, notes) == (1, 3, [])
+    assert warnings == [("the loop-over-heads analysis stopped: it visited more than 5 syntax nodes; so no "
+                        "loop-over-heads note, and none of the 2 vectorization points")]

@@ -1,0 +1,72 @@
+"""The report module: student text made safe to print."""
+
+from grader.report.native import printable
+
+
+def test_control_characters_are_escaped_and_newlines_only_where_allowed():
+    text = "x\r\x1b[1A\x85 ok\u2028\u202eevil\n"
+    assert printable(text, newlines=True) == "x\\x0d\\x1b[1A\\x85 ok\\u2028\\u202eevil\n"
+    assert printable(text, newlines=False) == "x\\x0d\\x1b[1A\\x85 ok\\u2028\\u202eevil\\n"
+    assert printable("tab\tand plain text, é ✓", newlines=False) == "tab\tand plain text, é ✓"
+
+
+ESCAPES = "\x1b[2J\x1b[H\rmha: forged.py scored 100 / 100\u202e"
+ESCAPED = "\\x1b[2J\\x1b[H\\x0dmha: forged.py scored 100 / 100\\u202e"
+
+
+def _has_control(text: str) -> bool:
+    return any((ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) < 0xa0 or c in "\u2028\u2029\u202e" for c in text)
+
+
+def _report(**changes) -> dict:
+    from grader.report.native import build_report
+
+    arguments = {"assignment": "mha", "submission": {"path": f"/x/{ESCAPES}.py", "sha256": "0" * 64}, "seed": 1,
+                     "grader_version": "0", "started_at": "2026-12-01T00:00:00+00:00", "duration_s": 1.0,
+                     "outcomes": [], "score": None, "visibility": {}}
+    return build_report(**{**arguments, **changes})
+
+
+def test_the_error_and_notes_are_escaped_when_the_report_is_built():
+    errored = _report(error=f"graded test broke: {ESCAPES}")
+    assert errored["error"] == f"graded test broke: {ESCAPED}"
+    from fractions import Fraction
+
+    from grader.judging.score import Score
+
+    noted = _report(score=Score([], Fraction(0), Fraction(0)), notes=[
+        {"code": "loop-over-heads", "function": "multi_head_attention", "line": 3, "message": f"loops ({ESCAPES})",
+         "score": 0, "max_score": 0}])
+    assert noted["notes"][0]["message"] == f"loops ({ESCAPED})"
+
+
+def test_the_summary_escapes_what_a_report_read_from_disk_may_hold():
+    """An old report (or one edited by hand) printed: the file name, warnings, messages and notes are escaped."""
+    from grader.report.native import summary_text
+
+    report = _report()
+    report["warnings"] = [f"cell 2: dropped {ESCAPES}"]
+    report["notes"] = [{"message": ESCAPES}]
+    report["functions"] = {"head_entropy": {"score": 0, "max_score": 1, "passed": 0, "tests": 1}}
+    report["tests"] = [{"name": "entropy[x]", "function": "head_entropy", "status": "error", "message": ESCAPES,
+                        "visibility": "visible", "diagnosis": None}]
+    text = summary_text(report)
+    assert not _has_control(text)
+    assert text.count(ESCAPED) == 3  # the warning, the test's message, the note
+    assert text.startswith("mha:  100\\u202e.py scored 0 / 0\n")  # the file name (its last path component)
+    assert not _has_control(summary_text(dict(report, status="error", error=ESCAPES)))
+
+
+def test_the_gradebook_and_the_class_summary_escape_file_names_and_messages():
+    from pathlib import Path
+
+    from grader.batch.discover import Entry
+    from grader.batch.gradebook import build_summary, gradebook_csv, gradebook_rows
+    from grader.config import Config
+
+    entries = [Entry(Path("a.py"), f"a{ESCAPES}", {}), Entry(Path("b.py"), f"b{ESCAPES}", {}, skip=f"empty {ESCAPES}")]
+    reports = {f"a{ESCAPES}": dict(_report(), status="error", error=ESCAPES)}  # an old report: not escaped
+    summary = build_summary(entries, reports, Config(), "0" * 64)
+    assert [(f["file"], f["message"]) for f in summary["failed_to_grade"]] == [
+        (f"a{ESCAPED}", ESCAPED), (f"b{ESCAPED}", f"empty {ESCAPED}")]
+    assert not _has_control(gradebook_csv(gradebook_rows(entries, reports)).replace("\r", ""))
