@@ -12,10 +12,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from multiprocessing.context import BaseContext
 
 
 def main() -> None:
@@ -33,6 +29,8 @@ def main() -> None:
 
         start_early(_workers(args) if local else 1)
     if local:
+        from grader.batch.workers import worker_context
+
         worker_context()  # its fork server imports the grader meanwhile
     # At exit (a batch holds its reports, and a feedback page's matplotlib) what lives is frozen,
     # so the interpreter's teardown skips it: a batch ended 0.2 s after its summary.html, now 0.03 s.
@@ -50,6 +48,8 @@ def _workers(args: list[str]) -> int:
 
     Each gets a zygote started now; those beyond the cores would only compete with the start.
     """
+    from grader.batch.workers import default_jobs
+
     jobs = limit = default_jobs()
     for i, arg in enumerate(args):
         value = (args[i + 1] if arg in ("--jobs", "-j") and i + 1 < len(args) else
@@ -58,20 +58,6 @@ def _workers(args: list[str]) -> int:
         if value is not None and value.isdigit():
             jobs = int(value)
     return max(1, min(jobs, limit))
-
-
-def default_jobs() -> int:
-    """``grade batch``'s workers when --jobs is not given: the cores this process may use, at least 1."""
-    return len(cores()) or os.cpu_count() or 1
-
-
-def cores() -> list[int]:
-    """The cores this process may run on (its CPU affinity, which containers narrow), in order; [] where
-    that cannot be told."""
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return []
 
 
 def start_single_grade() -> None:
@@ -87,18 +73,3 @@ def start_single_grade() -> None:
 
     start_early()
     gc.set_threshold(100_000, 50, 100)
-
-
-def worker_context() -> BaseContext:
-    """The multiprocessing context of ``grade batch``'s workers, its fork server started (without waiting for it).
-
-    Workers are never forked from a process with threads; the fork server imports the grader once, and
-    each worker is forked from it.
-    """
-    import multiprocessing
-    from multiprocessing import forkserver
-
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["grader.grade", "grader.batch.run"])
-    forkserver.ensure_running()
-    return context

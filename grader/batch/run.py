@@ -25,10 +25,10 @@ from pathlib import Path
 from grader import __version__
 from grader.batch.discover import IGNORED, BatchError, Entry, discover
 from grader.batch.gradebook import build_summary, gradebook_csv, gradebook_rows
+from grader.batch.workers import cores, default_jobs, worker_context
 from grader.config import Config
 from grader.exercise.assignment import describe, prebuild
 from grader.exercise.fingerprint import config_hash
-from grader.launch import cores, default_jobs, worker_context
 from grader.report.native import build_report, printable, to_json, write_atomic
 from grader.sandbox import boot
 from grader.sandbox.client import keep_trees
@@ -287,7 +287,7 @@ def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:
 
 def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, jobs: int,
                finished: Callable[[Entry, Graded], None], zygotes: Sequence[Handed] = ()) -> None:
-    """Grade in ``jobs`` long-lived worker processes (of ``context``, from ``grader.launch.worker_context``), one submission
+    """Grade in ``jobs`` long-lived worker processes (of ``context``, from ``grader.batch.workers.worker_context``), one submission
     at a time each.
 
     Each worker holds one submission at a time, so when a worker dies (a grader crash, or a
