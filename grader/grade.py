@@ -22,7 +22,8 @@ from grader.exercise.assignment import describe, store_cases
 from grader.judging.diagnose import GENERIC, Diagnosis, Finding, settle
 from grader.judging.fairness import pay_for_work
 from grader.judging.score import Score, as_number, score
-from grader.judging.suite import Progress, SuiteError, TestOutcome, session_for
+from grader.judging.session import Progress, SuiteError, TestOutcome
+from grader.judging.suite import session_for
 from grader.judging.vectorization import analyse
 from grader.report.native import build_report, printable, summary_text
 from grader.submission.load import Submission, load_submission, read_submission

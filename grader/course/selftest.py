@@ -38,7 +38,7 @@ from grader.judging.fairness import InProcess, is_unpaid, pay_for_work, triviall
 from grader.judging.judge import judge
 from grader.judging.probes import plain, prober
 from grader.judging.score import as_number, score
-from grader.judging.suite import TestOutcome
+from grader.judging.session import TestOutcome
 from grader.report.native import _num, diagnosis_codes  # the summary's number format
 
 STARTER_SCORE = 0  # the starter's documented score: every stub raises

@@ -19,7 +19,7 @@ import numpy as np
 
 from grader.judging.compare import FAILED, PASSED
 from grader.judging.judge import judge
-from grader.judging.suite import TestOutcome
+from grader.judging.session import TestOutcome
 from grader.sandbox import CallResult
 
 

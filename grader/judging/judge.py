@@ -15,7 +15,7 @@ import numpy as np
 from grader.judging.causality import check_causality, leaked
 from grader.judging.compare import ERROR, FAILED, PASSED, Verdict, check_array, check_count, check_raises
 from grader.judging.diagnose import CAUSAL_LEAK, GENERIC, SEP, Explained, Search, generic, raised_value
-from grader.judging.suite import Student
+from grader.judging.session import Student
 from grader.sandbox import CallResult, reply_limit
 
 REPLY_FACTOR = 4  # a reply may hold this many times the expected output's elements × 8 bytes (float64)

@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from grader.config import Config
-from grader.judging.suite import Progress, Student, SuiteError, TestOutcome, TimeBudget, Turn, _Run, outcomes_of
+from grader.judging.session import Progress, Student, SuiteError, TestOutcome, TimeBudget, Turn, _Run, outcomes_of
 
 GRADING_KEY = pytest.StashKey[Config]()  # a suite's conftest reads the config from here
 RECORD_KEY = pytest.StashKey[dict]()  # what a test recorded (its verdict), on its item

@@ -20,7 +20,7 @@ from grader.exercise.assignment import (
 )
 from grader.grade import vectorization
 from grader.judging.score import Score
-from grader.judging.suite import TestOutcome as Outcome
+from grader.judging.session import TestOutcome as Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPED = (ROOT / "reference" / "styles" / "loop_heads.py").read_text()

@@ -9,7 +9,7 @@ from conftest import ROOT
 
 from grader.exercise.assignment import load_assignment
 from grader.judging.fairness import is_unpaid, pay_for_work, trivially_passed
-from grader.judging.suite import TestOutcome as Outcome
+from grader.judging.session import TestOutcome as Outcome
 from reference import trivial
 
 

@@ -106,7 +106,7 @@ def test_an_analysis_that_stopped_pays_no_vectorization_points(monkeypatch):
     from grader.config import Config
     from grader.judging import vectorization
     from grader.judging.score import Score
-    from grader.judging.suite import TestOutcome
+    from grader.judging.session import TestOutcome
 
     config = replace(Config(), vectorization_points=2.0)
     passed = [TestOutcome("t", "g", "multi_head_attention", "passed", "", "")]
