@@ -30,6 +30,42 @@ os.environ.pop("GRADER_COURSE", None)
 atexit.register(shutil.rmtree, CASE_STORE_HOME, ignore_errors=True)
 
 
+# The tiers (pyproject.toml's markers): a test that runs student code says so, ``@pytest.mark.sandbox``, so the
+# fast tier, ``-m "not sandbox and not slow"``, starts no sandbox. What starts in this process is checked: in the
+# fast tier for the whole run (a module's fixture that grades included), and in every run for each unmarked test.
+# Commands a test runs (``grade`` in a subprocess) are marked by reading the test.
+_STARTS = (("grader.sandbox.client", "Sandbox", "__init__"), ("grader.sandbox.boot", None, "start_early"),
+           ("grader.batch.run", None, "run_batch"))
+
+
+def _refusing(who: str):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{who} starts a sandbox: mark it @pytest.mark.sandbox")
+
+    return refuse
+
+
+def _places():
+    import importlib
+
+    for module, owner, name in _STARTS:
+        found = importlib.import_module(module)
+        yield (getattr(found, owner) if owner else found), name
+
+
+def pytest_configure(config):
+    if "not sandbox" in (config.option.markexpr or ""):
+        for place, name in _places():
+            setattr(place, name, _refusing("a test of the fast tier, or a fixture it uses,"))
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_only_where_marked(request, monkeypatch):
+    if request.node.get_closest_marker("sandbox") is None:
+        for place, name in _places():
+            monkeypatch.setattr(place, name, _refusing(request.node.nodeid))
+
+
 def without_times(report: dict) -> dict:
     """A report without what differs from run to run: its start, its duration, each test's seconds."""
     report = {k: v for k, v in report.items() if k not in ("duration_s", "started_at")}

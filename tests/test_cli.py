@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import ROOT, SUBMISSIONS, generous_config
 
@@ -15,6 +16,7 @@ from grader.cli import main
 CONFIG = str(ROOT / "grader.toml")
 
 
+@pytest.mark.sandbox
 def test_grade_writes_report_and_prints_summary(tmp_path):
     out = tmp_path / "r.json"
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "nan_entropy.py"), "-o", str(out), "--config", CONFIG])
@@ -26,6 +28,7 @@ def test_grade_writes_report_and_prints_summary(tmp_path):
     assert json.loads(out.read_text())["score"] == 92.5
 
 
+@pytest.mark.sandbox
 def test_dash_writes_json_to_stdout_and_summary_to_stderr():
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "correct.py"), "-o", "-", "--config", CONFIG])
     assert result.exit_code == 0, result.output
@@ -33,6 +36,7 @@ def test_dash_writes_json_to_stdout_and_summary_to_stderr():
     assert result.stderr.startswith("mha: correct.py scored 100 / 100")
 
 
+@pytest.mark.sandbox
 def test_default_output_is_report_json_in_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "correct.py"), "--config", CONFIG])
@@ -40,6 +44,7 @@ def test_default_output_is_report_json_in_the_working_directory(tmp_path, monkey
     assert json.loads((tmp_path / "report.json").read_text())["status"] == "graded"
 
 
+@pytest.mark.sandbox
 def test_seed_flag_overrides_the_file(tmp_path):
     out = tmp_path / "r.json"
     result = CliRunner().invoke(main, ["--seed", "5", str(SUBMISSIONS / "correct.py"), "-o", str(out), "--config", CONFIG])
@@ -53,6 +58,7 @@ def test_a_negative_seed_is_refused_by_the_command_line():
     assert "Invalid value for '--seed': -1 is not in the range x>=0." in result.output
 
 
+@pytest.mark.sandbox
 def test_the_report_is_readable_like_any_file_the_user_creates(tmp_path):
     out = tmp_path / "r.json"
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "correct.py"), "-o", str(out), "--config", CONFIG])
@@ -85,6 +91,7 @@ def test_help_documents_the_command():
     assert "Where to write the report; - for stdout." in sub.output
 
 
+@pytest.mark.sandbox
 def test_all_lists_every_failed_test(tmp_path):
     """Four failed tests per function by default; -v (or --all) lists every one, in the summary and --format text."""
     args = [str(SUBMISSIONS / "wrong_reshape.py"), "-o", str(tmp_path / "r.json"), "--config", CONFIG]
@@ -106,6 +113,7 @@ def test_all_lists_every_failed_test(tmp_path):
     assert text.exit_code == 0 and text.output.count("    ✗ ") == len(failed)
 
 
+@pytest.mark.sandbox
 def test_grade_starter_inside_the_assignment_folder_finds_grader_toml_upward(tmp_path, monkeypatch):
     # The exercise statement says: run `grade starter.py` in assignments/mha/.
     monkeypatch.chdir(ROOT / "assignments" / "mha")
@@ -117,6 +125,7 @@ def test_grade_starter_inside_the_assignment_folder_finds_grader_toml_upward(tmp
     assert json.loads(out.read_text())["max_score"] == 100
 
 
+@pytest.mark.sandbox
 def test_no_grader_toml_anywhere_uses_the_installed_course_configuration_and_says_so(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.py").write_bytes((SUBMISSIONS / "correct.py").read_bytes())
@@ -154,6 +163,7 @@ def _busy_descendant(pid: int, cpu_s: float) -> bool:
     return any(cpu >= cpu_s for cpu in found)
 
 
+@pytest.mark.sandbox
 def test_ctrl_c_prints_one_line_and_leaves_the_earlier_report(tmp_path):
     import signal
     import subprocess
@@ -178,6 +188,7 @@ def test_ctrl_c_prints_one_line_and_leaves_the_earlier_report(tmp_path):
     assert (tmp_path / "report.json").read_text() == '{"earlier": true}\n'
 
 
+@pytest.mark.sandbox
 def test_a_slow_grade_shows_the_test_being_graded_on_a_terminal_only(monkeypatch, capsys):
     import time
 
@@ -197,6 +208,7 @@ def test_a_slow_grade_shows_the_test_being_graded_on_a_terminal_only(monkeypatch
     assert capsys.readouterr() == ("", "")
 
 
+@pytest.mark.sandbox
 def test_assignment_option_selects_the_course_default_or_refuses_an_unknown_one(tmp_path):
     out = tmp_path / "report.json"
     result = CliRunner().invoke(main, ["--assignment", "mha", str(SUBMISSIONS / "correct.py"), "-o", str(out),

@@ -97,6 +97,7 @@ def _grade(*args: str, cwd: Path, site: Path, env: dict | None = None) -> subpro
                           text=True, timeout=600)
 
 
+@pytest.mark.sandbox
 def test_grade_from_an_unrelated_folder_with_the_package_alone(tmp_path):
     # The grader package alone, as `pip install .` lays it out (no course beside it), run from a folder that
     # is not the course's: --course (or $GRADER_COURSE, or --config) names the course.

@@ -30,6 +30,7 @@ def by_function(report):
     return {name: (entry["score"], entry["max_score"]) for name, entry in report["functions"].items()}
 
 
+@pytest.mark.sandbox
 def test_correct_submission_scores_exactly_full(graded, validate_report):
     report = validate_report(graded(SUBMISSIONS / "correct.py"))
     assert report["status"] == "graded" and report["error"] is None
@@ -42,6 +43,7 @@ def test_correct_submission_scores_exactly_full(graded, validate_report):
     assert all(t["diagnosis"] is None for t in report["tests"]) and report["notes"] == []
 
 
+@pytest.mark.sandbox
 def test_wrong_reshape_order_fails_by_value_not_by_crash(graded, validate_report):
     report = validate_report(graded(SUBMISSIONS / "wrong_reshape.py"))
     assert report["score"] == 39.1667  # 25·2/12 + 5 for multi_head_attention, rounded once
@@ -59,6 +61,7 @@ def test_wrong_reshape_order_fails_by_value_not_by_crash(graded, validate_report
         assert "values differ beyond rtol=0.001, atol=1e-05; largest difference" in test["message"]
 
 
+@pytest.mark.sandbox
 def test_nan_entropy_loses_exactly_the_cases_with_zero_weights(graded, validate_report):
     report = validate_report(graded(SUBMISSIONS / "nan_entropy.py"))
     assert report["score"] == 92.5
@@ -69,6 +72,7 @@ def test_nan_entropy_loses_exactly_the_cases_with_zero_weights(graded, validate_
     assert all(t["score"] == 2.5 for t in report["tests"] if t["function"] == "head_entropy" and t["status"] == "passed")
 
 
+@pytest.mark.sandbox
 def test_starter_scores_zero_with_each_stub_named(graded, validate_report):
     report = validate_report(graded(ROOT / "assignments/mha/starter.py"))
     assert report["score"] == 0 and report["max_score"] == 100
@@ -81,6 +85,7 @@ def test_starter_scores_zero_with_each_stub_named(graded, validate_report):
     assert first["message"] == "multi_head_attention() raised NotImplementedError at line 29"
 
 
+@pytest.mark.sandbox
 def test_same_seed_same_report_other_seed_other_cases(config):
     first = grade_submission(SUBMISSIONS / "wrong_reshape.py", config).report
     again = grade_submission(SUBMISSIONS / "wrong_reshape.py", config).report
@@ -92,6 +97,7 @@ def test_same_seed_same_report_other_seed_other_cases(config):
 
 
 
+@pytest.mark.sandbox
 def test_one_session_grades_submission_after_submission_each_as_if_alone(config):
     """The graded suite is collected once per process; nothing of one submission reaches the next one's tests."""
     import grader.judging.suite
@@ -107,6 +113,7 @@ def test_one_session_grades_submission_after_submission_each_as_if_alone(config)
         "wrong-split-order", "wrong-merge-order"]
 
 
+@pytest.mark.sandbox
 def test_the_plain_suite_and_pytest_give_the_same_reports(config, monkeypatch):
     """The engine's suite runs without pytest; run by pytest (as a course's own suite is), it grades the same."""
     import grader.grade
@@ -126,6 +133,7 @@ def test_the_plain_suite_and_pytest_give_the_same_reports(config, monkeypatch):
     assert [r["score"] for r in plain] == [100, 39.1667, 92.5, 39.1667]
 
 
+@pytest.mark.sandbox
 def test_warnings_of_the_trusted_side_do_not_reach_the_terminal(tmp_path):
     """The sdpa reference's NaN in fully masked rows warns in numpy; pytest kept that quiet, and so does the loop."""
     import warnings
@@ -150,6 +158,7 @@ class _NoStudent:
         pass
 
 
+@pytest.mark.sandbox
 def test_grader_failure_still_gives_an_error_report(config, tmp_path, validate_report):
     broken = tmp_path / "suite"
     broken.mkdir()
@@ -176,6 +185,7 @@ def test_a_linked_folder_on_the_way_is_refused_too(config, tmp_path):
         grade_submission(tmp_path / "lib" / "mha.py", config)
 
 
+@pytest.mark.sandbox
 def test_a_misspelt_points_group_is_a_grader_error_not_zero_points(config):
     points = {("mha_randon" if g == "mha_random" else g): p for g, p in config.points.items()}
     result = grade_submission(SUBMISSIONS / "correct.py", replace(config, points=points))
@@ -184,6 +194,7 @@ def test_a_misspelt_points_group_is_a_grader_error_not_zero_points(config):
                                           "no points for the suite's group(s) mha_random (the suite's groups: ")
 
 
+@pytest.mark.sandbox
 def test_hidden_groups_run_after_every_visible_one(config):
     # Output printed in a visible test then cannot carry a hidden test's inputs.
     hidden = replace(config, visibility={"mha_random": "hidden", "param_count": "after_due_date"})
@@ -202,6 +213,7 @@ def test_unusable_paths_are_refused(config, tmp_path):
         grade_submission(tmp_path / "notes.txt", config)
 
 
+@pytest.mark.sandbox
 def test_a_hidden_test_that_breaks_is_not_named_in_the_grader_error(config, monkeypatch):
     """A bug of the grader on one test is a grader error; when its group is hidden, the error names no test or input."""
     import grader.judging.judge
@@ -219,6 +231,7 @@ def test_a_hidden_test_that_breaks_is_not_named_in_the_grader_error(config, monk
     assert visible["error"].endswith("broke before reaching a verdict: RuntimeError: shapes (2, 5, 8) and (2, 5, 6)")
 
 
+@pytest.mark.sandbox
 def test_progress_names_each_test_as_it_starts(config):
     seen = []
     grade_submission(SUBMISSIONS / "correct.py", config, progress=lambda name, number, total: seen.append((name, number, total)))
@@ -226,6 +239,7 @@ def test_progress_names_each_test_as_it_starts(config):
     assert seen[-1] == ("mha_causality[future-from-2-B1-T6-d8-h2-dk4-dv3-causal-unbatched]", 41, 41)
 
 
+@pytest.mark.sandbox
 def test_a_hang_in_one_causality_test_costs_only_that_test(config, tmp_path):
     """The first causality test makes the second one's first call early (one restart serves both): its
     timeout counts against the function's timed-out calls only when the second test takes it, so with one

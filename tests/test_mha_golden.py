@@ -11,6 +11,8 @@ from click.testing import CliRunner
 
 from grader.cli import main
 
+pytestmark = pytest.mark.sandbox  # every test here runs student code
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 CASES = {

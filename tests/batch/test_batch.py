@@ -102,6 +102,7 @@ def baseline(baseline_run) -> Path:
     return baseline_run[0]
 
 
+@pytest.mark.sandbox
 def test_log_lines_and_summary_when_not_a_terminal(baseline_run):
     # Not a terminal (CliRunner): one plain line per submission, in completion order, then the summary.
     out, output = baseline_run
@@ -189,6 +190,7 @@ def test_an_identity_taken_from_a_file_name_is_escaped(tmp_path):
     assert entry.student == {"id": "evil\\x1b[2K\\x0dmha: evil scored 100 \\u202e", "source": "file"}
 
 
+@pytest.mark.sandbox
 def test_gradebook_reports_and_summary(baseline, validate_report):
     rows = {(r["file"], r["student_id"]): r for r in gradebook(baseline)}
     columns = ["student_id", "name", "email", "file", "submission_id", "late", "score", "max_score", "multi_head_attention",
@@ -264,6 +266,7 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
     assert (reshape["passed"], reshape["total"]) == (2, 7)  # correct and nan_entropy pass; the bug and four zeros fail
 
 
+@pytest.mark.sandbox
 def test_same_scores_whatever_jobs(klass, course, baseline, tmp_path):
     out = tmp_path / "one-job"
     run_cli(str(klass), "-o", str(out), "--jobs", "1", "--config", str(course))
@@ -271,6 +274,7 @@ def test_same_scores_whatever_jobs(klass, course, baseline, tmp_path):
     assert stable_reports(out) == stable_reports(baseline)
 
 
+@pytest.mark.sandbox
 def test_resume_keeps_matching_reports_and_regrades_changed_ones(klass, course, baseline, tmp_path):
     out = tmp_path / "resumed"
     shutil.copytree(baseline, out)
@@ -281,6 +285,7 @@ def test_resume_keeps_matching_reports_and_regrades_changed_ones(klass, course, 
     assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
 
 
+@pytest.mark.sandbox
 def test_resume_regrades_a_changed_file_only(klass, course, baseline, tmp_path):
     # Resume matches on the file's sha256 (and student and configuration), not on its path:
     # in a copied class folder, only the file whose bytes changed is graded again.
@@ -305,6 +310,7 @@ def test_config_hash_covers_seed_limits_and_suite(course):
     assert config_hash(replace(config, limits=replace(config.limits, memory_mb=512))) != config_hash(config)
 
 
+@pytest.mark.sandbox
 def test_sigkill_mid_batch_then_resume_gives_the_uninterrupted_gradebook(klass, course, baseline, tmp_path):
     out = tmp_path / "killed"
     command = [sys.executable, "-m", "grader", "batch", str(klass), "-o", str(out), "--jobs", "1",
@@ -329,6 +335,7 @@ def test_sigkill_mid_batch_then_resume_gives_the_uninterrupted_gradebook(klass, 
     assert stable_reports(out) == stable_reports(baseline)
 
 
+@pytest.mark.sandbox
 def test_dask_local_cluster_gives_the_same_reports(klass, course, baseline, tmp_path):
     distributed = pytest.importorskip("distributed", reason="the optional extra mha-grader[dask] is not installed")
     out = tmp_path / "dask"
@@ -338,6 +345,7 @@ def test_dask_local_cluster_gives_the_same_reports(klass, course, baseline, tmp_
     assert stable_reports(out) == stable_reports(baseline)
 
 
+@pytest.mark.sandbox
 def test_bad_inputs_are_clear_errors(tmp_path):
     result = CliRunner().invoke(main, ["batch", str(tmp_path / "nowhere"), "-o", str(tmp_path / "out"),
                                        "--config", str(ROOT / "grader.toml")])
@@ -351,6 +359,7 @@ def test_bad_inputs_are_clear_errors(tmp_path):
     assert "is not a Gradescope submission_metadata.yml" in result.output
 
 
+@pytest.mark.sandbox
 def test_unknown_or_unavailable_format_is_refused_before_grading(tmp_path):
     import importlib.util
 
@@ -366,6 +375,7 @@ def test_unknown_or_unavailable_format_is_refused_before_grading(tmp_path):
     assert not (tmp_path / "out" / "reports" / "correct.py.json").exists()
 
 
+@pytest.mark.sandbox
 def test_lms_format_written_beside_the_native_report(tmp_path):
     # The Gradescope results.json of each submission (Gradescope's autograder specification: top-level score).
     pytest.importorskip("grader.report.formats", reason="the LMS exporters (grader.report.formats) are not in this tree")
@@ -378,6 +388,7 @@ def test_lms_format_written_beside_the_native_report(tmp_path):
     assert json.loads((tmp_path / "out" / "reports" / "wrong_reshape.py.json").read_text())["score"] == 39.1667
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("killer", ["a_killer.py", "z_killer.py"])  # graded first, or last
 def test_a_submission_that_kills_its_worker_does_not_sink_the_batch(tmp_path, course, killer):
     # A hostile submission kills the grading process that started it (its parent). Whether the
@@ -450,6 +461,7 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+@pytest.mark.sandbox
 def test_kill_9_of_a_batch_leaves_no_process(tmp_path):
     # Two submissions that hang at import under a 60 s limit keep both workers and their sandboxes busy;
     # SIGKILL of the batch's main process alone (not its group) must take every worker, zygote, keeper
@@ -485,6 +497,7 @@ def test_kill_9_of_a_batch_leaves_no_process(tmp_path):
     assert [pid for pid in tree if _alive(pid)] == []
 
 
+@pytest.mark.sandbox
 def test_a_folder_submission_is_graded_through_its_main_file(tmp_path, course):
     # Gradescope's export: one folder per submission. A main file and a helper module it imports are one
     # submission (one row, 100 points), not two rows (100 and 0); a README beside them is no row either.
@@ -586,6 +599,7 @@ def test_links_are_never_followed(tmp_path):
         ("alice__mha.py", None)]
 
 
+@pytest.mark.sandbox
 def test_formula_name_import_hang_and_late_columns_in_the_gradebook(tmp_path):
     # A Gradescope name starting with "=" is text in gradebook.csv, not a formula (OWASP's CSV injection advice);
     # a file that hangs at import is an import-error with a message, and listed among the failures.
@@ -656,6 +670,7 @@ def _memory_cgroup_for_batch(name: str, limit: int) -> Path | None:
     return folder
 
 
+@pytest.mark.sandbox
 def test_a_submission_that_exhausts_memory_costs_only_its_own_tests(tmp_path):
     """A batch inside a 1.5 GiB cgroup (a container's or an LMS's limit): one submission holds 2 GiB of
     System V shared memory, which no rlimit sees. Its own cgroup (384 MB) stops it; the kernel never

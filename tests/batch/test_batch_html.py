@@ -69,6 +69,7 @@ def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=600, check=False)
 
 
+@pytest.mark.slow
 def test_summary_page_renders_in_headless_chromium(tmp_path):
     if CHROMIUM is None:
         # CI (.ci/run) installs Debian's chromium, so there its absence is a failure, not a skip.

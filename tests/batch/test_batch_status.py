@@ -44,6 +44,7 @@ def _hanging_entropy() -> str:
     return source[:body] + "    while True:\n        pass\n" + source[body:]
 
 
+@pytest.mark.sandbox
 def test_a_timeout_is_in_the_gradebook_and_the_students_table(tmp_path):
     klass = tmp_path / "class"
     klass.mkdir()
@@ -92,6 +93,7 @@ def test_status_and_message_name_every_kind_of_trouble():
     assert (shown_status(refused), _message(refused)) == ("empty", "hw.py is empty: there is no code to grade")
 
 
+@pytest.mark.sandbox
 def test_files_that_name_no_student_are_listed_apart(tmp_path):
     # The rule (grader.batch.discover.IGNORED): a file that is not .py or .ipynb is a student's row only when an
     # LMS names it as that student's (a Canvas download name, a file in a Gradescope submission folder).
@@ -121,6 +123,7 @@ def test_files_that_name_no_student_are_listed_apart(tmp_path):
     assert "Ignored, no student's (2): README.txt, rubric.pdf" in (out / "summary.html").read_text()
 
 
+@pytest.mark.sandbox
 def test_a_folder_of_only_ignored_files_is_an_error(tmp_path):
     (tmp_path / "README.txt").write_text("nothing here\n")
     result = CliRunner().invoke(main, ["batch", str(tmp_path), "-o", str(tmp_path / "out"),
@@ -130,6 +133,7 @@ def test_a_folder_of_only_ignored_files_is_an_error(tmp_path):
             in result.output)
 
 
+@pytest.mark.sandbox
 def test_ctrl_c_exits_130(tmp_path):
     klass = tmp_path / "class"
     klass.mkdir()
@@ -153,6 +157,7 @@ def test_ctrl_c_exits_130(tmp_path):
     assert not (out / "gradebook.csv").exists()
 
 
+@pytest.mark.sandbox
 def test_an_unreachable_scheduler_is_one_line(tmp_path):
     pytest.importorskip("distributed", reason="the optional dask extra is not installed")
     shutil.copy(SUBMISSIONS / "correct.py", tmp_path / "alice.py")

@@ -59,6 +59,7 @@ def rows(folder: Path) -> dict[str, dict]:
     return {row["file"]: row for row in csv.DictReader(io.StringIO((folder / "diff.csv").read_text()))}
 
 
+@pytest.mark.sandbox
 def test_each_students_deltas_are_exact(runs):
     _, new, _ = runs
     found = rows(new)
@@ -79,6 +80,7 @@ def test_each_students_deltas_are_exact(runs):
         "kind": "unchanged", "old_score": "85", "new_score": "85", "delta": "0", "new_max": "110", "functions": ""}
 
 
+@pytest.mark.sandbox
 def test_a_changed_submission_is_listed_apart_with_its_verdicts(runs):
     _, new, _ = runs
     again = rows(new)["resubmitted.py"]
@@ -93,6 +95,7 @@ def test_a_changed_submission_is_listed_apart_with_its_verdicts(runs):
         "Submissions that changed") < page.index("resubmitted.py")
 
 
+@pytest.mark.sandbox
 def test_terminal_lines_one_per_changed_student_and_the_counts(runs):
     old, new, output = runs
     assert "correct.py: 100 -> 110 (+10); attention_param_count +10\n" in output
@@ -106,6 +109,7 @@ def test_terminal_lines_one_per_changed_student_and_the_counts(runs):
             f"wrote {new}/diff.csv and diff.html") in output
 
 
+@pytest.mark.sandbox
 def test_grade_diff_writes_elsewhere_and_the_reverse_goes_down(runs, tmp_path):
     old, new, _ = runs
     output = invoke("diff", str(new), str(old), "-o", str(tmp_path))
@@ -114,6 +118,7 @@ def test_grade_diff_writes_elsewhere_and_the_reverse_goes_down(runs, tmp_path):
     assert rows(tmp_path)["entropy_off.py"]["delta"] == "-25"
 
 
+@pytest.mark.sandbox
 def test_export_only_changed_keeps_the_students_whose_score_moved(runs):
     _, new, _ = runs
     assert changed_keys((new / "diff.csv").read_text()) == {"correct.py", "entropy_off.py", "resubmitted.py"}

@@ -136,6 +136,7 @@ def batch(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.sandbox
 def test_students_sharing_an_unusual_wrong_output_are_flagged_and_clustered(batch):
     data = json.loads((batch / "similarity.json").read_text())
     flagged = {frozenset((p["a"], p["b"])): p for p in data["pairs"] if p["flagged"]}
@@ -160,6 +161,7 @@ def test_students_sharing_an_unusual_wrong_output_are_flagged_and_clustered(batc
     assert quiet == [] or (not quiet[0]["flagged"] and quiet[0]["shared_wrong_outputs"] == [])
 
 
+@pytest.mark.sandbox
 def test_the_gradebook_the_summary_and_the_page(batch):
     rows = {r["file"]: r for r in csv.DictReader(io.StringIO((batch / "gradebook.csv").read_text()))}
     assert rows["student_p.py"]["similarity"] == ("student_q.py [wrong-outputs, failure-pattern]; "
@@ -179,6 +181,7 @@ def test_the_gradebook_the_summary_and_the_page(batch):
     assert next(csv.reader(io.StringIO((batch / "gradebook.csv").read_text()))).count("similarity") == 1
 
 
+@pytest.mark.sandbox
 def test_against_a_past_term(batch, tmp_path):
     # Last term's folder: one report whose file is a disguised copy of this term's correct.py.
     past = tmp_path / "fall2025"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 from conftest import ROOT, SUBMISSIONS, generous_config
 
@@ -25,6 +26,7 @@ from reference.variants import CATALOGUE, COUNT, ENTROPY, MHA, SEP, VARIANTS, co
 CONFIG = str(ROOT / "grader.toml")
 
 
+@pytest.mark.sandbox
 def test_selftest_command_is_green_and_prints_one_row_per_submission(tmp_path):
     # The whole run CI relies on: reference, starter, every single switch and the trivial submissions
     # graded as student files, correct solutions in five styles, then every pair of switches within one
@@ -74,6 +76,7 @@ def test_selftest_command_is_green_and_prints_one_row_per_submission(tmp_path):
     assert lines[-1] == f"selftest passed: {n} of {n} submissions as expected"
 
 
+@pytest.mark.sandbox
 def test_a_wrong_reference_fails_the_selftest(config):
     # Grading a buggy file as "the reference" must not pass: the table says why.
     result = run_selftest(config, reference=SUBMISSIONS / "wrong_reshape.py", codes=["missing-scale"], trivial=[],
@@ -120,6 +123,7 @@ def test_check_variant_names_each_way_a_variant_can_be_missed():
         "verdict entropy-bits + entropy-log-zero, not entropy-bits"]
 
 
+@pytest.mark.sandbox
 def test_a_pair_judged_in_process_is_graded_the_same_as_its_student_file(config, tmp_path):
     # Why selftest may judge the pairs without the sandbox: a pair written out as a student file and
     # graded as a submission gets the same score, diagnoses and verdict.
@@ -137,6 +141,7 @@ def test_a_pair_judged_in_process_is_graded_the_same_as_its_student_file(config,
 
 
 
+@pytest.mark.sandbox
 def test_each_trivial_submission_earns_exactly_nothing(config):
     # Zeros, ones, always raising, zeros after checking the shapes, the placeholders (a per-token projection,
     # 4·d², a constant ln T_k) and the inputs returned: before the rule they earned 2.5, 0, 6.875, 9.375,

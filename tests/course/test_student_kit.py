@@ -79,6 +79,7 @@ def test_kit_holds_the_public_cases_and_no_reference_code(kit):
     assert (kit / "starter.py").read_bytes() == (ROOT / "assignments/mha/starter.py").read_bytes()
 
 
+@pytest.mark.sandbox
 def test_kit_holds_no_hidden_case(kit, config):
     manifest = json.loads((kit / "public_cases/cases.json").read_text())
     assert manifest["seed"] == 2027
@@ -100,6 +101,7 @@ def test_kit_holds_no_hidden_case(kit, config):
                 assert not any(stored[key].shape == a.shape and np.array_equal(stored[key], a) for a in hidden)
 
 
+@pytest.mark.sandbox
 def test_kit_grades_the_starter_and_a_correct_solution(kit):
     starter = grade_in_kit(kit, kit / "starter.py")
     assert starter["score"] == 0 and starter["max_score"] == 75
@@ -113,6 +115,7 @@ def test_kit_grades_the_starter_and_a_correct_solution(kit):
     assert {t["status"] for t in correct["tests"]} == {"passed"}
 
 
+@pytest.mark.sandbox
 def test_kit_gives_the_same_verdicts_and_messages_as_the_grader(kit, config):
     in_kit = grade_in_kit(kit, SUBMISSIONS / "wrong_reshape.py")
     graded = grade_submission(SUBMISSIONS / "wrong_reshape.py", replace(config, seed=2027)).report
@@ -124,6 +127,7 @@ def test_kit_gives_the_same_verdicts_and_messages_as_the_grader(kit, config):
     assert in_kit["score"] == 39.1667 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
 
 
+@pytest.mark.sandbox
 def test_kit_pays_nothing_for_trivial_code_as_the_grader_does(kit, config, tmp_path):
     # The kit knows, per stored case, which trivial implementation passes it: zeros after checking the shapes
     # pass the error-contract and one-hot cases there too, and earn nothing for them.
@@ -144,6 +148,7 @@ def test_kit_pays_nothing_for_trivial_code_as_the_grader_does(kit, config, tmp_p
 
 @pytest.mark.parametrize("name", ["split_straight_no_scale.py", "d_k_from_d_over_h.py", "no_mask_sqrt_d.py",
                                   "entropy_bits_summed.py"])
+@pytest.mark.sandbox
 def test_kit_names_combinations_and_patterns_of_raises_as_the_grader_does(kit, config, name):
     # The kit stores the outputs of every single and pair of switches (and where they raise), so the
     # search and its verdict are the same offline; only the evidence's count of failed tests differs.

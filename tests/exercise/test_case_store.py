@@ -56,6 +56,7 @@ def test_stored_cases_read_back_exactly_as_built(path, monkeypatch, tmp_path):
     assert memo.keys() == values.keys() and all(_same(values[n], memo[n]) for n in values)
 
 
+@pytest.mark.sandbox
 def test_a_second_grade_reads_the_cases_back_and_reports_alike(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     config = dataclasses.replace(load_config(ROOT / "grader.toml"), seed=4242)  # a build of its own in this process

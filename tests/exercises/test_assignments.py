@@ -58,6 +58,7 @@ def test_every_single_misconception_is_named_in_process(name):
     assert [(r.name, r.problems) for r in rows if not r.ok] == []
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", ["heads", "sdpa"])
 def test_example_submissions(name):
     graded = config(name)
@@ -76,6 +77,7 @@ def test_example_submissions(name):
             assert code not in verdicts[0]["sentence"], verdicts[0]["sentence"]
 
 
+@pytest.mark.sandbox
 def test_verdicts_of_the_new_exercises_read_as_sentences():
     report = grade_submission(EXAMPLES / "heads" / "wrong_split_order.py", config("heads")).report
     assert report["functions"]["split_heads"]["verdict"]["sentence"] == (
@@ -85,6 +87,7 @@ def test_verdicts_of_the_new_exercises_read_as_sentences():
         "scaled_dot_product_attention hides the keys the mask allows and shows those it hides (§4.3).")
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", ["heads", "sdpa"])
 def test_selftest_passes(name):
     result = run_selftest(config(name))
@@ -94,6 +97,7 @@ def test_selftest_passes(name):
     assert set(load_assignment(ROOT / "assignments" / name).variants) <= set(names)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", ["heads", "sdpa"])
 def test_student_kit_built_and_graded(name, tmp_path):
     kit = build_kit(select_assignment(COURSE, name), tmp_path / "kit")
@@ -106,6 +110,7 @@ def test_student_kit_built_and_graded(name, tmp_path):
     assert starter["score"] == 0 and starter["max_score"] == right["max_score"]
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", ["heads", "sdpa"])
 def test_batch_run(name, tmp_path):
     out = tmp_path / "out"
@@ -122,6 +127,7 @@ def test_batch_run(name, tmp_path):
     assert list(summary["functions"]) == functions
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", ["heads", "sdpa"])
 def test_gradescope_zip_in_a_simulated_autograder(name, tmp_path):
     path = tmp_path / "autograder.zip"
@@ -180,6 +186,7 @@ def test_the_reference_passes_every_graded_case_in_process(name):
     assert set(graded.points) == {c.group for c in cases}
 
 
+@pytest.mark.sandbox
 def test_grade_assignment_selftest_on_the_command_line():
     result = CliRunner().invoke(main, ["--assignment", "heads", "selftest", "--config", str(COURSE)])
     assert result.exit_code == 0, result.output

@@ -215,6 +215,7 @@ def plain(case):
     return tuple(np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in case.args)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [2026, 20, 23])
 def test_without_a_bug_the_variants_compute_the_reference(seed):
     # The switches share the reference's every other step: with none on they are the reference.
@@ -227,6 +228,7 @@ def test_without_a_bug_the_variants_compute_the_reference(seed):
         np.testing.assert_array_equal(got, getattr(mha, case.function)(*plain(case), **case.kwargs), err_msg=case.name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [2026, 20, 23])
 def test_every_variant_is_caught_and_told_apart_on_some_case(seed):
     # The issue's rule: on a case that catches a variant, no other variant gives the same output.
@@ -268,6 +270,7 @@ def test_variant_numbers_follow_the_explanations():
         assert np.isnan(variants.run_variant("entropy-log-zero", A)[0])
 
 
+@pytest.mark.slow
 def test_variant_student_files_are_standalone(tmp_path):
     # Each variant written out imports only numpy and the standard library, and defines the three functions.
     for variant in variants.VARIANTS:
@@ -294,6 +297,7 @@ def reports(config):
     return report
 
 
+@pytest.mark.sandbox
 def test_wrong_reshape_is_named_on_every_failed_test_and_said_once(reports, validate_report):
     report = validate_report(reports("wrong_reshape.py"))
     failed = [t for t in report["tests"] if t["status"] != "passed"]
@@ -318,6 +322,7 @@ def test_wrong_reshape_is_named_on_every_failed_test_and_said_once(reports, vali
     assert "\n".join(lines).count("wrong-split-order") == 1
 
 
+@pytest.mark.sandbox
 def test_nan_entropy_is_named_entropy_log_zero(reports, validate_report):
     report = validate_report(reports("nan_entropy.py"))
     found = {t["name"]: t["diagnosis"]["code"] for t in report["tests"] if t["diagnosis"]}
@@ -325,6 +330,7 @@ def test_nan_entropy_is_named_entropy_log_zero(reports, validate_report):
                      "entropy[one-hot-rows]": "entropy-log-zero"}
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", [*STYLE_FILES, "correct.py"])
 def test_correct_code_in_other_styles_scores_full_with_no_diagnosis(reports, validate_report, name):
     report = validate_report(reports(name))
@@ -361,6 +367,7 @@ def submission_from_correct(tmp_path, old: str, new: str):
     return path
 
 
+@pytest.mark.sandbox
 def test_a_leak_no_variant_explains_is_reported_as_a_leak(config, tmp_path, validate_report):
     # Each query also sees the next token: no variant computes that, so the random cases get no
     # misconception (their probe places it in the mask), and the causality cases say "causal-leak".
@@ -381,6 +388,7 @@ def test_a_leak_no_variant_explains_is_reported_as_a_leak(config, tmp_path, vali
     assert report["functions"]["multi_head_attention"]["verdict"] is None
 
 
+@pytest.mark.sandbox
 def test_an_unknown_shape_bug_is_reported_as_wrong_shape(config, tmp_path, validate_report):
     path = submission_from_correct(tmp_path, "return out[0] if squeeze else out", "return out.T")
     report = validate_report(grade_submission(path, config).report)
@@ -416,6 +424,7 @@ def test_summary_says_each_misconception_once_and_keeps_hidden_tests_hidden():
     assert "log of zero" not in summary_text(report)
 
 
+@pytest.mark.sandbox
 def test_vectorization_points_reward_a_loop_free_passing_function(config, validate_report):
     from dataclasses import replace
 
@@ -455,6 +464,7 @@ SCALE = "scales the scores by √d instead of √d_k"
     ("entropy_bits_summed.py", ENTROPY, ["entropy-bits", "entropy-sum-over-queries"],
      ["measures in bits instead of nats", "sums the entropies instead of averaging them"], "§4.5", 5, 0),
 ])
+@pytest.mark.sandbox
 def test_the_issue_examples_are_named_exactly(config, validate_report, name, function, codes, says, sections, failed,
                                              raised):
     report = validate_report(grade_submission(MISCONCEPTIONS / name, config).report)
@@ -545,6 +555,7 @@ def test_a_probe_that_raises_where_nothing_raises_claims_nothing():
     # An entropy function with three.
     ("entropy_log_zero_bits_summed.py", ["entropy-log-zero", "entropy-bits", "entropy-sum-over-queries"], 6),
 ])
+@pytest.mark.sandbox
 def test_files_with_three_to_five_mistakes_are_named_exactly(config, validate_report, name, codes, failed):
     report = validate_report(grade_submission(MISCONCEPTIONS / name, config).report)
     function = variants.CATALOGUE[codes[0]].function
@@ -561,6 +572,7 @@ def test_files_with_three_to_five_mistakes_are_named_exactly(config, validate_re
     assert verdict["sentence"].startswith(f"{function} {', '.join(said[:-1])}, and {said[-1]} (")
 
 
+@pytest.mark.sandbox
 def test_a_mistake_no_switch_names_is_placed_by_its_probe(config, validate_report):
     # Scores divided by d_k instead of √d_k, with the wrong reshape: nothing is named (no composition of
     # known switches reproduces the outputs), and every failed test says where the probe found it.
@@ -607,6 +619,7 @@ def test_the_prober_calls_the_sandbox_itself_and_stops_at_a_call_that_does_not_a
     assert (stopped.complete, stopped.keys, stopped.unexplained, Hangs.calls) == (False, (), (), 1)
 
 
+@pytest.mark.sandbox
 def test_sdpa_with_three_mistakes_is_named_exactly(validate_report):
     # The sdpa exercise declares its probes too (assignments/sdpa/probes.py): its switches compose.
     from grader.config import load_config, select_assignment

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+import pytest
 from conftest import ROOT
 
 from grader.exercise.assignment import load_assignment
@@ -28,6 +29,7 @@ graded_mha = _load("graded_cases", "grader/judging/course_suite")  # its expecte
 MHA_ASSIGNMENT = load_assignment(ROOT / "assignments/mha")
 
 
+@pytest.mark.slow
 def test_exactly_these_course_cases_are_passed_by_a_trivial_implementation(config):
     found = {}
     for case in build_cases(config.seed, config.random_cases):

@@ -58,6 +58,7 @@ def reports_dir(tmp_path, graded):
     return folder
 
 
+@pytest.mark.sandbox
 def test_canvas_csv_round_trips_through_a_canvas_shaped_export(reports_dir):
     students = canvas.read_gradebook(CANVAS_EXPORT)
     assert [s.id for s in students] == ["1001", "1002", "1003", "1004", "1099"]  # no Points Possible row
@@ -115,6 +116,7 @@ def test_canvas_rejects_a_bad_assignment_name_and_a_non_canvas_file():
         canvas.read_gradebook("name,grade\nada,3\n")
 
 
+@pytest.mark.sandbox
 def test_cli_export_canvas(reports_dir, tmp_path):
     gradebook = tmp_path / "export.csv"
     gradebook.write_text(CANVAS_EXPORT, encoding="utf-8")
@@ -137,6 +139,7 @@ def test_cli_export_canvas(reports_dir, tmp_path):
     assert result.exit_code == 1 and "Title (assignment id)" in result.output
 
 
+@pytest.mark.sandbox
 def test_moodle_by_email_and_by_id_number(reports_dir):
     reports = load_reports(reports_dir).reports
     by_email = moodle.build(reports, "email")
@@ -151,6 +154,7 @@ def test_moodle_by_email_and_by_id_number(reports_dir):
     assert moodle.to_csv(by_id).splitlines()[:2] == ["Email address,ID number,Full name,Grade", ",1001,Ada Lovelace,100"]
 
 
+@pytest.mark.sandbox
 def test_cli_export_moodle(reports_dir, tmp_path):
     result = CliRunner().invoke(main, ["export", "moodle", str(reports_dir), "-o", "-", "--column", "MHA"])
     assert result.exit_code == 0, result.output
@@ -295,6 +299,7 @@ def test_contradictions_between_identifiers_and_names_name_both_rows():
         assert export.scores == ({"1004": 50} if why is None else {})
 
 
+@pytest.mark.sandbox
 def test_cli_canvas_writes_nothing_on_a_contradiction_and_matches_names_on_request(tmp_path):
     folder = tmp_path / "reports"
     folder.mkdir()

@@ -75,6 +75,7 @@ def test_zip_holds_the_scripts_and_the_source(autograder_zip):
         assert f"{name}=={metadata.version(name)}" in requirements
 
 
+@pytest.mark.sandbox
 def test_setup_sh_dry_run(autograder_zip, tmp_path):
     root = autograder_root(tmp_path, autograder_zip, {})
     process = subprocess.run(["bash", str(root / "source" / "setup.sh"), "--dry-run"], capture_output=True, text=True,
@@ -90,6 +91,7 @@ def test_setup_sh_dry_run(autograder_zip, tmp_path):
     assert "useradd --uid 65534 --gid 65534" in text
 
 
+@pytest.mark.sandbox
 def test_setup_stores_the_cases_that_each_run_reads_back(autograder_zip, tmp_path):
     """setup.sh's last step grades the starter once, so the image holds the run's cases; run_autograder
     then finds every value it needs there and writes nothing to the store."""
@@ -116,6 +118,7 @@ def test_setup_stores_the_cases_that_each_run_reads_back(autograder_zip, tmp_pat
         nbformat.v4.new_code_cell("%load_ext autoreload"),
         nbformat.v4.new_code_cell((SUBMISSIONS / "nan_entropy.py").read_text())])).encode()}, 92.5),
 ], ids=["correct", "wrong-reshape", "nan-entropy-notebook"])
+@pytest.mark.sandbox
 def test_grades_real_submissions(autograder_zip, tmp_path, files, score):
     root = autograder_root(tmp_path, autograder_zip, files)
     (root / "results" / "results.json").write_text('{"score": 1000, "tests": []}')  # planted before the run
@@ -125,6 +128,7 @@ def test_grades_real_submissions(autograder_zip, tmp_path, files, score):
     assert "submission 123456 by Ada Lovelace <ada@example.edu>" in stdout
 
 
+@pytest.mark.sandbox
 def test_hostile_submission_that_kills_the_grader(autograder_zip, tmp_path):
     # The submission kills the process that graded it; run_autograder still leaves a valid result.
     hostile = b"import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
@@ -149,6 +153,7 @@ except OSError:
 """
 
 
+@pytest.mark.sandbox
 def test_hostile_submission_that_forges_results(autograder_zip, tmp_path):
     # A result the submission writes while it runs is replaced by the grader's own.
     root = autograder_root(tmp_path, autograder_zip, {"forger.py": FORGER})
@@ -164,12 +169,14 @@ def test_hostile_submission_that_forges_results(autograder_zip, tmp_path):
         "multi_head_attention, attention_param_count, head_entropy, so the grader cannot tell which one to grade. "
         "Make sure exactly one of them defines the exercise's functions.")),
 ], ids=["none", "two"])
+@pytest.mark.sandbox
 def test_not_exactly_one_file(autograder_zip, tmp_path, files, message):
     results, _ = run_autograder(autograder_root(tmp_path, autograder_zip, files))
     assert results["score"] == 0 and results["tests"] == []
     assert results["output"].startswith(message)
 
 
+@pytest.mark.sandbox
 def test_a_main_file_and_its_helper_module_are_graded_as_one_submission(autograder_zip, tmp_path):
     # The same rule as grade batch: the file that defines the exercise's functions is graded, and it imports the other.
     helper = SUBMISSIONS / "with_helper"

@@ -30,6 +30,7 @@ def wrong_reshape():
     return with_visibility(graded("wrong_reshape"), {"mha_reshape": "hidden", "mha_stability": "after_due_date"})
 
 
+@pytest.mark.sandbox
 def test_correct_scores_full_points():
     results = validate(gradescope.results(graded("correct")))
     assert results["score"] == 100
@@ -38,6 +39,7 @@ def test_correct_scores_full_points():
     assert sum(t["max_score"] for t in results["tests"]) == pytest.approx(100, abs=1e-3)  # per-test points are rounded to 4 places
 
 
+@pytest.mark.sandbox
 def test_points_statuses_and_numbers(wrong_reshape):
     results = validate(gradescope.results(wrong_reshape))
     assert results["score"] == 39.1667
@@ -58,6 +60,7 @@ def test_points_statuses_and_numbers(wrong_reshape):
     assert results["stdout_visibility"] == "hidden"
 
 
+@pytest.mark.sandbox
 def test_visibility_per_test_from_grader_toml(wrong_reshape):
     results = validate(gradescope.results(wrong_reshape))
     by_group = {t["tags"][1]: t["visibility"] for t in results["tests"]}
@@ -66,6 +69,7 @@ def test_visibility_per_test_from_grader_toml(wrong_reshape):
     assert by_group["mha_random"] == "visible"
 
 
+@pytest.mark.sandbox
 def test_top_level_output_never_reveals_hidden_tests(wrong_reshape):
     # The top-level output is shown to every student; hidden tests' ids hold their input shapes.
     results = gradescope.results(wrong_reshape)
@@ -86,6 +90,7 @@ def test_grader_error_gives_a_valid_zero_result(wrong_reshape):
     assert results["output"] == "This submission could not be graded: the graded suite did not run"
 
 
+@pytest.mark.sandbox
 def test_cli_format_gradescope(tmp_path):
     out = tmp_path / "results.json"
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "nan_entropy.py"), "--format", "gradescope",

@@ -60,6 +60,7 @@ def test_evidence_only_for_a_numeric_array_of_the_expected_shape_and_bounded_siz
     assert evidence((), np.float64(1.0), 0.5)["got"] == {"shape": [], "values": [0.5]}  # a scalar comes back as a float
 
 
+@pytest.mark.sandbox
 def test_report_keeps_arrays_of_the_first_three_visible_failures_per_function_and_nothing_of_hidden_ones(validate_report):
     report = _graded_hidden("wrong_reshape")
     validate_report(report)
@@ -110,6 +111,7 @@ def _images(page: str) -> list[bytes]:
     return [base64.b64decode(u.split(",", 1)[1]) for u in urls]
 
 
+@pytest.mark.sandbox
 def test_page_of_the_wrong_split_shows_the_diagnosis_the_head_map_and_every_failed_test():
     report = graded("wrong_reshape")
     page = feedback_html(report)
@@ -129,12 +131,14 @@ def test_page_of_the_wrong_split_shows_the_diagnosis_the_head_map_and_every_fail
     assert not re.search(r"(src|href)=['\"]?(https?:|//)", page)  # nothing fetched from the network
 
 
+@pytest.mark.sandbox
 def test_page_of_the_wrong_merge_draws_the_merge():
     page = feedback_html(graded("wrong_merge"))
     assert "<code>wrong-merge-order</code>" in page
     assert "How your code merged heads, for T=4, h=4, d_v=3 (mha_reshape[B1-T4-d8-h4-dk4-dv3-full])" in page
 
 
+@pytest.mark.sandbox
 def test_page_of_nan_entropy_draws_entropy_bars():
     page = feedback_html(graded("nan_entropy"))
     assert "<code>entropy-log-zero</code>" in page
@@ -142,6 +146,7 @@ def test_page_of_nan_entropy_draws_entropy_bars():
     assert "Every test of this function passed." in page  # multi_head_attention and the parameter count
 
 
+@pytest.mark.sandbox
 def test_page_escapes_student_text():
     report = graded("nan_entropy")
     test = next(t for t in report["tests"] if t["status"] == "failed")
@@ -157,6 +162,7 @@ def test_page_of_a_grader_error_says_why():
     assert "could not be graded: the graded suite did not run" in feedback_html(report)
 
 
+@pytest.mark.sandbox
 def test_no_hidden_test_name_or_value_appears_anywhere_in_the_page_or_the_lms_results():
     for name in ("wrong_reshape", "nan_entropy"):
         report = _graded_hidden(name)
@@ -178,6 +184,7 @@ def test_no_hidden_test_name_or_value_appears_anywhere_in_the_page_or_the_lms_re
         assert checked >= 4 and "a hidden test" in outputs[0]
 
 
+@pytest.mark.sandbox
 def test_pictures_come_only_from_visible_tests():
     report = _graded_hidden("wrong_reshape")
     pictures = report_pictures(report)
@@ -187,6 +194,7 @@ def test_pictures_come_only_from_visible_tests():
     assert "mha_random[" in split.label
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", ["correct", "wrong_reshape", "wrong_merge", "nan_entropy"])
 def test_page_renders_in_headless_chromium(tmp_path, name):
     if CHROMIUM is None:
@@ -208,6 +216,7 @@ def test_page_renders_in_headless_chromium(tmp_path, name):
 
 # ------------------------------------------------------------------ command line and LMS formats
 
+@pytest.mark.sandbox
 def test_grade_format_html_writes_the_page(tmp_path):
     out = tmp_path / "feedback.html"
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "wrong_merge.py"), "--format", "html", "-o", str(out),
@@ -217,6 +226,7 @@ def test_grade_format_html_writes_the_page(tmp_path):
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
+@pytest.mark.sandbox
 def test_matplotlib_is_imported_only_to_draw_pictures(tmp_path):
     # native and text never draw; html and the LMS formats draw only when a visible test failed with a value
     code = ("import sys; from grader.cli import main\n"
@@ -232,6 +242,7 @@ def test_matplotlib_is_imported_only_to_draw_pictures(tmp_path):
         assert done.stderr.strip().splitlines()[-1] == expected, (fmt, done.stderr[-2000:])
 
 
+@pytest.mark.sandbox
 def test_prairielearn_carries_the_pictures_as_images():
     results = prairielearn.results(graded("wrong_reshape"))
     assert prairielearn.size(results) < prairielearn.SIZE_CAP
@@ -242,6 +253,7 @@ def test_prairielearn_carries_the_pictures_as_images():
     assert all(i["url"].startswith("data:image/png;base64,") for t in pictured for i in t["images"])
 
 
+@pytest.mark.sandbox
 def test_prairielearn_drops_pictures_before_shortening_messages_below_1000_characters():
     results = prairielearn.results(graded("wrong_reshape"))
     biggest = prairielearn.size(results)
@@ -253,6 +265,7 @@ def test_prairielearn_drops_pictures_before_shortening_messages_below_1000_chara
     assert [t["message"] for t in fitted["tests"]] == [t["message"] for t in results["tests"]]  # messages intact
 
 
+@pytest.mark.sandbox
 def test_batch_format_html_writes_a_page_per_student_linked_from_the_summary(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()

@@ -31,6 +31,7 @@ def wrong_reshape():
     return with_visibility(graded("wrong_reshape"), {"mha_reshape": "hidden", "mha_model_sizes": "after_published"})
 
 
+@pytest.mark.sandbox
 def test_score_is_a_fraction_and_points_are_per_test(wrong_reshape):
     results = validate(prairielearn.results(wrong_reshape))
     assert results["gradable"] is True
@@ -40,12 +41,14 @@ def test_score_is_a_fraction_and_points_are_per_test(wrong_reshape):
     assert len(results["tests"]) == 41
 
 
+@pytest.mark.sandbox
 def test_full_pass_scores_exactly_one():
     results = validate(prairielearn.results(graded("correct")))
     assert results["score"] == 1.0
     assert all(t["points"] == t["max_points"] and t["message"] == "" for t in results["tests"])
 
 
+@pytest.mark.sandbox
 def test_hidden_tests_are_redacted(wrong_reshape):
     # PrairieLearn shows every test to the student: hidden ones keep only their points.
     results = prairielearn.results(wrong_reshape)
@@ -62,12 +65,14 @@ def test_hidden_tests_are_redacted(wrong_reshape):
                            "max_points": pytest.approx(20 / 6, abs=1e-4), "message": "[failed]", "output": ""}
 
 
+@pytest.mark.sandbox
 def test_hidden_tests_can_be_left_out(wrong_reshape):
     results = validate(prairielearn.results(wrong_reshape, list_hidden=False))
     assert len(results["tests"]) == 33
     assert results["score"] == 0.391667  # the score still counts them
 
 
+@pytest.mark.sandbox
 def test_results_are_cut_under_the_size_cap(wrong_reshape):
     noisy = dict(wrong_reshape, tests=[dict(t, output="x" * 4000, message="m" * 3000) for t in wrong_reshape["tests"]] * 8)
     assert prairielearn.size(prairielearn.results(noisy, cap=10**9)) > 1_000_000
@@ -85,6 +90,7 @@ def test_grader_error_is_not_gradable(wrong_reshape):
     assert results["message"] == "This submission could not be graded: internal grader error: KeyError: 'x'"
 
 
+@pytest.mark.sandbox
 def test_a_submission_that_cannot_be_imported_is_not_gradable(tmp_path, config):
     # PrairieLearn's external grading docs: input that cannot even compile is "gradable": false,
     # with the reason in format_errors, and costs the student no attempt.
@@ -95,6 +101,7 @@ def test_a_submission_that_cannot_be_imported_is_not_gradable(tmp_path, config):
     assert results["message"] == f"Your code could not be imported: {results['format_errors'][0]}"
 
 
+@pytest.mark.sandbox
 def test_cli_format_prairielearn_and_text(tmp_path):
     out = tmp_path / "results.json"
     common = ["--config", str(ROOT / "grader.toml")]

@@ -44,6 +44,7 @@ def test_a_group_that_does_not_divide_evenly():
     assert shared_points(tests, 5, 25) == [(2.5, 2.5)] * 2 + [(0, 3.3334)] * 2 + [(0, 3.3333)] * 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", REPORTS, ids=[p.stem for p in REPORTS])
 def test_gradescope_and_prairielearn_points_add_up_on_the_mha_reports(path):
     report = json.loads(path.read_text())
@@ -66,6 +67,7 @@ def test_gradescope_and_prairielearn_points_add_up_on_the_mha_reports(path):
     assert _sum(t["max_points"] for t in pl["tests"]) == 100
 
 
+@pytest.mark.slow
 def test_the_wrong_reshape_report_exactly():
     # 39.1667 of 100. 25 points over 12 mha_random tests: 4 units to share (2.0834), 2 of the 12 passed
     # (4.1667 = 2.0834 + 2.0833); 20 over 6 mha_reshape tests and 10 over 3 mha_stability tests: 2 and 1.

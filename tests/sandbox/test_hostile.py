@@ -34,6 +34,8 @@ from grader.sandbox import UNISOLATED, isolation_mode
 from grader.sandbox.linux import is_tree_uid
 from grader.sandbox.zygote import get_zygote
 
+pytestmark = pytest.mark.sandbox  # every test here runs student code, or reads what graded it
+
 HOSTILE = Path(__file__).resolve().parents[1] / "hostile"
 ROOT = HOSTILE.parent.parent
 AS_ROOT = os.geteuid() == 0
@@ -383,6 +385,7 @@ def test_the_loop_over_heads_note_quotes_the_loop_escaped(graded):
     assert text.count("scored 100 / 100") == 2  # the real first line, and the quoted comment, escaped
 
 
+@pytest.mark.slow
 def test_the_analysis_of_a_crafted_source_stops_at_its_budget(graded, monkeypatch):
     """slow_analysis.py: millions of nodes to walk. The analysis stops near its 1 s, warns, and adds no note.
 
@@ -420,6 +423,7 @@ def _must_not_run(what: str):
     (200_000, "is 26.7 MiB, more than the 16 MiB a submission may have (limits.file_size_mb)"),
     (100_000, "is not a valid Jupyter notebook: it has 100,001 cells, more than the 5,000 a notebook may have"),
 ])
+@pytest.mark.sandbox
 def test_a_huge_notebook_is_refused_quickly(tmp_path, validate_report, cells, message, monkeypatch):
     """200k tiny cells (26.7 MiB) took 18.5 s and 500 MB before: parsed, validated and tokenized twice.
 
@@ -591,6 +595,7 @@ def test_a_package_the_caller_hides_can_be_neither_imported_nor_read(tmp_path):
     path = tmp_path / "probe.py"
     path.write_text(f"""
 import os
+
 def probe():
     try:
         import click

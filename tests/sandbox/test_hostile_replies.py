@@ -46,6 +46,8 @@ from grader.report.pictures import NOT_DRAWN, report_pictures
 from grader.sandbox import CallResult, Sandbox
 from grader.sandbox.protocol import MessageReader, ProtocolError, TooLarge, announced_array, array_to_blob
 
+pytestmark = pytest.mark.sandbox  # every test here runs student code, or reads what graded it
+
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "hostile"
 SUBMISSIONS = ROOT / "tests" / "submissions"

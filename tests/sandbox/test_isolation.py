@@ -33,7 +33,9 @@ from grader.sandbox import UNISOLATED, Sandbox, client, isolation_mode
 from grader.sandbox.linux import NOBODY, is_tree_uid
 from grader.sandbox.zygote import get_zygote
 
-TESTS = Path(__file__).resolve().parent
+pytestmark = pytest.mark.sandbox  # every test here runs student code, or reads what graded it
+
+TESTS = Path(__file__).resolve().parents[1]
 HOSTILE = TESTS / "hostile"
 CORRECT = TESTS / "submissions" / "correct.py"
 AS_ROOT = os.geteuid() == 0
@@ -349,6 +351,7 @@ def test_a_batch_of_two_workers_gives_each_student_its_score_alone(pool_solution
 
 HOLDER = """
 import os, signal, sys, time
+
 children = []
 for _ in range(300):
     pid = os.fork()

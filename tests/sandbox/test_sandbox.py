@@ -56,6 +56,7 @@ def _descendants() -> set[int]:
     return found - {get_zygote().process.pid}
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "user-mode"])
 def test_calls_return_plain_values(isolated):
     with Sandbox(CORRECT, LIMITS, isolated=isolated) as sandbox:
@@ -69,6 +70,7 @@ def test_calls_return_plain_values(isolated):
     assert (missing.status, missing.message) == ("missing", "no_such_function is not defined")
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "user-mode"])
 def test_nothing_survives_close(tmp_path, isolated):
     """A setsid'd double-forked daemon and a plain child are gone once the sandbox is closed."""
@@ -93,6 +95,7 @@ def test_nothing_survives_close(tmp_path, isolated):
 
 @pytest.mark.parametrize("source", ["import os\nprint('at import')\ndef pid():\n    return os.getpid()\n",
                                     "raise RuntimeError('not finished yet')\n", "import time\ntime.sleep(60)\n"])
+@pytest.mark.sandbox
 def test_a_prestarted_child_answers_as_one_started_at_the_first_call(tmp_path, source):
     """prestart only moves the first child's start earlier: same statuses and messages, nothing left after close."""
     path = write(tmp_path, source)
@@ -119,6 +122,7 @@ def _trees_kept() -> bool:
     return isolation.respawns(isolation._visible_paths(tuple(get_zygote().path)))
 
 
+@pytest.mark.sandbox
 @needs_root
 def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
     """restart() in a kept tree: files in /tmp, /tmp/work and /dev/shm, SysV shared memory, module state and
@@ -207,6 +211,7 @@ LEAVES_AND_LOOKS = """
 """
 
 
+@pytest.mark.sandbox
 @needs_root
 def test_a_kept_tree_takes_the_next_submission_with_nothing_of_the_last(tmp_path, keeping):
     """A closed sandbox's tree, emptied by its pid 1, serves the next submission as a new tree would:
@@ -227,6 +232,7 @@ def test_a_kept_tree_takes_the_next_submission_with_nothing_of_the_last(tmp_path
     assert _descendants() - before == set()
 
 
+@pytest.mark.sandbox
 @needs_root
 def test_shared_memory_of_a_trees_first_worker_is_freed_with_it(tmp_path, keeping):
     """SysV shared memory of the first worker of a tree lives in an IPC namespace of pid 1's own, not the
@@ -257,6 +263,7 @@ def test_shared_memory_of_a_trees_first_worker_is_freed_with_it(tmp_path, keepin
         assert linux._charged_bytes(get_zygote().cgroups, keeper) < 16 << 20
 
 
+@pytest.mark.sandbox
 @needs_root
 def test_a_kept_tree_that_cannot_serve_is_ended(tmp_path, keeping, monkeypatch):
     """Other settings, a worker that exited, a cgroup still holding memory: the next sandbox starts a new tree."""
@@ -296,6 +303,7 @@ def test_a_path_hook_on_the_zygotes_path_is_no_visible_folder(monkeypatch, tmp_p
     assert not any(hook in p for p in visible) and str(tmp_path.resolve()) in visible
 
 
+@pytest.mark.sandbox
 def test_timeouts_restart_the_child_and_the_submission_limit_holds(tmp_path):
     path = write(tmp_path, """
         import time
@@ -318,6 +326,7 @@ def test_timeouts_restart_the_child_and_the_submission_limit_holds(tmp_path):
     assert (last.status, last.message) == ("timeout", "the submission used up its 5 s time limit")
 
 
+@pytest.mark.sandbox
 def test_output_belongs_to_its_call(tmp_path):
     path = write(tmp_path, """
         import os, sys
@@ -333,6 +342,7 @@ def test_output_belongs_to_its_call(tmp_path):
     assert [sorted(o.splitlines()) for o in outputs] == [["ONE", "one", "raw"], ["TWO", "raw", "two"]]
 
 
+@pytest.mark.sandbox
 def test_big_arguments_travel_in_a_memfd_and_stay_the_parents(tmp_path):
     """25 MB of float64 in; the student may change its copy, the parent's stays as it was."""
     path = write(tmp_path, """
@@ -352,6 +362,7 @@ def test_big_arguments_travel_in_a_memfd_and_stay_the_parents(tmp_path):
     np.testing.assert_array_equal(X, before)
 
 
+@pytest.mark.sandbox
 def test_a_big_argument_is_written_once_sealed_and_no_child_can_change_it(tmp_path):
     """Every call gets the same sealed memfd: writes, resizes and shared mappings of it all fail in the child."""
     path = write(tmp_path, """
@@ -391,6 +402,7 @@ def test_a_big_argument_is_written_once_sealed_and_no_child_can_change_it(tmp_pa
         os.close(fd)
 
 
+@pytest.mark.sandbox
 def test_zero_dimensional_results_keep_their_shape(tmp_path):
     path = write(tmp_path, """
         import numpy as np
@@ -402,6 +414,7 @@ def test_zero_dimensional_results_keep_their_shape(tmp_path):
     assert result.status == "ok" and result.value.shape == () and float(result.value) == 2.5
 
 
+@pytest.mark.sandbox
 @needs_root
 def test_root_mode_identity_network_files_and_stdlib_imports(tmp_path):
     """A uid/gid of the tree's own, no groups or capabilities, no network, nothing of the project, and the stdlib imports."""
@@ -441,6 +454,7 @@ def test_root_mode_identity_network_files_and_stdlib_imports(tmp_path):
     assert rest == [0, 0, 0, 0, errno.ENOSYS, 1, 1, 123]
 
 
+@pytest.mark.sandbox
 @needs_root
 def test_zygote_holds_nothing_secret(tmp_path):
     """Student code forked from the zygote finds no grader module and no text of the graded suite in memory."""
@@ -463,6 +477,7 @@ def test_zygote_holds_nothing_secret(tmp_path):
     assert (result.status, result.value) == ("ok", 0)
 
 
+@pytest.mark.sandbox
 def test_a_crash_names_the_signal(tmp_path):
     path = write(tmp_path, """
         import os, signal
@@ -532,6 +547,7 @@ def offline_sandbox(tmp_path_factory):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=RETURNS, expected=hnp.arrays("float64", hnp.array_shapes(min_dims=0, max_dims=3, max_side=4),
                                           elements=st.floats(-1e6, 1e6)))
+@pytest.mark.sandbox
 def test_random_return_values_are_checked_safely(offline_sandbox, value, expected):
     result = through_the_boundary(offline_sandbox, value)
     assert result.status in ("ok", "bad-type")
@@ -555,6 +571,7 @@ def test_random_return_values_are_checked_safely(offline_sandbox, value, expecte
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(expected=hnp.arrays("float64", hnp.array_shapes(min_dims=0, max_dims=3, max_side=4),
                            elements=st.floats(-1e6, 1e6)))
+@pytest.mark.sandbox
 def test_honest_values_pass_and_non_finite_never_do(offline_sandbox, expected):
     assert compare.check_array(through_the_boundary(offline_sandbox, expected.copy()), expected, 1e-3, 1e-5,
                                "f()").status == "passed"
@@ -565,6 +582,7 @@ def test_honest_values_pass_and_non_finite_never_do(offline_sandbox, expected):
         assert verdict.status == "failed" and "non-finite" in verdict.message
 
 
+@pytest.mark.sandbox
 @given(garbage=st.binary(max_size=64))
 def test_malformed_frames_are_protocol_errors(garbage):
     reader = MessageReader(1 << 20)
@@ -574,6 +592,7 @@ def test_malformed_frames_are_protocol_errors(garbage):
         pass
 
 
+@pytest.mark.sandbox
 def test_one_zygote_per_process_and_a_clean_shutdown(tmp_path):
     """Sandboxes in one process share the zygote; it exits with the process that started it."""
     import subprocess
@@ -601,6 +620,7 @@ print(*pids)
 @given(array=hnp.arrays(st.sampled_from(["float64", "float32", "int64", "uint8", "bool"]),
                         hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=6)),
        big=st.booleans())
+@pytest.mark.sandbox
 def test_arguments_arrive_exactly(array, big, monkeypatch):
     """The parent's arrays reach the worker with the same dtype, shape and bits, by socket or by memfd."""
     monkeypatch.setattr(protocol, "MEMFD_MIN_BYTES", 0 if big else 1 << 20)
@@ -615,6 +635,7 @@ def test_arguments_arrive_exactly(array, big, monkeypatch):
     np.testing.assert_array_equal(decoded[0], array)
 
 
+@pytest.mark.sandbox
 def test_a_submission_larger_than_the_file_size_limit_is_an_import_error_that_says_so(tmp_path):
     big = tmp_path / "big.py"
     big.write_text("x = 1\n" + "#" * (2 << 20))
@@ -635,6 +656,7 @@ def test_a_forged_npy_header_is_refused_before_anything_is_allocated():
     np.testing.assert_array_equal(protocol.blob_to_array(bytes(blob)), np.zeros(4))
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(os.uname().machine not in ("x86_64", "aarch64"), reason="the filter knows these two ABIs")
 def test_the_kernel_keyring_is_closed_to_student_code(tmp_path):
     # Every sandbox runs as uid 65534, whose keyring no namespace separates: two submissions could
@@ -654,6 +676,7 @@ def test_the_kernel_keyring_is_closed_to_student_code(tmp_path):
     assert result.value.tolist() == [-1, 1]  # EPERM
 
 
+@pytest.mark.sandbox
 def test_a_numpy_scalar_that_json_cannot_carry_is_a_bad_type(tmp_path):
     # np.longdouble.item() stays a longdouble: refused by type, not a lost connection.
     path = write(tmp_path, """
@@ -667,6 +690,7 @@ def test_a_numpy_scalar_that_json_cannot_carry_is_a_bad_type(tmp_path):
     assert (result.status, result.message) == ("bad-type", "returned numpy.longdouble")
 
 
+@pytest.mark.sandbox
 def test_an_int_that_json_cannot_carry_is_a_bad_type(tmp_path):
     # 10**5000 has more digits than Python will print: it was a crashed call, "lost its connection".
     path = write(tmp_path, """
@@ -693,6 +717,7 @@ def _grader_cgroups() -> list[str]:
                   for name in os.listdir(folder) if name.startswith("grader-"))
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(not get_zygote().cgroups, reason="no cgroup can be made here")
 @pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "unisolated"])
 def test_each_child_tree_has_its_own_cgroup_removed_when_it_ends(tmp_path, isolated):
@@ -720,6 +745,7 @@ def test_each_child_tree_has_its_own_cgroup_removed_when_it_ends(tmp_path, isola
     assert _grader_cgroups() == before
 
 
+@pytest.mark.sandbox
 def test_the_seccomp_filter_leaves_threads_and_fork_working(tmp_path):
     """clone with thread flags (threads) and without namespace flags (fork) still work under the filter."""
     path = write(tmp_path, """
@@ -739,6 +765,7 @@ def test_the_seccomp_filter_leaves_threads_and_fork_working(tmp_path):
         assert sandbox.call("run").value == 17
 
 
+@pytest.mark.sandbox
 def test_unisolated_mode_warns_in_the_report_and_on_stderr(tmp_path, monkeypatch, capsys):
     import grader.sandbox.isolation as sandbox_module
     from grader.config import load_config
@@ -756,6 +783,7 @@ def test_unisolated_mode_warns_in_the_report_and_on_stderr(tmp_path, monkeypatch
     assert capsys.readouterr().err.count("student code ran unisolated") == 1  # once per process
 
 
+@pytest.mark.sandbox
 def test_batch_refuses_to_grade_unisolated_unless_allowed(tmp_path, monkeypatch):
     """grade batch will not grade a class where submissions could reach each other, unless told to."""
     from click.testing import CliRunner
@@ -839,6 +867,7 @@ _REPLIES = st.fixed_dictionaries(
               "exception": _JSON, "where": _JSON})
 
 
+@pytest.mark.sandbox
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(reply=_REPLIES, blobs=st.lists(_NPY_BLOBS, max_size=2))
 def test_a_reply_the_parent_cannot_read_fails_that_call_and_never_raises(offline_sandbox, reply, blobs):
@@ -873,11 +902,13 @@ def test_a_reply_the_parent_cannot_read_fails_that_call_and_never_raises(offline
     ("{'descr': '<f8', 'fortran_order': 'yes', 'shape': (1,), }",
      "unreadable array from the submission (fortran_order is not a valid bool: 'yes')"),
 ])
+@pytest.mark.sandbox
 def test_forged_npy_headers_are_crashed_calls(offline_sandbox, header, message):
     result = offline_sandbox._decode({"status": "ok", "type": "numpy.ndarray", "array": 0}, [_npy(header, b"\0" * 8)], "")
     assert result.status == "crashed" and result.message.startswith(message), result.message
 
 
+@pytest.mark.sandbox
 def test_a_fortran_ordered_reply_is_read_as_the_array_it_is(offline_sandbox):
     array = np.asfortranarray(np.arange(6.0).reshape(2, 3))
     header = "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }"
@@ -886,6 +917,7 @@ def test_a_fortran_ordered_reply_is_read_as_the_array_it_is(offline_sandbox):
     np.testing.assert_array_equal(result.value, array)
 
 
+@pytest.mark.sandbox
 @given(depth=st.integers(1, 200_000), digits=st.integers(1, 10_000))
 @settings(max_examples=30, deadline=None)
 def test_deep_or_huge_json_headers_are_protocol_errors(depth, digits):
@@ -905,6 +937,7 @@ def test_deep_or_huge_json_headers_are_protocol_errors(depth, digits):
 # ---------------------------------------------------------------- a returned tuple stays a tuple
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "user-mode"])
 def test_a_returned_tuple_comes_back_as_a_tuple_of_plain_values(tmp_path, isolated):
     """(output, weights) arrives as a tuple of exact arrays; a tuple of anything else, or of 9, is bad-type."""
@@ -944,6 +977,7 @@ def test_a_returned_tuple_comes_back_as_a_tuple_of_plain_values(tmp_path, isolat
                                                  "of shape (2, 3)"))
 
 
+@pytest.mark.sandbox
 def test_a_forged_tuple_reply_is_checked_element_by_element(offline_sandbox):
     """The parent re-checks every element the child claims; more than 8, or a non-number, is bad-type."""
     ok = offline_sandbox._decode({"status": "ok", "type": "tuple", "items": [{"value": 1}, {"array": 0}]},

@@ -50,6 +50,7 @@ def test_magics_and_shell_escapes_are_dropped_with_the_cell_named(tmp_path):
         "cell 2, line 1", "line 4", "cell 3, line 1", "cell 3, line 2", "line 7", "cell 4, line 4"]
 
 
+@pytest.mark.sandbox
 def test_functions_defined_in_a_time_cell_are_graded(tmp_path, config):
     """A %%time cell keeps its code, as IPython runs it: the functions it defines exist and score."""
     source = (SUBMISSIONS / "correct.py").read_text()
@@ -62,6 +63,7 @@ def test_functions_defined_in_a_time_cell_are_graded(tmp_path, config):
         "cell 3: dropped the cell magic '%%capture out' and kept the cell's code (IPython runs it once)"]
 
 
+@pytest.mark.sandbox
 def test_messages_name_the_cell_and_its_line(tmp_path, config):
     """A raise, an import failure and a syntax error are located in the notebook, not in the joined script."""
     source = (SUBMISSIONS / "correct.py").read_text()
@@ -103,6 +105,7 @@ def test_warnings_are_capped_so_the_report_stays_small(tmp_path):
     assert max(len(w) for w in script.warnings) < 140  # each dropped line is shortened
 
 
+@pytest.mark.sandbox
 def test_notebook_and_py_of_the_same_code_score_the_same(tmp_path, config):
     for name in ("correct", "wrong_reshape", "nan_entropy"):
         source = (SUBMISSIONS / f"{name}.py").read_text()
@@ -136,6 +139,7 @@ def test_json_that_is_not_a_notebook_is_an_import_error(tmp_path):
         extract_script(path)
 
 
+@pytest.mark.sandbox
 def test_grade_command_on_a_notebook(tmp_path):
     source = (SUBMISSIONS / "correct.py").read_text()
     notebook = write_notebook(tmp_path / "solution.ipynb", "!nvidia-smi", source)
@@ -151,6 +155,7 @@ def test_grade_command_on_a_notebook(tmp_path):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.sandbox
 def test_a_loop_over_heads_note_names_the_cell(tmp_path, config):
     cells = split_in_cells((SUBMISSIONS.parent.parent / "reference/styles/loop_heads.py").read_text())
     report = grade_submission(write_notebook(tmp_path / "loops.ipynb", *cells), config).report
@@ -158,6 +163,7 @@ def test_a_loop_over_heads_note_names_the_cell(tmp_path, config):
     assert "(multi_head_attention, cell 3, line 13: for i in range(h):)" in note["message"]
 
 
+@pytest.mark.sandbox
 def test_a_notebook_is_read_and_validated_once(tmp_path, config, monkeypatch):
     import nbformat
 
@@ -198,6 +204,7 @@ def test_a_notebook_of_too_many_cells_is_refused_before_it_is_validated(tmp_path
     assert grader.submission.notebook.MAX_CELLS == 5000
 
 
+@pytest.mark.sandbox
 def test_warnings_quoting_the_notebook_are_escaped(tmp_path, config):
     """A dropped line full of terminal escapes is quoted escaped, in the report and in the printed summary."""
     from grader.report.native import summary_text
@@ -211,6 +218,7 @@ def test_warnings_quoting_the_notebook_are_escaped(tmp_path, config):
     assert "\x1b" not in text and "\u2028" not in text and text.count("scored 100 / 100") == 2
 
 
+@pytest.mark.sandbox
 def test_a_line_separator_in_a_string_is_a_character_not_a_line_break(tmp_path, config):
     """Python splits lines at \\n and \\r only: a U+2028 or a form feed inside a cell's string stays in the string."""
     cells = split_in_cells((SUBMISSIONS / "correct.py").read_text())

@@ -96,6 +96,7 @@ def _expected() -> dict[str, tuple]:
     return {name: (Decimal(score), status, message) for name, (score, status, message) in EXPECTED.items()}
 
 
+@pytest.mark.sandbox
 def test_grade_file(single, validate_report):
     found = {name: (Decimal(str(r["score"])), shown_status(r), _message(r)) for name, r in single.items()}
     assert found == _expected()
@@ -117,6 +118,7 @@ def test_grade_file_text_summary(odd):
                              f"  not graded [not-text]: {EXPECTED['binary.py'][2]}\n")
 
 
+@pytest.mark.sandbox
 def test_grade_batch_local(odd, single, tmp_path):
     out = tmp_path / "batch"
     result = CliRunner().invoke(main, ["batch", str(odd), "-o", str(out), "--jobs", "2", "--config", CONFIG])
@@ -134,6 +136,7 @@ def _stable(report: dict) -> dict:
     return dict(kept, sha256=report["submission"]["sha256"])
 
 
+@pytest.mark.sandbox
 def test_grade_batch_on_dask(odd, tmp_path):
     distributed = pytest.importorskip("distributed", reason="the optional dask extra is not installed")
     out = tmp_path / "dask"
@@ -155,12 +158,14 @@ def _gradescope_found(results: dict) -> tuple[Decimal, str]:
     return Decimal(str(results["score"])), results["output"].removeprefix(prefix)
 
 
+@pytest.mark.sandbox
 def test_grade_file_gradescope_format(odd, tmp_path):
     found = {name: _gradescope_found(_grade(odd / name, tmp_path / f"{name}.json", "gradescope"))
              for name in ODD_FILES}
     assert found == {name: (score, message) for name, (score, _, message) in _expected().items()}
 
 
+@pytest.mark.sandbox
 def test_gradescope_run_autograder(odd, tmp_path_factory):
     zip_path = tmp_path_factory.mktemp("zip") / "autograder.zip"
     made = CliRunner().invoke(main, ["gradescope-zip", "-o", str(zip_path), "--config", CONFIG])
@@ -173,6 +178,7 @@ def test_gradescope_run_autograder(odd, tmp_path_factory):
     assert found == {name: (score, message) for name, (score, _, message) in _expected().items()}
 
 
+@pytest.mark.sandbox
 def test_prairielearn_format(odd, tmp_path):
     found = {}
     for name in ODD_FILES:
