@@ -276,8 +276,8 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
 def _start_early(config: Config) -> None:
     """Start what a single grade waits for, before the imports it also waits for: the sandbox's zygote (its own
     interpreter imports numpy) and the run's cases (numpy draws them off the GIL)."""
-    from grader.exercise.assignment import prebuild
-    from grader.sandbox.zygote import get_zygote
+    from grader.exercise.cases import prebuild
+    from grader.sandbox import get_zygote
 
     get_zygote()
     prebuild(config)

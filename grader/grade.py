@@ -18,7 +18,8 @@ from threadpoolctl import ThreadpoolController
 
 from grader import __version__
 from grader.config import Config
-from grader.exercise.assignment import describe, store_cases
+from grader.exercise.assignment import describe
+from grader.exercise.cases import store_cases
 from grader.judging.diagnose import GENERIC, Diagnosis, Finding, settle
 from grader.judging.fairness import pay_for_work
 from grader.judging.score import Score, as_number, score

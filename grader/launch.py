@@ -22,10 +22,12 @@ def main() -> None:
     one_grade = bool(args) and (args[0] == "submission" or args[0].endswith((".py", ".ipynb")))
     batch = args[:1] == ["batch"]
     if one_grade:
+        from grader.startup import start_single_grade
+
         start_single_grade()
     local = batch and not any(a.startswith("--scheduler") for a in args)
     if batch:
-        from grader.sandbox.boot import start_early
+        from grader.sandbox import start_early
 
         start_early(_workers(args) if local else 1)
     if local:
@@ -58,18 +60,3 @@ def _workers(args: list[str]) -> int:
         if value is not None and value.isdigit():
             jobs = int(value)
     return max(1, min(jobs, limit))
-
-
-def start_single_grade() -> None:
-    """What grading one submission starts before the grader's imports (``grade FILE``, Gradescope's
-    run_autograder): the sandbox's zygote, and fewer collector passes.
-
-    A single grade lives about a third of a second: the collector's passes over what the imports
-    made cost more than the garbage they find (as mypy, it collects the youngest objects less
-    often); the caller freezes what lives at its end, so the interpreter's teardown skips it.
-    """
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from grader.sandbox.boot import start_early
-
-    start_early()
-    gc.set_threshold(100_000, 50, 100)

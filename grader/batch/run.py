@@ -27,12 +27,11 @@ from grader.batch.discover import IGNORED, BatchError, Entry, discover
 from grader.batch.gradebook import build_summary, gradebook_csv, gradebook_rows
 from grader.batch.workers import cores, default_jobs, worker_context
 from grader.config import Config
-from grader.exercise.assignment import describe, prebuild
+from grader.exercise.assignment import describe
+from grader.exercise.cases import prebuild
 from grader.exercise.fingerprint import config_hash
 from grader.report.native import build_report, printable, to_json, write_atomic
-from grader.sandbox import boot
-from grader.sandbox.client import keep_trees
-from grader.sandbox.zygote import Handed, get_zygote, hand_over
+from grader.sandbox import Handed, Started, adopt, get_zygote, hand_over, keep_trees
 
 __all__ = ["BatchError", "BatchResult", "Entry", "Graded", "config_hash", "discover", "run_batch"]
 
@@ -390,7 +389,7 @@ class _Worker:
         self._alive.close()
 
 
-def _serve(conn, config: Config, fingerprint: str, alive, core: int | None, zygote: boot.Started | None) -> None:
+def _serve(conn, config: Config, fingerprint: str, alive, core: int | None, zygote: Started | None) -> None:
     """A worker's loop: grade each (path, student) received until told to stop (None) or orphaned.
 
     zygote: one the main process started as it started (unpickled from a ``Handed``), ready by now.
@@ -400,7 +399,7 @@ def _serve(conn, config: Config, fingerprint: str, alive, core: int | None, zygo
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on the terminal is the main process's to handle
     _die_with_parent(alive)
     if zygote is not None:
-        boot.adopt(zygote)
+        adopt(zygote)
     if core is not None:
         _pin(core)  # with its zygote: every sandbox process it forks then runs on that core too
     get_zygote()  # started now if none was handed over; the cases are built meanwhile

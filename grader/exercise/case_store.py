@@ -70,9 +70,9 @@ def _shown_to_students(where: Path) -> bool:
     zygote's is a part of it: site-packages, and what .pth files add), numpy's folder."""
     import site
 
-    from grader.sandbox.isolation import _SYSTEM_DIRS
+    from grader.sandbox import SYSTEM_DIRS
 
-    shown = {*_SYSTEM_DIRS, sys.base_prefix, sys.prefix, *site.getsitepackages(), os.path.dirname(np.__path__[0]),
+    shown = {*SYSTEM_DIRS, sys.base_prefix, sys.prefix, *site.getsitepackages(), os.path.dirname(np.__path__[0]),
              *(p for p in sys.path if os.path.isabs(p))}
     for place in shown:
         path = Path(place).resolve()

@@ -32,26 +32,10 @@ from typing import Protocol, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
+from grader.exercise.findings import Explained, Finding
+
 SEP = "+"  # joins the codes of a combination's key
 RAISES = "raises "  # a candidate "raises ValueError": the combination raises on these inputs
-
-
-class Explained(Protocol):
-    """Anything with an explanation and a section, e.g. ``reference.variants.Variant``."""
-
-    @property
-    def explanation(self) -> str: ...
-    @property
-    def section(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A catalogue entry as plain data: a misconception's texts, or a generic finding (``says`` empty)."""
-
-    explanation: str
-    section: str
-    says: str = ""  # the verdict's phrase, after the function's name: "does not scale the scores"
 
 
 WRONG_SHAPE, NON_FINITE, CAUSAL_LEAK = "wrong-shape", "non-finite", "causal-leak"

@@ -50,7 +50,7 @@ class PlainSession:
     The order is pytest's: graded files by name, test functions as defined, each
     with every case in turn. A test that raises is the suite's own failure, as
     under pytest. Nothing of one run is kept for the next but what is remembered
-    of each case (its expected value: grader.exercise.assignment.remembered).
+    of each case (its expected value: grader.exercise.cases.remembered).
     """
 
     def __init__(self, config: Config, key: tuple, conftest: ModuleType) -> None:

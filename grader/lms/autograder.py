@@ -125,7 +125,7 @@ def store_cases() -> int:
 
 
 def main(argv: list[str]) -> int:
-    from grader.launch import start_single_grade
+    from grader.startup import start_single_grade
 
     start_single_grade()  # before numpy: the sandbox's zygote imports it on the other core meanwhile
     from grader.report.native import to_json, write_atomic
@@ -143,7 +143,7 @@ def main(argv: list[str]) -> int:
         results = zero_result("The autograder failed while grading this submission; the course staff can see why. "
                               "Please contact them.")
     write_atomic(target, to_json(results))
-    gc.freeze()  # what lives now is not the teardown's to collect (grader.launch.start_single_grade)
+    gc.freeze()  # what lives now is not the teardown's to collect (grader.startup.start_single_grade)
     return 0
 
 

@@ -10,6 +10,7 @@ By role:
     zygote.py    the pre-started interpreter that forks one process tree per child (both sides)
     boot.py      starting that interpreter (standard library only: a single grade starts it first thing)
     protocol.py  framing and value codec, one module for both sides
+    files.py     reading a given file without following a link (the submission, its helpers)
     child.py     the worker: process setup and the call loop over student code
     linux.py     mounts, seccomp, cgroups, namespaces, rlimits
 
@@ -33,18 +34,21 @@ import importlib
 from typing import TYPE_CHECKING
 
 _WHERE = {  # each public name -> the module that defines it
-    **dict.fromkeys(("NPROC", "TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "reply_limit"), "client"),
+    **dict.fromkeys(("NPROC", "TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "keep_trees", "reply_limit"), "client"),
     **dict.fromkeys(("DEFAULT_HIDDEN", "NO_CGROUP_WARNING", "NO_SECCOMP_WARNING", "ROOT_MODE", "UNISOLATED",
-                     "UNISOLATED_WARNING", "USER_NAMESPACES", "isolation_available", "isolation_mode",
+                     "SYSTEM_DIRS", "UNISOLATED_WARNING", "USER_NAMESPACES", "isolation_available", "isolation_mode",
                      "sandbox_warnings"), "isolation"),
     **dict.fromkeys(("BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT",
                      "TOO_LARGE", "SandboxError", "Status"), "protocol"),
-    "shutdown": "zygote",
+    **dict.fromkeys(("Handed", "get_zygote", "hand_over", "shutdown"), "zygote"),
+    **dict.fromkeys(("Started", "adopt", "start_early"), "boot"),
+    "read_regular_file": "files",
 }
 __all__ = ["BAD_TYPE", "CRASHED", "DEFAULT_HIDDEN", "IMPORT_ERROR", "MEMORY", "MISSING", "NO_CGROUP_WARNING",
-           "NO_SECCOMP_WARNING", "NPROC", "OK", "RAISED", "ROOT_MODE", "TEXT_BUDGET", "TEXT_FLOOR", "TIMEOUT",
-           "TOO_LARGE", "UNISOLATED", "UNISOLATED_WARNING", "USER_NAMESPACES", "CallResult", "Sandbox", "SandboxError",
-           "Status", "isolation_available", "isolation_mode", "reply_limit", "sandbox_warnings", "shutdown"]
+           "NO_SECCOMP_WARNING", "NPROC", "OK", "RAISED", "ROOT_MODE", "SYSTEM_DIRS", "TEXT_BUDGET", "TEXT_FLOOR",
+           "TIMEOUT", "TOO_LARGE", "UNISOLATED", "UNISOLATED_WARNING", "USER_NAMESPACES", "CallResult", "Handed",
+           "Sandbox", "SandboxError", "Started", "Status", "adopt", "get_zygote", "hand_over", "isolation_available", "isolation_mode",
+           "keep_trees", "read_regular_file", "reply_limit", "sandbox_warnings", "shutdown", "start_early"]
 assert sorted(__all__) == sorted(_WHERE)
 
 
@@ -56,12 +60,15 @@ def __getattr__(name: str) -> object:
 
 
 if TYPE_CHECKING:
-    from grader.sandbox.client import NPROC, TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, reply_limit
+    from grader.sandbox.boot import Started, adopt, start_early
+    from grader.sandbox.client import NPROC, TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, keep_trees, reply_limit
+    from grader.sandbox.files import read_regular_file
     from grader.sandbox.isolation import (
         DEFAULT_HIDDEN,
         NO_CGROUP_WARNING,
         NO_SECCOMP_WARNING,
         ROOT_MODE,
+        SYSTEM_DIRS,
         UNISOLATED,
         UNISOLATED_WARNING,
         USER_NAMESPACES,
@@ -82,4 +89,4 @@ if TYPE_CHECKING:
         SandboxError,
         Status,
     )
-    from grader.sandbox.zygote import shutdown
+    from grader.sandbox.zygote import Handed, get_zygote, hand_over, shutdown

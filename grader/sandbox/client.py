@@ -32,6 +32,7 @@ import numpy as np
 from grader.config import Limits
 from grader.sandbox import isolation, linux
 from grader.sandbox.boot import ENV
+from grader.sandbox.files import read_regular_file
 from grader.sandbox.isolation import DEFAULT_HIDDEN, ROOT_MODE, UNISOLATED, USER_NAMESPACES
 from grader.sandbox.protocol import (
     BAD_TYPE,
@@ -58,7 +59,6 @@ from grader.sandbox.protocol import (
     send_message,
 )
 from grader.sandbox.zygote import get_zygote
-from grader.submission.load import read_regular_file
 
 __all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT", "TOO_LARGE",
            "CallResult", "Sandbox", "SandboxError", "Status", "reply_limit"]

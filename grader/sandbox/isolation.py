@@ -14,7 +14,7 @@ from pathlib import Path
 from grader.sandbox.zygote import get_zygote
 
 DEFAULT_HIDDEN = ("grader", "reference")  # the engine's own package, and the course's references
-_SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
+SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
 
 # ---------------------------------------------------------------- isolation modes and their warnings
 
@@ -89,7 +89,7 @@ def _visible_paths(interpreter_path: tuple[str, ...]) -> list[str]:
         if checkout is not None and (path == checkout or path in checkout.parents):
             continue
         paths.append(str(path))
-    return _SYSTEM_DIRS + paths
+    return SYSTEM_DIRS + paths
 
 
 @functools.lru_cache(maxsize=8)

@@ -19,11 +19,12 @@ import ast
 import hashlib
 import io
 import os
-import stat
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from grader.sandbox import read_regular_file
 
 SUBMISSION_SUFFIXES = (".py", ".ipynb")
 PARSE_LIMIT = 1 << 20  # bytes of a candidate parsed to find the exercise's functions; larger ones are not parsed
@@ -155,22 +156,6 @@ def load_submission(path: Path) -> Submission:
     except OSError as exc:
         raise SubmissionError(f"cannot read {path}: {exc.strerror or exc}") from None
     return Submission(path, hashlib.sha256(data).hexdigest(), data)
-
-
-def read_regular_file(path: Path) -> bytes:
-    """The bytes of ``path``, which must be a regular file reached without following a link (raises OSError).
-
-    A submission that is a link could point at the reference or grader.toml,
-    which the grading process (root, outside the sandbox) can read.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    finally:
-        os.close(fd)
 
 
 def defined_functions(path: Path, functions: Sequence[str]) -> set[str]:

@@ -17,6 +17,7 @@ from conftest import ROOT, SUBMISSIONS, without_times
 import grader.judging.suite
 from grader.config import load_config
 from grader.exercise import assignment, case_store
+from grader.exercise import cases as case_building
 from grader.grade import grade_submission
 
 CONFIGS = ["grader.toml", "assignments/heads/grader.toml"]  # sdpa's cases hold a strided view: see below
@@ -68,8 +69,8 @@ def test_a_second_grade_reads_the_cases_back_and_reports_alike(monkeypatch, tmp_
     cases, memo = case_store.load(case_store.key(config), (config.assignment_dir,))
     assert len(cases) == 41 and sum(len(v) for v in memo.values()) == 41 + 38 + 2  # trivial, expected, changed
     # Read back in another process (this one keeps the cases it built): drawn nothing, the same report.
-    monkeypatch.setattr(assignment, "_BUILDS", {})
-    monkeypatch.setattr(assignment, "_REMEMBERED", {})
+    monkeypatch.setattr(case_building, "_BUILDS", {})
+    monkeypatch.setattr(case_building, "_REMEMBERED", {})
     monkeypatch.setattr(grader.judging.suite, "_session", None)  # its session holds the cases it was run with
     found = assignment.load_assignment(config.assignment_dir)
     monkeypatch.setitem(assignment._LOADED, config.assignment_dir.resolve(), dataclasses.replace(

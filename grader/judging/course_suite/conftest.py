@@ -5,7 +5,7 @@ that ``pytest_generate_tests`` gives pytest, and the engine calls ``test_case``
 with each of them without pytest.
 """
 
-from grader.exercise.assignment import run_cases
+from grader.exercise.cases import run_cases
 
 
 def graded_cases(grading):

@@ -2,13 +2,14 @@
 
 Expected values, misconception outputs and trivial implementations come from the
 assignment (grader.exercise.assignment), computed in this trusted process, each once per case
-(grader.exercise.assignment.remembered: a batch worker computes them for its first submission only,
+(grader.exercise.cases.remembered: a batch worker computes them for its first submission only,
 and grader.exercise.case_store keeps the expected values and trivial verdicts with the cases).
 """
 
 import numpy as np
 
-from grader.exercise.assignment import Assignment, load_assignment, remembered, run_cases
+from grader.exercise.assignment import Assignment, load_assignment
+from grader.exercise.cases import remembered, run_cases
 from grader.judging.evidence import evidence
 from grader.judging.fairness import trivially_passed
 from grader.judging.judge import judge, reply_bound
