@@ -27,6 +27,7 @@ from grader.config import (
     select_assignment,
     with_course,
 )
+from grader.report.formats import FORMATS
 from grader.report.native import one_line, printable
 from grader.submission.load import SubmissionError
 
@@ -219,10 +220,8 @@ def main(group_assignment: str | None) -> None:
                    "(gradescope, prairielearn), stdout (text), feedback.html (html).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
-@click.option("--format", "fmt", type=click.Choice(["native", "gradescope", "prairielearn", "text", "html"]),
-              default="native", show_default=True,
-              help="native: the JSON report; gradescope / prairielearn: their results.json; text: the summary only; "
-                   "html: the student's feedback page, with pictures.")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="native", show_default=True,
+              help="; ".join(f"{f.name}: {f.help}" for f in FORMATS.values()) + ".")
 @click.option("-v", "--all", "every", is_flag=True,
               help="List every failed test in the summary (default: the first four of each function).")
 @course_option
@@ -241,10 +240,10 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
     _check_kit_seed(config, seed)
     _start_early(config)
     from grader.grade import grade_submission
-    from grader.report.formats import DEFAULT_OUTPUT, render
+    from grader.report.formats import render
     from grader.report.native import summary_text, write_atomic
 
-    output = output or DEFAULT_OUTPUT[fmt]
+    output = output or FORMATS[fmt].default_output
     _check_output(output)
     # The progress line outside: after a Ctrl-C, _Interrupted gives the terminal back before the line is erased.
     with _progress_on_terminal() as progress, _Interrupted() as interrupted:

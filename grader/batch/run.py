@@ -30,6 +30,7 @@ from grader.config import Config
 from grader.exercise.assignment import describe
 from grader.exercise.cases import prebuild
 from grader.exercise.fingerprint import config_hash
+from grader.report.formats import FORMATS, render
 from grader.report.native import build_report, printable, to_json, write_atomic
 from grader.sandbox import Handed, Started, adopt, get_zygote, hand_over, keep_trees
 
@@ -229,18 +230,13 @@ def _refuse_unisolated() -> None:
 
 
 def _renderer(formats: tuple[str, ...]) -> Callable[[dict, str], str] | None:
-    """The LMS exporters' ``render(report, format)``, checked before anything is graded."""
+    """``render(report, format)`` of grader.report.formats when a format beside the native one is asked for;
+    an unknown name is refused before anything is graded."""
     extra = [f for f in formats if f != "native"]
-    if not extra:
-        return None
-    try:
-        from grader.report.formats import FORMATS, render
-    except ImportError:
-        raise BatchError(f"format {extra[0]} needs the LMS exporters (grader.report.formats), which are not installed") from None
     unknown = [f for f in extra if f not in FORMATS]
     if unknown:
         raise BatchError(f"unknown format {unknown[0]!r}; expected one of {', '.join(FORMATS)}")
-    return render
+    return render if extra else None
 
 
 def _write_formats(outdir: Path, key: str, report: dict, formats: tuple[str, ...],
@@ -250,10 +246,7 @@ def _write_formats(outdir: Path, key: str, report: dict, formats: tuple[str, ...
             continue
         folder = outdir / fmt
         folder.mkdir(exist_ok=True)
-        write_atomic(folder / f"{key}.{FORMAT_SUFFIX.get(fmt, 'json')}", render(report, fmt))
-
-
-FORMAT_SUFFIX = {"text": "txt", "html": "html"}  # OUTDIR/<format>/<key>.<suffix>; json for the others
+        write_atomic(folder / f"{key}.{FORMATS[fmt].suffix}", render(report, fmt))
 
 
 def _kept_usable(outdir: Path, entry: Entry, report: dict, config: Config, fingerprint: str,

@@ -19,12 +19,17 @@ from __future__ import annotations
 import html
 import math
 
-from grader.report.native import summary_text
+from grader.report.native import summary_text, to_json
 from grader.report.pictures import Picture, report_pictures
 from grader.report.points import report_test_points
 from grader.report.visibility import is_visible, student_view
 
 STDOUT_VISIBILITY = "hidden"  # run_autograder's own log is for the instructor
+
+
+def results_json(report: dict) -> str:
+    """``results(report)`` as the text of results.json (the registry's renderer: grader.report.formats)."""
+    return to_json(results(report))
 
 
 def results(report: dict) -> dict:

@@ -18,12 +18,17 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 
-from grader.report.native import summary_text
+from grader.report.native import summary_text, to_json
 from grader.report.pictures import Picture, report_pictures
 from grader.report.points import report_test_points
 from grader.report.visibility import is_visible, student_view
 
 SIZE_CAP = 1_000_000  # bytes of results.json PrairieLearn accepts
+
+
+def results_json(report: dict) -> str:
+    """``results(report)`` as the text of results.json (the registry's renderer: grader.report.formats)."""
+    return to_json(results(report))
 
 
 def results(report: dict, *, list_hidden: bool = True, cap: int = SIZE_CAP) -> dict:
