@@ -405,11 +405,7 @@ def test_this_file_in_user_mode(cgroups, tmp_path_factory):
     import re
     import tempfile
 
-    sys.path.insert(0, str(TESTS))
-    try:
-        from test_hostile import _as_nobody, _delegated_cgroups
-    finally:
-        sys.path.remove(str(TESTS))
+    from sandbox.test_hostile import _as_nobody, _delegated_cgroups
     if shutil.which("unshare") is None or shutil.which("setpriv") is None:
         pytest.skip("needs util-linux's unshare and setpriv")
     elsewhere = "/var/tmp" if os.path.isdir("/var/tmp") else None
