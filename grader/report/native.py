@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -178,8 +179,20 @@ os.umask(_UMASK)
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: readers see old or new, never half."""
+    """Write ``text`` to ``path`` through a temporary file and a rename: readers see old or new, never half.
+
+    A path that is not a regular file (``-o /dev/null``, a pipe) is written in place: a rename would put a
+    file where the device or the pipe was (as root, /dev/null itself).
+    """
     path = Path(path)
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        special = False
+    if special:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(text)
+        return
     fd, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would create it (mkstemp makes it 0600)

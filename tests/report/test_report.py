@@ -1,5 +1,8 @@
 """The report module: student text made safe to print."""
 
+import os
+import stat
+
 from grader.report.native import printable
 
 
@@ -70,3 +73,22 @@ def test_the_gradebook_and_the_class_summary_escape_file_names_and_messages():
     assert [(f["file"], f["message"]) for f in summary["failed_to_grade"]] == [
         (f"a{ESCAPED}", ESCAPED), (f"b{ESCAPED}", f"empty {ESCAPED}")]
     assert not _has_control(gradebook_csv(gradebook_rows(entries, reports)).replace("\r", ""))
+
+
+def test_a_path_that_is_not_a_regular_file_is_written_in_place(tmp_path):
+    # `-o /dev/null` must not put a regular file where the device was (as root it would replace /dev/null): a pipe
+    # stands in for the device here, so the test needs no root.
+    import threading
+
+    from grader.report.native import write_atomic
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    read: list[str] = []
+    reader = threading.Thread(target=lambda: read.append(pipe.read_text()))
+    reader.start()
+    write_atomic(pipe, "the report")
+    reader.join(timeout=30)
+    assert read == ["the report"]
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]  # no temporary file left either
