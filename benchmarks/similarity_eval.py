@@ -7,7 +7,7 @@ obfuscated by hand and by script, three students sharing an unusual wrong output
 with `grade batch` (unless --no-grade: code evidence only), runs the similarity analysis and
 counts, over every pair of files, the planted pairs flagged (recall) and the flagged pairs that
 were planted (precision). Two calibrations: on every independent solution (as `grade similar`
-does in this course), and held out (calibrated on reference/styles and tests/submissions/correct.py
+does in this course), and held out (calibrated on reference/mha/styles and tests/submissions/correct.py
 only, so the fresh independent solutions are unseen). copydetect (pip install copydetect) is run
 with its defaults: noise threshold 25 tokens, guarantee threshold 30 (window 6), no boilerplate,
 a pair reported when either file's similarity exceeds display_t = 0.33; it has no output evidence.

@@ -174,15 +174,16 @@ def test_grader_failure_still_gives_an_error_report(config, tmp_path, validate_r
 def test_a_symbolic_link_is_refused_before_anything_reads_it(config, tmp_path):
     # It could point at the reference, which the grading process (root, outside the sandbox) can read.
     link = tmp_path / "solution.py"
-    link.symlink_to(ROOT / "reference" / "mha.py")
+    link.symlink_to(ROOT / "reference" / "mha" / "solution.py")
     with pytest.raises(SubmissionError, match="solution.py is a symbolic link; submit the file itself"):
         grade_submission(link, config)
 
 
 def test_a_linked_folder_on_the_way_is_refused_too(config, tmp_path):
     (tmp_path / "lib").symlink_to(ROOT / "reference")
-    with pytest.raises(SubmissionError, match="mha.py is reached through a symbolic link .*; grade it from its real path"):
-        grade_submission(tmp_path / "lib" / "mha.py", config)
+    with pytest.raises(SubmissionError, match="solution.py is reached through a symbolic link .*; grade it from its real "
+                                              "path"):
+        grade_submission(tmp_path / "lib" / "mha" / "solution.py", config)
 
 
 @pytest.mark.sandbox

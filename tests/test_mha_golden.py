@@ -20,7 +20,7 @@ CASES = {
     "wrong_reshape": ROOT / "tests" / "submissions" / "wrong_reshape.py",
     "nan_entropy": ROOT / "tests" / "submissions" / "nan_entropy.py",
     "no_mask_sqrt_d": ROOT / "tests" / "misconceptions" / "no_mask_sqrt_d.py",
-    "loop_heads": ROOT / "reference" / "styles" / "loop_heads.py",
+    "loop_heads": ROOT / "reference" / "mha" / "styles" / "loop_heads.py",
 }
 
 

@@ -18,7 +18,7 @@ from grader.exercise.assignment import (
     single_switches,
 )
 from grader.judging.diagnose import GENERIC, NON_FINITE, WRONG_SHAPE, Finding
-from reference import heads
+from reference.heads import solution as heads
 
 FOLDER = Path(__file__).resolve().parent
 REFERENCE = Path(heads.__file__).resolve()

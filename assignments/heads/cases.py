@@ -2,18 +2,18 @@
 
 ``build_cases(seed, params)`` returns plain dicts {"group", "id", "function",
 "args", "kwargs", "raises"}; the expected value of a case comes from
-``reference.heads``. Inputs come from a private ``numpy.random.default_rng(seed)``:
+``reference.heads.solution``. Inputs come from a private ``numpy.random.default_rng(seed)``:
 the same seed always gives the same cases. ``params`` may set ``n_random``
 (random cases per function, default 6).
 
-Trivial implementations (``reference.heads.TRIVIAL``): "always raising
+Trivial implementations (``reference.heads.solution.TRIVIAL``): "always raising
 ValueError" passes every case of the two ``*_errors`` groups and no other;
 the zeros, ones and identity shortcuts pass no case (inputs are standard
 normal, so no output is constant, and the identity has the wrong number of
 axes). The error groups are therefore worth points only beside a passed case
 of another group (the engine's fairness rule).
 
-Misconceptions (``reference.heads.VARIANTS``), for seed 2026: every split code
+Misconceptions (``reference.heads.solution.VARIANTS``), for seed 2026: every split code
 differs from the reference on cases of ``split_random`` and ``split_trap``,
 every merge code on ``merge_random`` and ``merge_trap``; the ``*-assumes-4d``
 codes differ only by raising on the unbatched and the 2-leading-axes cases

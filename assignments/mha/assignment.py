@@ -11,10 +11,11 @@ import numpy as np
 
 from grader.exercise.assignment import Assignment, FunctionSpec, SourceCheck, import_file
 from grader.judging.diagnose import CAUSAL_LEAK, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
-from reference import mha, trivial, variants
+from reference.mha import solution as mha
+from reference.mha import trivial, variants
 
 FOLDER = Path(__file__).resolve().parent
-_cases = import_file(FOLDER / "graded" / "cases.py", "grader_course_mha_cases")
+_cases = import_file(FOLDER / "cases.py", "grader_course_mha_cases")
 _probes = import_file(FOLDER / "probes.py", "grader_course_mha_probes")
 
 

@@ -9,7 +9,7 @@ Every probe has B = 1 and tiny widths. What makes each step irrelevant:
 - d = d_k = 1: every scale is 1 and a (T, 1) key matrix reshaped is transposed;
 - T = d_k with a symmetric key matrix: reshaping the keys is transposing them;
 - causal=False: every mask switch but always-causal.
-Trusted side only: runs the reference's switches (reference.variants).
+Trusted side only: runs the reference's switches (reference.mha.variants).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.judging.probes import Probe, ProbePlan, Step
-from reference import variants
+from reference.mha import variants
 
 MHA, ENTROPY = variants.MHA, variants.ENTROPY
 

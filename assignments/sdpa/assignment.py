@@ -19,7 +19,7 @@ from grader.exercise.assignment import (
     single_switches,
 )
 from grader.judging.diagnose import GENERIC, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
-from reference import sdpa
+from reference.sdpa import solution as sdpa
 
 FOLDER = Path(__file__).resolve().parent
 REFERENCE = Path(sdpa.__file__).resolve()

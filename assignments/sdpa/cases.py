@@ -2,19 +2,19 @@
 
 ``build_cases(seed, params)`` returns plain dicts {"group", "id", "function",
 "args", "kwargs", "raises"}; the expected (output, weights) of a case comes
-from ``reference.sdpa``, each element checked on its own. Inputs come from a
+from ``reference.sdpa.solution``, each element checked on its own. Inputs come from a
 private ``numpy.random.default_rng(seed)``: the same seed always gives the
 same cases. ``params`` may set ``n_random`` (default 6). Every mask leaves at
 least one key per query, and every case has T_k ≥ 2 with at least one query
 that sees two keys or more, so no weights are forced.
 
-Trivial implementations (``reference.sdpa.TRIVIAL``): "always raising
+Trivial implementations (``reference.sdpa.solution.TRIVIAL``): "always raising
 ValueError" passes every case of ``sdpa_errors`` and no other; the zeros,
 ones, uniform-weights and identity shortcuts pass no case (standard normal
 inputs make no output constant and no row of weights uniform). The error group
 is therefore worth points only beside a passed case of another group.
 
-Misconceptions (``reference.sdpa.VARIANTS``), for seed 2026, and the groups
+Misconceptions (``reference.sdpa.solution.VARIANTS``), for seed 2026, and the groups
 where they differ from the reference: the three scale codes and
 softmax-wrong-axis in shapes, masks and stability; inverted-mask in masks and
 stability; mask-after-softmax and mask-fills-zero in masks only;

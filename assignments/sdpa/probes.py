@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.judging.probes import Probe, ProbePlan, Step
-from reference import sdpa
+from reference.sdpa import solution as sdpa
 
 _LABELS = {"scale": "the scaling of the scores", "mask": "the mask", "softmax": "the softmax's axis",
            "stability": "the softmax's stability"}

@@ -48,7 +48,7 @@ SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix  # the hig
 
 # Independent solutions of each exercise that calibrate the code scores, relative to the course folder.
 CALIBRATION_PATHS: dict[str, tuple[str, ...]] = {
-    "mha": ("reference/styles", "tests/submissions/correct.py", "tests/similarity/independent"),
+    "mha": ("reference/mha/styles", "tests/submissions/correct.py", "tests/similarity/independent"),
 }
 
 

@@ -83,6 +83,11 @@ def build_zip(config_path: Path, target: Path, *, course: Path | None = None) ->
         if not trusted.is_relative_to(course):
             raise ValueError(f"the assignment's file {trusted} is not inside {course}; the zip cannot carry it")
         folders.append((trusted, trusted.relative_to(course).as_posix()))
+        for parent in trusted.parents:  # the packages it lies in (reference/__init__.py), so it imports as in the course
+            if parent == course or not parent.is_relative_to(course):
+                break
+            if (parent / "__init__.py").is_file():
+                folders.append((parent / "__init__.py", (parent / "__init__.py").relative_to(course).as_posix()))
     files: dict[str, bytes | Path] = {
         "setup.sh": TEMPLATES / "setup.sh",
         "run_autograder": TEMPLATES / "run_autograder",

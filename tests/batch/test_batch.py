@@ -73,7 +73,7 @@ def course(tmp_path_factory) -> Path:
     """grader.toml with a 3 s call limit, so the hanging submission costs ~3 s."""
     folder = tmp_path_factory.mktemp("course")
     text = (ROOT / "grader.toml").read_text()
-    text = text.replace('suite = "assignments/mha/graded"', f'suite = "{ROOT / "assignments/mha/graded"}"')
+    text = text.replace('suite = "assignments/mha"', f'suite = "{ROOT / "assignments/mha"}"')
     text = text.replace("call_timeout_s = 10", "call_timeout_s = 3")
     (folder / "grader.toml").write_text(text)
     return folder / "grader.toml"
@@ -465,8 +465,8 @@ def test_kill_9_of_a_batch_leaves_no_process(tmp_path):
     folder.mkdir()
     for name in ("a", "b"):
         (folder / f"{name}.py").write_text("while True:\n    pass\n")
-    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha/graded"',
-                                                      f'suite = "{ROOT / "assignments/mha/graded"}"')
+    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha"',
+                                                      f'suite = "{ROOT / "assignments/mha"}"')
     (tmp_path / "grader.toml").write_text(text.replace("call_timeout_s = 10", "call_timeout_s = 60"))
     batch = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(folder), "-o", str(tmp_path / "out"),
                               "--jobs", "2", "--config", str(tmp_path / "grader.toml")],
@@ -586,7 +586,7 @@ def test_links_are_never_followed(tmp_path):
     (klass / "alice").mkdir(parents=True)
     shutil.copy(SUBMISSIONS / "correct.py", klass / "alice" / "mha.py")
     (klass / "alice" / "loop").symlink_to(klass / "alice")
-    (klass / "alice" / "secret.py").symlink_to(ROOT / "reference" / "mha.py")
+    (klass / "alice" / "secret.py").symlink_to(ROOT / "reference" / "mha" / "solution.py")
     entries = discover([klass], functions=MHA_FUNCTIONS)
     assert [(e.key, e.skip) for e in entries] == [
         ("alice__loop", "not a submission: a symbolic link (links are never followed)"),
@@ -607,8 +607,8 @@ def test_formula_name_import_hang_and_late_columns_in_the_gradebook(tmp_path):
     canvas = tmp_path / "canvas"
     canvas.mkdir()
     (canvas / "hangs_LATE_503_9003_mha.py").write_text("while True:\n    pass\n")
-    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha/graded"',
-                                                      f'suite = "{ROOT / "assignments/mha/graded"}"')
+    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha"',
+                                                      f'suite = "{ROOT / "assignments/mha"}"')
     (tmp_path / "grader.toml").write_text(text.replace("call_timeout_s = 10", "call_timeout_s = 2"))
     out = tmp_path / "out"
     output = run_cli(str(export), str(canvas), "-o", str(out), "--config", str(tmp_path / "grader.toml"))
@@ -678,7 +678,7 @@ def test_a_submission_that_exhausts_memory_costs_only_its_own_tests(tmp_path):
     config_file = tmp_path / "grader.toml"
     hostile = ROOT / "tests" / "hostile"
     config_file.write_text((hostile / "grader.toml").read_text()
-                           .replace('suite = "../../assignments/mha/graded"', f'suite = "{ROOT / "assignments/mha/graded"}"')
+                           .replace('suite = "../../assignments/mha"', f'suite = "{ROOT / "assignments/mha"}"')
                            .replace("memory_mb = 1024", "memory_mb = 384"))
     klass = tmp_path / "class"
     klass.mkdir()

@@ -26,8 +26,8 @@ SUBMISSIONS = ROOT / "tests" / "submissions"
 
 
 def _course(folder: Path, call_timeout_s: int) -> Path:
-    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha/graded"',
-                                                      f'suite = "{ROOT / "assignments/mha/graded"}"')
+    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha"',
+                                                      f'suite = "{ROOT / "assignments/mha"}"')
     (folder / "grader.toml").write_text(text.replace("call_timeout_s = 10", f"call_timeout_s = {call_timeout_s}"))
     return folder / "grader.toml"
 

@@ -59,7 +59,7 @@ def test_every_copy_is_flagged_as_code_and_no_independent_pair_is(tmp_path):
 
 @pytest.mark.parametrize("how", sorted(OBFUSCATIONS))
 def test_each_obfuscation_alone_keeps_the_score_high(how):
-    base = (ROOT / "reference" / "styles" / "einsum.py").read_text()
+    base = (ROOT / "reference" / "mha" / "styles" / "einsum.py").read_text()
     original, copy = fingerprint(base, STARTER), fingerprint(OBFUSCATIONS[how](base), STARTER)
     shared = original.hashes.keys() & copy.hashes.keys()
     assert len(shared) / min(len(original.hashes), len(copy.hashes)) > calibration().threshold

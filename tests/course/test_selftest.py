@@ -20,8 +20,8 @@ from grader.course.selftest import (
     trivial_rows,
 )
 from grader.grade import grade_submission
-from reference.trivial import SUBMISSIONS as TRIVIAL
-from reference.variants import CATALOGUE, COUNT, ENTROPY, MHA, SEP, VARIANTS, combos, student_source
+from reference.mha.trivial import SUBMISSIONS as TRIVIAL
+from reference.mha.variants import CATALOGUE, COUNT, ENTROPY, MHA, SEP, VARIANTS, combos, student_source
 
 CONFIG = str(ROOT / "grader.toml")
 

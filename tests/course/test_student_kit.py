@@ -35,8 +35,8 @@ main(sys.argv[1:])
 def course(tmp_path_factory):
     """The course's grader.toml with two groups not visible to students."""
     folder = tmp_path_factory.mktemp("course")
-    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha/graded"',
-                                                       f'suite = "{ROOT / "assignments/mha/graded"}"')
+    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha"',
+                                                       f'suite = "{ROOT / "assignments/mha"}"')
     text += "".join(f'{group} = "{value}"\n' for group, value in HIDDEN.items())
     (folder / "grader.toml").write_text(text)
     return folder / "grader.toml"
@@ -66,7 +66,7 @@ def test_kit_holds_the_public_cases_and_no_reference_code(kit):
     assert not [f for f in files if f.startswith("reference/") or f.endswith("mha.py") or "graded_mha" in f]
     # No line of the reference's code (its docstrings are the starter's, so code lines only) is anywhere in the kit.
     starter = set((ROOT / "assignments/mha/starter.py").read_text().splitlines())
-    code = [line.strip() for line in (ROOT / "reference/mha.py").read_text().splitlines()
+    code = [line.strip() for line in (ROOT / "reference/mha/solution.py").read_text().splitlines()
             if line not in starter and len(line.strip()) > 24 and not line.strip().startswith(("#", '"', "raise", "from ", "import "))]
     assert len(code) > 20
     for path in kit.rglob("*"):
@@ -87,11 +87,11 @@ def test_kit_holds_no_hidden_case(kit, config):
     toml = (kit / "grader.toml").read_text()
     assert "mha_reshape" not in toml and "mha_model_sizes" not in toml and "[visibility]" not in toml
     # no stored array is an input of a hidden case (drawn from the kit's seed, where they would be)
-    sys.path.insert(0, str(ROOT / "assignments/mha/graded"))
+    sys.path.insert(0, str(ROOT / "assignments/mha"))
     try:
         from cases import build_cases
     finally:
-        sys.path.remove(str(ROOT / "assignments/mha/graded"))
+        sys.path.remove(str(ROOT / "assignments/mha"))
     hidden = [a for c in build_cases(2027, config.random_cases) if c.group in HIDDEN
               for a in c.args if isinstance(a, np.ndarray)]
     assert len(hidden) == 8 * 5
@@ -131,7 +131,7 @@ def test_kit_gives_the_same_verdicts_and_messages_as_the_grader(kit, config):
 def test_kit_pays_nothing_for_trivial_code_as_the_grader_does(kit, config, tmp_path):
     # The kit knows, per stored case, which trivial implementation passes it: zeros after checking the shapes
     # pass the error-contract and one-hot cases there too, and earn nothing for them.
-    from reference.trivial import student_source
+    from reference.mha.trivial import student_source
 
     path = tmp_path / "checked_zeros.py"
     path.write_text(student_source("checked-zeros"), encoding="utf-8")

@@ -14,16 +14,15 @@ from grader.exercise.assignment import (
     cases_from_dicts,
     import_file,
     load_assignment,
-    prebuild,
-    run_cases,
     single_switches,
 )
+from grader.exercise.cases import prebuild, run_cases
 from grader.grade import vectorization
 from grader.judging.score import Score
 from grader.judging.session import TestOutcome as Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
-LOOPED = (ROOT / "reference" / "styles" / "loop_heads.py").read_text()
+LOOPED = (ROOT / "reference" / "mha" / "styles" / "loop_heads.py").read_text()
 
 
 def test_the_mha_assignment_declares_its_functions_and_checks():

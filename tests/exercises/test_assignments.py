@@ -172,7 +172,7 @@ def test_the_reference_passes_every_graded_case_in_process(name):
 
     graded = config(name)
     assignment = load_assignment(graded.assignment_dir)
-    module = importlib.import_module(f"reference.{name}")
+    module = importlib.import_module(f"reference.{name}.solution")
     student = InProcess({f.name: getattr(module, f.name) for f in assignment.functions})
     cases = assignment.build_cases(graded.seed, {"random_cases": graded.random_cases})
     statuses = {}
@@ -201,7 +201,7 @@ def test_sdpa_kit_stores_both_parts_of_each_result_and_judges_them(tmp_path):
     from grader.judging.diagnose import Search
     from grader.judging.fairness import InProcess
     from grader.judging.judge import judge
-    from reference import sdpa
+    from reference.sdpa import solution as sdpa
 
     kit = build_kit(select_assignment(COURSE, "sdpa"), tmp_path / "kit")
     spec = importlib.util.spec_from_file_location("sdpa_kit_conftest", tmp_path / "kit/public_cases/conftest.py")

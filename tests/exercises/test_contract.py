@@ -13,7 +13,7 @@ def docstrings(path: Path) -> dict[str, str]:
 
 
 def test_starter_and_reference_share_the_contract():
-    starter, reference = docstrings(ROOT / "assignments/mha/starter.py"), docstrings(ROOT / "reference/mha.py")
+    starter, reference = docstrings(ROOT / "assignments/mha/starter.py"), docstrings(ROOT / "reference/mha/solution.py")
     for name in FUNCTIONS:
         assert starter[name] and starter[name] == reference[name], name
 

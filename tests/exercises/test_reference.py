@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from reference.mha import attention_param_count, head_entropy, multi_head_attention
+from reference.mha.solution import attention_param_count, head_entropy, multi_head_attention
 
 
 def loop_over_heads(X, W_Q, W_K, W_V, W_O, h, causal=True):

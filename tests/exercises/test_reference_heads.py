@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from assignments.heads.cases import build_cases
-from reference import heads
+from reference.heads import solution as heads
 
 SUBMISSIONS = Path(__file__).parents[1] / "submissions" / "heads"
 # file -> {function: misconception code, or None where the file is correct}

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from assignments.sdpa.cases import build_cases
-from reference import sdpa
+from reference.sdpa import solution as sdpa
 
 SUBMISSIONS = Path(__file__).parents[1] / "submissions" / "sdpa"
 # file -> the misconception it carries, or None when it is correct

@@ -52,7 +52,7 @@ _roots = [*sys.path, "/", "/root", "/home", "/work", "/proc/1/root", "/proc/1/cw
 for root in _roots:
     for up in range(6):
         base = os.path.join(root, *[".."] * up)
-        for pattern in ("grader.toml", "reference/mha.py", "*/reference/mha.py", "assignments/mha/graded/cases.py",
+        for pattern in ("grader.toml", "reference/mha/solution.py", "*/reference/mha.py", "assignments/mha/cases.py",
                         "*/grader.toml"):
             for path in glob.glob(os.path.join(base, pattern)):
                 try:
@@ -62,9 +62,9 @@ for root in _roots:
                 except OSError:
                     pass
 try:
-    import reference.mha  # noqa: F401
+    import reference.mha.solution  # noqa: F401
 
-    _found.append("import reference.mha")
+    _found.append("import reference.mha.solution")
 except ImportError:
     pass
 _honest = (multi_head_attention, attention_param_count, head_entropy)

@@ -48,6 +48,6 @@ import types
 
 for name in ("json", "pickle", "socket", "io"):
     sys.modules[name] = None
-for name in ("grader", "grader.compare", "reference", "reference.mha"):
+for name in ("grader", "grader.compare", "reference", "reference.mha.solution"):
     sys.modules[name] = types.ModuleType(name)
 sys.modules["grader.compare"].check_array = lambda *args, **kwargs: "passed"

@@ -26,15 +26,16 @@ from grader.judging.diagnose import (
 )
 from grader.judging.fairness import is_unpaid
 from grader.report.native import summary_text
-from reference import mha, variants
+from reference.mha import solution as mha
+from reference.mha import variants
 
-sys.path.insert(0, str(ROOT / "assignments/mha/graded"))
+sys.path.insert(0, str(ROOT / "assignments/mha"))
 from cases import build_cases
 
 RTOL, ATOL = 1e-3, 1e-5
 MHA, ENTROPY = "multi_head_attention", "head_entropy"
 # Correct solutions in other styles (course files, beside the reference: grade selftest grades them too).
-STYLES = ROOT / "reference/styles"
+STYLES = ROOT / "reference/mha/styles"
 STYLE_FILES = ["loop_heads.py", "einsum.py", "float32.py", "np_split.py", "in_place.py"]
 CATALOGUE = {**GENERIC, **variants.CATALOGUE}
 

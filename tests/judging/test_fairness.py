@@ -11,10 +11,10 @@ from conftest import ROOT
 from grader.exercise.assignment import load_assignment
 from grader.judging.fairness import is_unpaid, pay_for_work, trivially_passed
 from grader.judging.session import TestOutcome as Outcome
-from reference import trivial
+from reference.mha import trivial
 
 
-def _load(name: str, folder: str = "assignments/mha/graded"):
+def _load(name: str, folder: str = "assignments/mha"):
     """A module of the graded suite under a private name (the suite's own session imports it as itself)."""
     spec = importlib.util.spec_from_file_location(f"_fairness_{name}", ROOT / folder / f"{name}.py")
     assert spec is not None and spec.loader is not None

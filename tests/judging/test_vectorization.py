@@ -37,7 +37,7 @@ def test_other_loops_and_vectorized_code_are_not_flagged():
             "    Q, K, V = [(X @ W).reshape(1, -1, h, d_k) for W in (W_Q, W_K, W_V)]\n"
             "    for t in range(d_k):\n        pass\n")
     assert loops(body) == []
-    styles = SUBMISSIONS.parent.parent / "reference/styles"  # correct solutions in other styles
+    styles = SUBMISSIONS.parent.parent / "reference/mha/styles"  # correct solutions in other styles
     for path in (SUBMISSIONS / "correct.py", styles / "einsum.py", styles / "np_split.py", styles / "float32.py",
                  styles / "in_place.py"):
         assert find_head_loops(path.read_text(encoding="utf-8")) == [], path.name

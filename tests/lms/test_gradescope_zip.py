@@ -66,7 +66,7 @@ def test_zip_holds_the_scripts_and_the_source(autograder_zip):
         modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
         requirements = archive.read("requirements.txt").decode().split()
     for name in ("setup.sh", "run_autograder", "requirements.txt", "grader.toml", "pyproject.toml",
-                 "grader/lms/autograder.py", "reference/mha.py", "grader/judging/course_suite/graded_cases.py", "assignments/mha/graded/cases.py"):
+                 "grader/lms/autograder.py", "reference/mha/solution.py", "grader/judging/course_suite/graded_cases.py", "assignments/mha/cases.py"):
         assert name in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR

@@ -421,7 +421,7 @@ def test_root_mode_identity_network_files_and_stdlib_imports(tmp_path):
     import errno
 
     project = Path(__file__).resolve().parents[2]
-    secrets = [str(project / "grader.toml"), str(project / "reference" / "mha.py"), str(project / "assignments"),
+    secrets = [str(project / "grader.toml"), str(project / "reference" / "mha" / "solution.py"), str(project / "assignments"),
                "/root/.bashrc"]
     path = write(tmp_path, f"""
         import os, socket

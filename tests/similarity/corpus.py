@@ -18,7 +18,7 @@ sys.path.insert(0, str(HERE))
 from obfuscate import OBFUSCATIONS, everything
 
 # Independent solutions: the shipped styles, a correct submission, and the ones written fresh for this corpus.
-INDEPENDENT = [*sorted((ROOT / "reference" / "styles").glob("*.py")), ROOT / "tests" / "submissions" / "correct.py",
+INDEPENDENT = [*sorted((ROOT / "reference" / "mha" / "styles").glob("*.py")), ROOT / "tests" / "submissions" / "correct.py",
                *sorted((HERE / "independent").glob("*.py"))]
 # Hand-made copies: file -> the independent solution it was made from (by one obfuscation, or all for *_all).
 HAND_COPIES = {"einsum_renamed.py": "einsum", "loop_heads_reordered.py": "loop_heads",

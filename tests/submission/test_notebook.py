@@ -157,7 +157,7 @@ def test_grade_command_on_a_notebook(tmp_path):
 
 @pytest.mark.sandbox
 def test_a_loop_over_heads_note_names_the_cell(tmp_path, config):
-    cells = split_in_cells((SUBMISSIONS.parent.parent / "reference/styles/loop_heads.py").read_text())
+    cells = split_in_cells((SUBMISSIONS.parent.parent / "reference/mha/styles/loop_heads.py").read_text())
     report = grade_submission(write_notebook(tmp_path / "loops.ipynb", *cells), config).report
     (note,) = report["notes"]
     assert "(multi_head_attention, cell 3, line 13: for i in range(h):)" in note["message"]

@@ -5,7 +5,7 @@ computation: a stable code, the student function it lives in, the step it
 switches (``switch``: two codes of one step never combine), a one-sentence
 explanation, the phrase the verdict uses (``says``) and the textbook section.
 ``run_combo`` computes the reference with any set of switches on; with none it
-computes exactly what ``reference.mha`` computes (a project test holds it to
+computes exactly what ``reference.mha.solution`` computes (a project test holds it to
 that), so a switch changes its own step and nowhere else.
 
 ``combos`` lists the combinations the diagnosis searches, cheapest first
@@ -341,7 +341,7 @@ def student_source(code: str) -> str:
     function = CATALOGUE[codes[0]].function
     implementation = _IMPLEMENTATIONS[function]
     signature, call = _SIGNATURES[function]
-    reference = (Path(__file__).parent / "mha.py").read_text(encoding="utf-8")
+    reference = (Path(__file__).parent / "solution.py").read_text(encoding="utf-8")
     return (f"{reference}\n\n# Misconception {code!r}: {function} below replaces the reference's.\n\n"
             f"SPLITS = {SPLITS!r}\n\n\n"
             f"{inspect.getsource(implementation)}\n\n"

@@ -1,0 +1,1 @@
+"""The multi-head attention exercise (§4.5), trusted side: the vectorized reference (solution.py), its misconception switches (variants.py), the trivial implementations that must earn nothing (trivial.py) and other correct styles (styles/)."""
