@@ -1,7 +1,7 @@
 """The course's configuration: grader.toml read into one typed object.
 
 Every key has a default and a one-line description here, in ``KEYS``; the
-README's table is generated from the same list. Precedence: defaults < the
+table in docs/instructors.md is checked against the same list (tests/test_config.py). Precedence: defaults < the
 file < command-line flags (``Config.with_overrides``).
 """
 

@@ -33,7 +33,7 @@ from grader.submission.notebook import NotebookError, NotRun, Script, sandbox_fo
 
 @dataclass(frozen=True)
 class GradeResult:
-    report: dict  # the JSON report (see the README's key table)
+    report: dict  # the JSON report (every key: docs/report.md)
     grader_error: str | None  # set when the grader itself failed; the report then has status "error"
 
     @property

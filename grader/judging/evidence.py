@@ -3,7 +3,7 @@
 Built in the grading process from plain data only (the reference's output and the
 sandbox's validated ``CallResult.value``), for visible tests only: the graded
 suites call ``evidence`` and the report keeps it as a test's optional
-``evidence`` key (README, "The JSON report"; grader/report/schema/report.schema.json).
+``evidence`` key (docs/report.md; grader/report/schema/report.schema.json).
 Arrays travel as ``{"shape": [...], "values": [...]}``: values flat in row-major
 order, rounded to 6 significant digits, non-finite values as the strings
 "nan", "inf" and "-inf" (strict JSON has no NaN).

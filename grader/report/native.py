@@ -1,6 +1,6 @@
 """The JSON score report: pure builders, the text summary, and an atomic writer.
 
-The report's keys are documented in the README and in grader/report/schema/report.schema.json.
+The report's keys are documented in docs/report.md and in grader/report/schema/report.schema.json.
 """
 
 from __future__ import annotations

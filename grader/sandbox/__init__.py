@@ -1,8 +1,11 @@
 """The sandbox: runs one submission's functions in a child process (the only part of the grader that starts processes).
 
-Public API: ``Sandbox`` and ``CallResult`` (client.py), the call statuses as
-one ``Status`` type (protocol.py), ``SandboxError``, ``shutdown``,
-``isolation_available``, ``isolation_mode`` and the report's warnings.
+Public API (``__all__``; nothing outside this package imports its modules): ``Sandbox``,
+``CallResult`` and ``reply_limit`` (client.py), the call statuses as one ``Status`` type
+(protocol.py), ``SandboxError``, ``isolation_available``, ``isolation_mode`` and the report's
+warnings; for the processes a grade or a batch starts early and hands on: ``start_early``,
+``adopt``, ``Started`` (boot.py), ``get_zygote``, ``hand_over``, ``Handed``, ``shutdown``
+(zygote.py), ``keep_trees``; and ``read_regular_file`` (files.py), ``SYSTEM_DIRS``.
 
 By role:
     client.py    the parent's side: Sandbox, CallResult, reading the child's replies
@@ -21,8 +24,7 @@ be made) and a seccomp filter. When the grader runs as root, each child runs as
 a uid/gid of its tree's own (linux.tree_uid) in new PID, mount, network, IPC, UTS and cgroup namespaces with a minimal
 root file system; as an ordinary user it gets the same namespaces inside a user
 namespace of its own, without capabilities; where the kernel refuses both, it
-runs with rlimits, its own session and a subreaper only, and says so (README:
-"Sandbox and isolation").
+runs with rlimits, its own session and a subreaper only, and says so (docs/security.md).
 
 The names below are looked up when first used: importing ``grader.sandbox.boot``
 alone loads neither numpy nor the rest of the package.

@@ -9,7 +9,7 @@ and the next call starts a fresh child.
 
 Children are forked from the zygote (``zygote.py``), in the mode ``isolation.py`` picks; the framing and value
 codec are ``protocol.py``'s; what the child does is ``child.py`` and
-``linux.py`` (README: "Sandbox and isolation").
+``linux.py`` (docs/security.md).
 """
 
 from __future__ import annotations

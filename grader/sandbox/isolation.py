@@ -1,5 +1,5 @@
 """How isolated student code runs here (root mode, user namespaces, unisolated), what the reports
-warn about it, and what the child's private root shows and hides (README: "Sandbox and isolation").
+warn about it, and what the child's private root shows and hides (docs/security.md).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ ROOT_MODE, USER_NAMESPACES, UNISOLATED = "root", "user-namespaces", "unisolated"
 def isolation_mode() -> str:
     """How student code runs here: ``root`` (a uid of each tree's own in new namespaces), ``user-namespaces`` (the
     user's uid, without capabilities, in namespaces of a user namespace of its own) or ``unisolated``
-    (rlimits, a session and a subreaper only: the kernel refused both). README: "Sandbox and isolation".
+    (rlimits, a session and a subreaper only: the kernel refused both). docs/security.md.
     """
     zygote = get_zygote()
     if os.geteuid() == 0 and zygote.namespaces:

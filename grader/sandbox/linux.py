@@ -690,7 +690,7 @@ def _mount_proc(target: str) -> bool:
 def _mask_own_mounts() -> None:
     """In the worker, before it drops its privileges: /dev/null over its own mount table in /proc (its
     folder, and its main thread's). A process or thread it starts later has a folder of its own, unmasked:
-    README, "Sandbox and isolation"."""
+    docs/security.md."""
     pid = os.getpid()
     for folder in (f"/proc/{pid}", f"/proc/{pid}/task/{pid}"):
         for name in _PROC_OWN_MASKED:
