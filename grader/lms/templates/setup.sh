@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder's image; the zip is
 # unpacked in /autograder/source. It installs the grader's pinned dependencies in a
-# virtual environment, makes sure the unprivileged user that student code runs as
-# (uid/gid 65534) exists, makes the grader's source (reference solution, graded
+# virtual environment, makes sure uid/gid 65534 (nobody) exists (student code runs as a uid
+# of its process tree's own, which needs no passwd entry; nobody is kept for the tools that
+# expect it), makes the grader's source (reference solution, graded
 # suite, grader.toml) readable by root only, and stores the run's cases (grader.exercise.case_store).
 #   setup.sh --dry-run   prints the commands instead of running them.
 set -euo pipefail
