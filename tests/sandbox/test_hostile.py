@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import socket
+import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -245,6 +247,17 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _another_user_mode_run(pid: int) -> bool:
+    """A process of another test run in user mode on this machine: it runs another relocated interpreter
+    (test_corpus_in_user_mode's folder, one per run) than this process's."""
+    try:
+        program = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return False
+    found = re.search(r"/grader-(user-mode|isolation)-[^/]+/", program)
+    return found is not None and found.group(0) not in sys.executable
+
+
 def _describe(pid: int) -> str:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -281,8 +294,9 @@ def graded():
             left = _descendants(os.getpid()) - before - {zygote}
             if AS_ROOT:  # any uid of the trees' range (each tree has its own)
                 left |= {p for p, (_, uid) in _processes().items() if is_tree_uid(uid)}
-            else:  # a daemon that left the tree still runs as this user
-                left |= {p for p, (_, uid) in _processes().items() if uid == os.getuid()} - mine - {zygote}
+            else:  # a daemon that left the tree still runs as this user (another user-mode run's do not count)
+                left |= {p for p, (_, uid) in _processes().items()
+                         if uid == os.getuid() and not _another_user_mode_run(p)} - mine - {zygote}
             leftovers[name] = {(p, _describe(p)) for p in left}
     finally:
         listener.close()
