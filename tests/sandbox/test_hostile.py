@@ -247,6 +247,21 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _anothers(pid: int, table: dict[int, tuple[int, int]]) -> bool:
+    """A tree's process that belongs to another grading run on the machine: its ancestors never reach this
+    process, and one of them is a live process outside the trees' uids (that run's zygote). A daemon that
+    escaped one of this run's trees lands on pid 1 or on this run's zygote, and counts."""
+    outside, seen = False, set()
+    while pid in table and pid not in seen:
+        if pid == os.getpid():
+            return False
+        seen.add(pid)
+        parent, uid = table[pid]
+        outside = outside or (pid != 1 and not is_tree_uid(uid))
+        pid = parent
+    return outside
+
+
 def _another_user_mode_run(pid: int) -> bool:
     """A process of another test run in user mode on this machine: it runs another relocated interpreter
     (test_corpus_in_user_mode's folder, one per run) than this process's."""
@@ -292,8 +307,9 @@ def graded():
             walls[name] = time.monotonic() - clock
             zygote = get_zygote().process.pid
             left = _descendants(os.getpid()) - before - {zygote}
-            if AS_ROOT:  # any uid of the trees' range (each tree has its own)
-                left |= {p for p, (_, uid) in _processes().items() if is_tree_uid(uid)}
+            if AS_ROOT:  # any uid of the trees' range (each tree has its own) but another grading run's
+                table = _processes()
+                left |= {p for p, (_, uid) in table.items() if is_tree_uid(uid) and not _anothers(p, table)}
             else:  # a daemon that left the tree still runs as this user (another user-mode run's do not count)
                 left |= {p for p, (_, uid) in _processes().items()
                          if uid == os.getuid() and not _another_user_mode_run(p)} - mine - {zygote}
