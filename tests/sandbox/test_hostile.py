@@ -23,6 +23,7 @@ import shlex
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -247,30 +248,20 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def _anothers(pid: int, table: dict[int, tuple[int, int]]) -> bool:
-    """A tree's process that belongs to another grading run on the machine: its ancestors never reach this
-    process, and one of them is a live process outside the trees' uids (that run's zygote). A daemon that
-    escaped one of this run's trees lands on pid 1 or on this run's zygote, and counts."""
+def _anothers(pid: int, table: dict[int, tuple[int, int]], inside: Callable[[int], bool]) -> bool:
+    """A process that belongs to another grading run on the machine: its ancestors never reach this process,
+    and one of them is a live process whose uid is not one student code runs as (``inside``): that run's own
+    zygote or command. A daemon that escaped one of this run's trees lands on pid 1 or on this run's zygote,
+    and counts."""
     outside, seen = False, set()
     while pid in table and pid not in seen:
         if pid == os.getpid():
             return False
         seen.add(pid)
         parent, uid = table[pid]
-        outside = outside or (pid != 1 and not is_tree_uid(uid))
+        outside = outside or (pid != 1 and not inside(uid))
         pid = parent
     return outside
-
-
-def _another_user_mode_run(pid: int) -> bool:
-    """A process of another test run in user mode on this machine: it runs another relocated interpreter
-    (test_corpus_in_user_mode's folder, one per run) than this process's."""
-    try:
-        program = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-    except OSError:
-        return False
-    found = re.search(r"/grader-(user-mode|isolation)-[^/]+/", program)
-    return found is not None and found.group(0) not in sys.executable
 
 
 def _describe(pid: int) -> str:
@@ -307,12 +298,13 @@ def graded():
             walls[name] = time.monotonic() - clock
             zygote = get_zygote().process.pid
             left = _descendants(os.getpid()) - before - {zygote}
-            if AS_ROOT:  # any uid of the trees' range (each tree has its own) but another grading run's
-                table = _processes()
-                left |= {p for p, (_, uid) in table.items() if is_tree_uid(uid) and not _anothers(p, table)}
-            else:  # a daemon that left the tree still runs as this user (another user-mode run's do not count)
-                left |= {p for p, (_, uid) in _processes().items()
-                         if uid == os.getuid() and not _another_user_mode_run(p)} - mine - {zygote}
+            table = _processes()
+            if AS_ROOT:  # any uid of the trees' range (each tree has its own), but another grading run's
+                left |= {p for p, (_, uid) in table.items() if is_tree_uid(uid) and not _anothers(p, table, is_tree_uid)}
+            else:  # a daemon that left the tree still runs as this user (another run's processes do not count)
+                mine_too = {p for p, (_, uid) in table.items()
+                            if uid == os.getuid() and not _anothers(p, table, lambda uid: uid == os.getuid())}
+                left |= mine_too - mine - {zygote}
             leftovers[name] = {(p, _describe(p)) for p in left}
     finally:
         listener.close()
@@ -379,7 +371,6 @@ def test_bad_utf8_output_is_replaced(graded):
 def test_planted_files_change_nothing(graded, tmp_path):
     """planted_report wrote report.json wherever it could: none of it reached the real file system."""
     import site
-    import sys
 
     assert graded[0]["planted_report"]["score"] == 100
     places = [ROOT, HOSTILE, Path("/tmp"), Path.cwd(), *map(Path, sys.path), *map(Path, site.getsitepackages())]
@@ -517,7 +508,6 @@ def _as_nobody(script: str, folder: Path, cgroups: list[Path], env: dict) -> lis
     bind-mounted onto a world-traversable folder first; the process joins ``cgroups`` (delegated
     to uid 65534, as systemd delegates a user's own cgroup) before it drops root.
     """
-    import sys
 
     joins = "".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))} && " for g in cgroups)
     python = folder / "python" / Path(sys.executable).resolve().relative_to(Path(sys.base_prefix).resolve())
@@ -558,7 +548,6 @@ def test_corpus_in_user_mode(tmp_path_factory):
     """
     import shutil
     import subprocess
-    import sys
     import tempfile
 
     if shutil.which("unshare") is None or shutil.which("setpriv") is None:
@@ -590,7 +579,6 @@ def test_corpus_in_user_mode(tmp_path_factory):
         shutil.rmtree(folder, ignore_errors=True)
     tail = run.stdout[-3000:] + run.stderr[-2000:]
     assert run.returncode == 0, tail
-    import re
 
     passed = re.search(r"(\d+) passed", run.stdout)
     assert passed and int(passed.group(1)) > len(EXPECTED), tail  # every kind, and the tests around them
