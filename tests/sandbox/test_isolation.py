@@ -32,6 +32,7 @@ from grader.grade import grade_submission
 from grader.sandbox import UNISOLATED, Sandbox, client, isolation_mode
 from grader.sandbox.linux import NOBODY, is_tree_uid
 from grader.sandbox.zygote import get_zygote
+from sandbox.test_hostile import _anothers, _as_nobody, _delegated_cgroups, _processes
 
 pytestmark = pytest.mark.sandbox  # every test here runs student code, or reads what graded it
 
@@ -87,11 +88,12 @@ def _tasks() -> dict[int, int]:
 
 def _left_behind(before: set[int]) -> set[int]:
     """Processes of a sandbox that are still there: as root, any of the trees' uid range (65534 is left
-    out: others run as 65534 here); as a user, any new one of this uid but the zygote."""
-    zygote = get_zygote().process.pid
-    if AS_ROOT:
-        return {p for p, uid in _tasks().items() if is_tree_uid(uid)} - before
-    return {p for p, uid in _tasks().items() if uid == os.getuid()} - before - {zygote, os.getpid()}
+    out: others run as 65534 here); as a user, any new one of this uid but the zygote. Another grading run's
+    processes on the machine do not count (sandbox.test_hostile._anothers)."""
+    zygote, table = get_zygote().process.pid, _processes()
+    inside = is_tree_uid if AS_ROOT else (lambda uid: uid == os.getuid())
+    return {p for p, (_, uid) in table.items() if inside(uid) and not _anothers(p, table, inside)} - before - {
+        zygote, os.getpid()}
 
 
 def _mine() -> set[int]:
@@ -405,7 +407,6 @@ def test_this_file_in_user_mode(cgroups, tmp_path_factory):
     import re
     import tempfile
 
-    from sandbox.test_hostile import _as_nobody, _delegated_cgroups
     if shutil.which("unshare") is None or shutil.which("setpriv") is None:
         pytest.skip("needs util-linux's unshare and setpriv")
     elsewhere = "/var/tmp" if os.path.isdir("/var/tmp") else None
