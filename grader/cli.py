@@ -216,8 +216,8 @@ def main(group_assignment: str | None) -> None:
 @main.command("submission")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", default=None,
-              help="Where to write the report; - for stdout. Default: report.json (native), results.json "
-                   "(gradescope, prairielearn), stdout (text), feedback.html (html).")
+              help="Where to write the report; - for stdout. Default: " + ", ".join(
+                  f"{f.default_output if f.default_output != '-' else 'stdout'} ({f.name})" for f in FORMATS.values()) + ".")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override grading.seed from grader.toml.")
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="native", show_default=True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 
 from grader.batch.similarity import Work
+from grader.batch.summary_html import SORT_SCRIPT
 from grader.report.native import printable
 
 # Background colours of matched regions, the same index on both sides (cycled past the last).
@@ -18,22 +19,6 @@ VIEWS = 200  # pairs given a side-by-side view (the first listed); the table lis
 PALETTE = ("#fde2a7", "#bfe3f6", "#c9efc4", "#f7c9d4", "#dccff5", "#f9d8b8", "#c6ece6", "#efe9a6", "#d7d7f7",
            "#f2cbe9")
 
-SORT_SCRIPT = """
-document.querySelectorAll("table.sortable th").forEach((th, column) => th.addEventListener("click", () => {
-  const body = th.closest("table").tBodies[0];
-  const number = th.dataset.kind === "number";
-  const up = th.dataset.order !== "up";
-  th.closest("tr").querySelectorAll("th").forEach(other => delete other.dataset.order);
-  th.dataset.order = up ? "up" : "down";
-  const key = row => number ? parseFloat(row.cells[column].dataset.sort) : row.cells[column].textContent;
-  const rows = [...body.rows].sort((a, b) => {
-    const x = key(a), y = key(b);
-    const order = number ? x - y : String(x).localeCompare(String(y));
-    return up ? order : -order;
-  });
-  rows.forEach(row => body.appendChild(row));
-}));
-"""
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 90em; padding: 0 1em; color: #222; }

@@ -74,18 +74,6 @@ def _statuses(report: dict) -> dict:
     return counts
 
 
-def _tasks() -> dict[int, int]:
-    """pid -> uid of every process on the machine."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                found[int(entry)] = Path(f"/proc/{entry}/status").stat().st_uid
-            except OSError:
-                pass
-    return found
-
-
 def _left_behind(before: set[int]) -> set[int]:
     """Processes of a sandbox that are still there: as root, any of the trees' uid range (65534 is left
     out: others run as 65534 here); as a user, any new one of this uid but the zygote. Another grading run's
@@ -97,7 +85,7 @@ def _left_behind(before: set[int]) -> set[int]:
 
 
 def _mine() -> set[int]:
-    return set(_tasks())
+    return set(_processes())
 
 
 # ---------------------------------------------------------------- the hostile kinds, graded end to end
@@ -384,7 +372,7 @@ def test_a_correct_file_scores_100_while_a_job_of_uid_65534_holds_300_processes(
     spinners = [subprocess.Popen([python, "-c", "while True: pass"], start_new_session=True) for _ in range(2)]
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"holding\n"
-        held = sum(1 for uid in _tasks().values() if uid == (NOBODY if AS_ROOT else os.getuid()))
+        held = sum(1 for _, uid in _processes().values() if uid == (NOBODY if AS_ROOT else os.getuid()))
         assert held >= 300
         report = validate_report(grade_submission(CORRECT, load_config(TESTS.parent / "grader.toml")).report)
     finally:
