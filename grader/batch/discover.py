@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.report.native import printable
-from grader.submission.load import SUBMISSION_SUFFIXES, choose_main, may_be_main
+from grader.submission.load import AMBIGUOUS, NOT_A_SUBMISSION, SUBMISSION_SUFFIXES, choose_main, may_be_main
 
 GRADESCOPE_METADATA = "submission_metadata.yml"
 METADATA_LIMIT = 8 << 20  # bytes of submission_metadata.yml read at most
@@ -48,14 +48,16 @@ class Entry:
     student: dict  # {id, name, email, source, ...}: the report's "student" object
     skip: str | None = None
     helpers: tuple[tuple[str, Path], ...] = ()
-    # "error" when it is a submission that cannot be graded as it is; "ignored" for a file no student is
-    # named by (see IGNORED): listed apart, never a student's row
-    skip_status: str = "not-a-submission"
+    # A student's submission with no file to grade: NOT_A_SUBMISSION (another file type, or no file) or
+    # AMBIGUOUS (several files no rule separates), graded as refused with score 0 and ``skip`` as its
+    # message (grader.grade.grade_submission's ``refused``); IGNORED for a file no student is named by
+    # (see IGNORED): listed apart, never a student's row
+    skip_status: str = NOT_A_SUBMISSION
 
 
 # The rule for files that are not .py or .ipynb. A file an LMS names as a student's (a Canvas download
 # name, a file in a Gradescope submission's folder) is that student's submission of the wrong type: a
-# row that says so. Any other such file (README.txt, a PDF, notes at the top of a class folder or in a
+# row with score 0 that says so, as Gradescope's run_autograder scores it. Any other such file (README.txt, a PDF, notes at the top of a class folder or in a
 # plain folder) names no student: it is IGNORED, listed apart (stderr, summary), never a student's row.
 IGNORED = "ignored"
 
@@ -172,7 +174,7 @@ class _Walk:
             else:  # a plain file: its name is its student only when it can be a submission
                 why = _not_a_submission(path)
                 yield Entry(path, _safe_key(_relative(root, path)), _file_student(path), why,
-                            skip_status=IGNORED if why else "not-a-submission")
+                            skip_status=IGNORED if why else NOT_A_SUBMISSION)
         for group in canvas.values():
             match = CANVAS_NAME.match(group[0][1].name)
             assert match is not None
@@ -197,7 +199,7 @@ class _Walk:
             yield Entry(first, _safe_key(_relative(root, first)), student,
                         f"not graded: cannot tell which file to grade among {names}: {why} "
                         "(grader.toml's assignment.main_file can name it)" if candidates else f"not a submission: {why}",
-                        skip_status="error" if candidates else "not-a-submission")
+                        skip_status=AMBIGUOUS if candidates else NOT_A_SUBMISSION)
             return
         main = candidates[index][1]
         helpers = tuple((n, p) for n, p in named if p is not main and p.suffix == ".py" and p.parent == main.parent

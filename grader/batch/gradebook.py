@@ -156,15 +156,16 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
     failed = [{"file": one_line(e.key), "student_id": e.student.get("id", ""), "status": _status(r), "message": _message(r)}
               for e, r in graded if _status(r) != "graded"]
     failed += [{"file": one_line(e.key), "student_id": e.student.get("id", ""), "status": e.skip_status,
-                "message": one_line(e.skip)} for e in entries if e.skip]
+                "message": one_line(e.skip)} for e in entries if e.skip and e.key not in reports]
     slowest = sorted(graded, key=lambda er: (-er[1]["duration_s"], er[0].key))[:SLOWEST_SHOWN]
     return {
         "assignment": config.assignment, "seed": config.seed, "grader_version": __version__,
         "grader_config_sha256": fingerprint,
         "files": len(entries), "graded": statuses["graded"], "import_errors": statuses["import-error"],
         "refused": statuses["empty"] + statuses["not-text"],
-        "errors": statuses["error"] + sum(1 for e in entries if e.skip and e.skip_status == "error"),
-        "not_submissions": sum(1 for e in entries if e.skip and e.skip_status != "error"),
+        "errors": statuses["error"],
+        # a student's submission with no file to grade: another type, no file, or several no rule separates
+        "not_submissions": sum(1 for e in entries if e.skip),
         "scored": len(scores),
         "score": {"max_score": max_score, "count": len(scores),
                   "mean": round(statistics.fmean(scores), 4) if scores else None,

@@ -72,12 +72,13 @@ _GRADE_LOCK = threading.Lock()  # one grading at a time per process (a course su
 
 
 def grade_entry(path: str, student: dict, config: Config, fingerprint: str,
-                helpers: tuple[tuple[str, str], ...] = ()) -> Graded:
+                helpers: tuple[tuple[str, str], ...] = (), refused: tuple[str, str] | None = None) -> Graded:
     """Grade one submission in this (trusted) worker process and return its report.
 
     Runs in a long-lived worker: the first call imports the grader, later calls
     reuse it. Never raises for a submission's fault: a file the grader cannot take, or a
-    grader failure, becomes a report with status "error".
+    grader failure, becomes a report with status "error". ``refused``: (status, message) of a submission
+    with no file to grade (grader.batch.discover.Entry.skip): scored 0 unread.
     """
     import resource
 
@@ -87,7 +88,8 @@ def grade_entry(path: str, student: dict, config: Config, fingerprint: str,
     with _GRADE_LOCK:
         started = time.monotonic()
         try:
-            report = grade_submission(Path(path), config, [(n, Path(p)) for n, p in helpers]).report
+            report = grade_submission(Path(path), config, [(n, Path(p)) for n, p in helpers],
+                                      refused=refused).report
         except SubmissionError as exc:
             report = _error_report(path, config, str(exc), time.monotonic() - started)
         except Exception as exc:  # noqa: BLE001 - a bug of ours: the batch goes on, the report says so
@@ -156,12 +158,13 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
         raise BatchError(f"cannot create {reports_dir}: {exc.strerror}") from None
     result = BatchResult(outdir, entries, {}, {})
     todo: list[Entry] = []
-    total = sum(1 for e in entries if e.skip is None)
+    # A student's submission with no file to grade is graded too, as refused (score 0, the reason its message).
+    total = sum(1 for e in entries if e.skip_status != IGNORED or e.skip is None)
     done = 0
     if progress:
         progress(None, None, 0, total)  # the count is known before the first result
     for entry in entries:
-        if entry.skip is not None:
+        if entry.skip is not None and entry.skip_status == IGNORED:
             continue
         existing = _matching_report(reports_dir / f"{entry.key}.json", entry, fingerprint) if resume else None
         if existing is not None and not _kept_usable(outdir, entry, existing, config, fingerprint, formats, render):
@@ -357,7 +360,7 @@ class _Worker:
     def take(self, queue) -> None:
         if queue and self.process.is_alive():
             self.entry = queue.popleft()
-            self.conn.send((str(self.entry.path), self.entry.student, _helpers(self.entry)))
+            self.conn.send((str(self.entry.path), self.entry.student, _helpers(self.entry), _refused(self.entry)))
 
     def result(self) -> Graded | None:
         """The finished submission's result, or None while it runs or when the worker died."""
@@ -406,7 +409,7 @@ def _serve(conn, config: Config, fingerprint: str, alive, core: int | None, zygo
                 return
             if task is None:
                 return
-            conn.send(grade_entry(task[0], task[1], config, fingerprint, task[2]))
+            conn.send(grade_entry(task[0], task[1], config, fingerprint, task[2], task[3]))
     finally:
         keep_trees(False)  # the last tree ends before this worker does
 
@@ -426,6 +429,11 @@ def _pin(core: int) -> None:
         os.sched_setaffinity(get_zygote().process.pid, {core})  # one handed over started elsewhere
     except OSError:  # the core went away (a container's CPU set changed): run wherever allowed
         pass
+
+
+def _refused(entry: Entry) -> tuple[str, str] | None:
+    """(status, message) of a student's submission with no file to grade, or None."""
+    return None if entry.skip is None else (entry.skip_status, entry.skip)
 
 
 def _helpers(entry: Entry) -> tuple[tuple[str, str], ...]:
@@ -478,7 +486,8 @@ def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
         why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BatchError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s: {why}") from None
     with client:
-        futures = {client.submit(grade_entry, str(e.path), e.student, config, fingerprint, _helpers(e), pure=False): e
+        futures = {client.submit(grade_entry, str(e.path), e.student, config, fingerprint, _helpers(e), _refused(e),
+                                 pure=False): e
                    for e in todo}
         for future in as_completed(futures):
             entry = futures[future]

@@ -233,8 +233,8 @@ def summary_table(summary: dict) -> str:
     score = summary["score"]
     lines = [(f"{summary['assignment']}: {summary['files']} file(s): {summary.get('scored', score['count'])} with a "
               f"score ({summary['graded']} graded, {summary['import_errors']} import error(s), "
-              f"{summary.get('refused', 0)} refused), "
-              f"{summary['errors']} failed to grade, {summary['not_submissions']} not submissions")]
+              f"{summary.get('refused', 0)} refused, {summary['not_submissions']} not a submission), "
+              f"{summary['errors']} failed to grade")]
     if score["count"]:
         lines.append(f"score: mean {score['mean']:g}, median {score['median']:g}, min {score['min']:g}, "
                      f"max {score['max']:g} (out of {score['max_score']:g})")

@@ -34,10 +34,13 @@ class SubmissionError(Exception):
     """The submission path is unusable (missing, a folder, not a .py or .ipynb file)."""
 
 
-# What a submission's bytes are (Submission.kind). The last two are refused: scored 0 without running
-# anything, with that kind as the gradebook's status and Submission.problem as its message.
+# What a submission's bytes are (Submission.kind). The refused kinds are scored 0 without running
+# anything, with that kind as the gradebook's status and Submission.problem as its message. The last two
+# are a student's submission that holds no file to grade: one of another type (an essay.pdf in a Canvas
+# download), none at all, or several that no rule separates (grader.batch.discover, grader.lms.autograder).
 PYTHON, NOTEBOOK, EMPTY, NOT_TEXT = "python", "notebook", "empty", "not-text"
-REFUSED_KINDS = (EMPTY, NOT_TEXT)
+NOT_A_SUBMISSION, AMBIGUOUS = "not-a-submission", "ambiguous"
+REFUSED_KINDS = (EMPTY, NOT_TEXT, NOT_A_SUBMISSION, AMBIGUOUS)
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -71,6 +74,23 @@ def read_submission(path: Path) -> Submission:
     loaded = load_submission(path)
     kind, encoding, problem = classify(loaded.data, loaded.path)
     return Submission(loaded.path, loaded.sha256, loaded.data, kind, encoding, problem)
+
+
+def refused_submission(path: Path, kind: str, problem: str) -> Submission:
+    """A student's submission that has no file to grade (``kind``: NOT_A_SUBMISSION or AMBIGUOUS): scored 0.
+
+    Nothing is read but the file's hash (streamed: the file may be large), so that ``--resume`` sees a change;
+    a folder, a link or an unreadable file hashes as empty.
+    """
+    digest = hashlib.sha256()
+    try:
+        if Path(path).is_file() and not Path(path).is_symlink():
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+    except OSError:
+        digest = hashlib.sha256()
+    return Submission(Path(path), digest.hexdigest(), b"", kind, "utf-8", problem)
 
 
 def classify(data: bytes, path: Path) -> tuple[str, str, str]:

@@ -106,13 +106,13 @@ def baseline(baseline_run) -> Path:
 def test_log_lines_and_summary_when_not_a_terminal(baseline_run):
     # Not a terminal (CliRunner): one plain line per submission, in completion order, then the summary.
     out, output = baseline_run
-    assert re.search(r"^\[\d/7\] gradescope__submission_1001__mha\.py \(Ada Lovelace\): 100 / 100 in \d+\.\d\d s$",
+    assert re.search(r"^\[\d/8\] gradescope__submission_1001__mha\.py \(Ada Lovelace\): 100 / 100 in \d+\.\d\d s$",
                      output, re.MULTILINE)
-    assert re.search(r"^\[\d/7\] canvas__roekim_502_9002_mha\.py \(roekim\): 0 / 100 in ", output, re.MULTILINE)
-    # The empty and the binary file are graded (refused: 0 points); the Canvas .txt is a student's row.
-    assert ("mha: 8 file(s): 7 with a score (3 graded, 2 import error(s), 2 refused), 0 failed to grade, "
-            "1 not submissions\n") in output
-    assert f"7 graded now, 0 kept from earlier runs; wrote {out}/gradebook.csv, summary.json, summary.html" in output
+    assert re.search(r"^\[\d/8\] canvas__roekim_502_9002_mha\.py \(roekim\): 0 / 100 in ", output, re.MULTILINE)
+    # The empty and the binary file are graded (refused: 0 points); so is the Canvas .txt, a student's row.
+    assert ("mha: 8 file(s): 8 with a score (3 graded, 2 import error(s), 2 refused, 1 not a submission), "
+            "0 failed to grade\n") in output
+    assert f"8 graded now, 0 kept from earlier runs; wrote {out}/gradebook.csv, summary.json, summary.html" in output
 
 
 def gradebook(out: Path) -> list[dict]:
@@ -229,30 +229,30 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
              "content (a NUL byte at byte 9); submit the Python source file"))]:
         row = next(r for (f, _), r in rows.items() if f == key)
         assert (row["status"], row["score"], row["max_score"], row["message"]) == (status, "0", "100", why)
-    # A Canvas download of the wrong type is still that student's row.
+    # A Canvas download of the wrong type is still that student's row: score 0, as run_autograder gives it.
     row = next(r for (f, _), r in rows.items() if f == "canvas__essay_506_9006_notes.txt")
-    assert (row["student_id"], row["status"], row["score"], row["message"]) == (
-        "506", "not-a-submission", "", "not a submission: .txt extension, expected .py or .ipynb")
+    assert (row["student_id"], row["status"], row["score"], row["max_score"], row["message"]) == (
+        "506", "not-a-submission", "0", "100", "not a submission: .txt extension, expected .py or .ipynb")
     assert len(rows) == 9
     # Every report is a valid native report carrying the student and the configuration hash.
     reports = sorted((baseline / "reports").glob("*.json"))
-    assert len(reports) == 7
+    assert len(reports) == 8
     for path in reports:
         report = validate_report(json.loads(path.read_text()))
         assert len(report["grader_config_sha256"]) == 64
     summary = json.loads((baseline / "summary.json").read_text())
     assert (summary["files"], summary["graded"], summary["import_errors"], summary["errors"],
             summary["not_submissions"], summary["refused"]) == (8, 3, 2, 0, 1, 2)
-    assert summary["score"]["histogram"]["counts"] == [4, 0, 0, 1, 0, 0, 0, 0, 0, 2]  # 0 ×4, 39.1667, 92.5, 100
+    assert summary["score"]["histogram"]["counts"] == [5, 0, 0, 1, 0, 0, 0, 0, 0, 2]  # 0 ×5, 39.1667, 92.5, 100
     assert summary["diagnoses"] == {"entropy-log-zero": 1, "wrong-merge-order": 1,
                                     "wrong-split-order": 1}  # submissions, not rows
     assert [(f["file"], f["status"]) for f in summary["failed_to_grade"]] == [
-        ("canvas__empty_504_9004_mha.py", "empty"), ("canvas__hangs_503_9003_mha.py", "import-error"),
-        ("canvas__picture_505_9005_mha.py", "not-text"), ("canvas__roekim_502_9002_mha.py", "import-error"),
-        ("canvas__essay_506_9006_notes.txt", "not-a-submission")]
-    assert summary["scored"] == 7
-    # 15, 15, 7.5 and four zeros
-    assert summary["functions"]["head_entropy"] == {"max_score": 15, "count": 7, "mean": 5.3571, "median": 0}
+        ("canvas__empty_504_9004_mha.py", "empty"), ("canvas__essay_506_9006_notes.txt", "not-a-submission"),
+        ("canvas__hangs_503_9003_mha.py", "import-error"), ("canvas__picture_505_9005_mha.py", "not-text"),
+        ("canvas__roekim_502_9002_mha.py", "import-error")]
+    assert summary["scored"] == 8
+    # 15, 15, 7.5 and five zeros
+    assert summary["functions"]["head_entropy"] == {"max_score": 15, "count": 8, "mean": 4.6875, "median": 0}
     assert summary["misconceptions"]["entropy-log-zero"]["section"].startswith("§")
     # the wrong reshape is a pair: its joined explanation is listed under the pair, never under its first code
     assert set(summary["misconceptions"]) == {"entropy-log-zero", "wrong-split-order + wrong-merge-order"}
@@ -263,7 +263,7 @@ def test_gradebook_reports_and_summary(baseline, validate_report):
         "12, 13", "Alan Turing, Grace Hopper", 39.1667, ["wrong-split-order", "wrong-merge-order"],
         "reports/gradescope__submission_1002__mha.py.json")
     reshape = next(t for t in summary["tests"] if t["name"] == "mha_reshape[B2-T5-d8-h3-dk4-dv3-full]")
-    assert (reshape["passed"], reshape["total"]) == (2, 7)  # correct and nan_entropy pass; the bug and four zeros fail
+    assert (reshape["passed"], reshape["total"]) == (2, 8)  # correct and nan_entropy pass; the bug and five zeros fail
 
 
 @pytest.mark.sandbox
@@ -280,7 +280,7 @@ def test_resume_keeps_matching_reports_and_regrades_changed_ones(klass, course, 
     shutil.copytree(baseline, out)
     before = {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")}
     output = run_cli(str(klass), "-o", str(out), "--resume", "--config", str(course))
-    assert "0 graded now, 7 kept from earlier runs" in output
+    assert "0 graded now, 8 kept from earlier runs" in output
     assert {p.name: p.stat().st_mtime_ns for p in (out / "reports").glob("*.json")} == before
     assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
 
@@ -296,7 +296,7 @@ def test_resume_regrades_a_changed_file_only(klass, course, baseline, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(baseline, out)
     output = run_cli(str(moved), "-o", str(out), "--resume", "--config", str(course))
-    assert "1 graded now, 6 kept from earlier runs" in output
+    assert "1 graded now, 7 kept from earlier runs" in output
     rows = {(r["file"], r["student_id"]): r for r in gradebook(out)}
     assert rows[("gradescope__submission_1002__mha.py", "13")]["score"] == "100"
     assert rows[("gradescope__submission_1001__mha.py", "11")]["score"] == "100"
@@ -323,13 +323,13 @@ def test_sigkill_mid_batch_then_resume_gives_the_uninterrupted_gradebook(klass, 
     os.killpg(batch.pid, signal.SIGKILL)  # the batch and its workers, mid-batch, no chance to clean up
     batch.wait()
     written = list((out / "reports").glob("*.json"))
-    assert 2 <= len(written) < 7, "the batch should have been killed in the middle"
+    assert 2 <= len(written) < 8, "the batch should have been killed in the middle"
     assert not (out / "gradebook.csv").exists()
     for path in written:  # nothing half-written: every report that exists is complete JSON
         json.loads(path.read_text())
     kept = {p.name: p.stat().st_mtime_ns for p in written}
     output = run_cli(str(klass), "-o", str(out), "--resume", "--jobs", "2", "--config", str(course))
-    assert f"{7 - len(written)} graded now, {len(written)} kept from earlier runs" in output
+    assert f"{8 - len(written)} graded now, {len(written)} kept from earlier runs" in output
     assert {p.name: p.stat().st_mtime_ns for p in written} == kept
     assert (out / "gradebook.csv").read_text() == (baseline / "gradebook.csv").read_text()
     assert stable_reports(out) == stable_reports(baseline)
@@ -523,14 +523,14 @@ def test_a_folder_submission_is_graded_through_its_main_file(tmp_path, course):
     assert gradebook(out)[0]["score"] != "100"
 
 
-def test_two_candidate_files_that_no_rule_separates_give_an_error_row(tmp_path):
+def test_two_candidate_files_that_no_rule_separates_give_an_ambiguous_row(tmp_path):
     export = tmp_path / "export"
     (export / "submission_1").mkdir(parents=True)
     (export / "submission_metadata.yml").write_text("submission_1:\n  :submitters:\n  - :sid: '7'\n")
     shutil.copy(SUBMISSIONS / "correct.py", export / "submission_1" / "a.py")
     shutil.copy(SUBMISSIONS / "wrong_reshape.py", export / "submission_1" / "b.py")
     [entry] = discover([export], functions=MHA_FUNCTIONS)
-    assert entry.skip_status == "error"
+    assert entry.skip_status == "ambiguous"
     assert entry.skip == ("not graded: cannot tell which file to grade among a.py, b.py: 2 of them define 3 of the "
                           "exercise's functions (grader.toml's assignment.main_file can name it)")
     [chosen] = discover([export], main_file="b.py", functions=MHA_FUNCTIONS)

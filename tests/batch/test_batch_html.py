@@ -131,7 +131,7 @@ def test_summary_page_with_nothing_graded_still_renders():
 
 def test_summary_table_text():
     assert summary_table(make_summary()) == (
-        "mha: 7 file(s): 5 with a score (4 graded, 1 import error(s), 0 refused), 1 failed to grade, 1 not submissions\n"
+        "mha: 7 file(s): 5 with a score (4 graded, 1 import error(s), 0 refused, 1 not a submission), 1 failed to grade\n"
         "score: mean 54.5, median 40, min 0, max 100 (out of 100)\n"
         "        0 – 10      ██████████           1\n"
         "       10 – 20                           0\n"

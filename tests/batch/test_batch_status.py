@@ -113,7 +113,7 @@ def test_files_that_name_no_student_are_listed_apart(tmp_path):
     assert sorted(rows) == ["alice.py", "doejane_501_9001_essay.txt"]
     essay = rows["doejane_501_9001_essay.txt"]
     assert (essay["student_id"], essay["status"], essay["score"], essay["message"]) == (
-        "501", "not-a-submission", "", "not a submission: .txt extension, expected .py or .ipynb")
+        "501", "not-a-submission", "0", "not a submission: .txt extension, expected .py or .ipynb")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ignored"] == [
         {"file": "README.txt", "message": "not a submission: .txt extension, expected .py or .ipynb"},

@@ -165,17 +165,50 @@ def test_grade_file_gradescope_format(odd, tmp_path):
     assert found == {name: (score, message) for name, (score, _, message) in _expected().items()}
 
 
-@pytest.mark.sandbox
-def test_gradescope_run_autograder(odd, tmp_path_factory):
-    zip_path = tmp_path_factory.mktemp("zip") / "autograder.zip"
-    made = CliRunner().invoke(main, ["gradescope-zip", "-o", str(zip_path), "--config", CONFIG])
+@pytest.fixture(scope="module")
+def zip_path(tmp_path_factory) -> Path:
+    """The course's Gradescope autograder zip."""
+    path = tmp_path_factory.mktemp("zip") / "autograder.zip"
+    made = CliRunner().invoke(main, ["gradescope-zip", "-o", str(path), "--config", CONFIG])
     assert made.exit_code == 0, made.output
+    return path
+
+
+@pytest.mark.sandbox
+def test_gradescope_run_autograder(odd, zip_path, tmp_path_factory):
     found = {}
     for name in ODD_FILES:
         root = autograder_root(tmp_path_factory.mktemp("autograder"), zip_path, {name: (odd / name).read_bytes()})
         results, _ = run_autograder(root)
         found[name] = _gradescope_found(results)
     assert found == {name: (score, message) for name, (score, _, message) in _expected().items()}
+
+
+@pytest.mark.sandbox
+def test_a_submission_with_no_code_scores_0_by_every_route(zip_path, tmp_path):
+    # A student who uploaded an essay.pdf did submit: 0, never a blank the LMS would leave alone.
+    essay = {"essay.pdf": b"%PDF-1.4\n%\xe2\xe3\n"}
+    results, _ = run_autograder(autograder_root(tmp_path / "gradescope", zip_path, essay))
+    assert (results["score"], results["tests"], results["output"]) == (
+        0, [], "No .py or .ipynb file was found in your submission. Upload your solution as one .py or .ipynb file.")
+    export = tmp_path / "export"
+    (export / "submission_1").mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text("submission_1:\n  :submitters:\n  - :name: Ada\n    :sid: '1'\n")
+    (export / "submission_1" / "essay.pdf").write_bytes(essay["essay.pdf"])
+    (tmp_path / "canvas").mkdir()
+    (tmp_path / "canvas" / "lovelace_1004_56_essay.pdf").write_bytes(essay["essay.pdf"])
+    out = tmp_path / "batch"
+    result = CliRunner().invoke(main, ["batch", str(export), str(tmp_path / "canvas"), "-o", str(out), "--jobs", "1",
+                                       "--config", CONFIG])
+    assert result.exit_code == 0, result.output
+    why = "not a submission: .pdf extension, expected .py or .ipynb"
+    assert _rows(out) == {"submission_1__essay.pdf": (Decimal(0), "not-a-submission", why),
+                          "lovelace_1004_56_essay.pdf": (Decimal(0), "not-a-submission", why)}
+    for report in (out / "reports").glob("*.json"):
+        report = json.loads(report.read_text())
+        assert (report["score"], report["max_score"], report["refused"]) == (
+            0, 100, {"status": "not-a-submission", "message": why})
+        assert {(t["status"], t["message"]) for t in report["tests"]} == {("import-error", why)}
 
 
 @pytest.mark.sandbox
