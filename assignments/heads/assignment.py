@@ -23,6 +23,7 @@ from reference.heads import solution as heads
 FOLDER = Path(__file__).resolve().parent
 REFERENCE = Path(heads.__file__).resolve()
 _cases = import_file(FOLDER / "cases.py", "grader_course_heads_cases")
+_probes = import_file(FOLDER / "probes.py", "grader_course_heads_probes")
 FUNCTIONS = (heads.SPLIT, heads.MERGE)
 # The trivial submissions selftest grades: the descriptions every function has an implementation for.
 TRIVIAL_NAMES = tuple(d for d in heads.TRIVIAL[heads.SPLIT] if all(d in heads.TRIVIAL[f] for f in FUNCTIONS))
@@ -59,4 +60,5 @@ ASSIGNMENT = Assignment(
     trivial_source=_trivial_source,
     findings={code: Finding(GENERIC[code].explanation, "§0.1, Exercise 0.1c") for code in (WRONG_SHAPE, NON_FINITE)},
     trusted_files=(REFERENCE, FOLDER),
+    probes=_probes.plan,
 )

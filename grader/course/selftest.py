@@ -207,11 +207,13 @@ def sampled_combinations(config: Config, seed: int, count: int = 40, sizes: Sequ
         if plan is None:
             continue
         steps = [step for step in plan.steps if step.codes]
+        # as many as the steps allow, but never one switch alone: every single switch is judged anyway
+        possible = [n for n in sizes if n <= len(steps)] or ([len(steps)] if len(steps) > 1 else [])
         found: dict[str, None] = {}
-        for _ in range(count * 20):
+        for _ in range(count * 20 if possible else 0):
             if len(found) >= count:
                 break
-            size = rng.choice([n for n in sizes if n <= len(steps)] or [len(steps)])
+            size = rng.choice(possible)
             codes = [rng.choice(step.codes) for step in rng.sample(steps, size)]
             found[plan.order(codes)] = None
         keys += list(found)
