@@ -74,7 +74,7 @@ def _cpu(path: Path, config) -> tuple[float, float]:
 
 
 def _clear_caches() -> None:
-    from grader.exercise.assignment import _REMEMBERED
+    from grader.exercise.cases import _REMEMBERED
 
     for _, values in _REMEMBERED.values():
         values.pop("variants", None)
