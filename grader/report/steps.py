@@ -345,14 +345,14 @@ def _keys_map(T: int, d_k: int):
 def _scale_panels(d_k: int, divisor: float, said: str):
     """The spread of q·k scaled right and as the mistake scales it, and one query's weights under both."""
     rng = np.random.default_rng(25)
-    q, k = rng.standard_normal((EXAMPLE_T, d_k)), rng.standard_normal((EXAMPLE_T, d_k))  # unit-variance entries
-    raw = q @ k.T  # (T, T), variance d_k
+    q, k = rng.standard_normal((16, d_k)), rng.standard_normal((16, d_k))  # unit-variance entries, 16 tokens
+    raw = q @ k.T  # (16, 16), variance d_k: 256 scores
     right, yours = raw / math.sqrt(d_k), raw / divisor
     figure = _figure(9.0, 3.0, left=1.8, right=0.3, bottom=0.6, top=0.5, wspace=0.3)
     spread, weights = figure.subplots(1, 2, squeeze=False)[0]
     jitter = rng.uniform(-0.15, 0.15, right.size)  # each score a dot, spread vertically so that none hides another
     for row, (values, colour) in enumerate(((right, "#999999"), (yours, "#c44e52")), start=1):
-        spread.scatter(values.ravel(), row + jitter, s=12, color=colour)
+        spread.scatter(values.ravel(), row + jitter, s=6, color=colour, alpha=0.6)
         spread.errorbar(values.mean(), row + 0.3, xerr=values.std(), color="black", capsize=3, fmt="|")
     spread.set_ylim(0.5, 2.6)
     spread.set_yticks([1, 2], [f"÷ √d_k (std {right.std():.2g})", f"yours (std {yours.std():.2g})"], fontsize=8)
@@ -362,12 +362,12 @@ def _scale_panels(d_k: int, divisor: float, said: str):
     x = np.arange(EXAMPLE_T)
     with np.errstate(all="ignore"):
         for values, offset, colour, label in ((right, -0.2, "#999999", "right"), (yours, 0.2, "#c44e52", "yours")):
-            row = np.exp(values[0] - values[0].max())
+            row = np.exp(values[0, :EXAMPLE_T] - values[0, :EXAMPLE_T].max())  # query 0 and the first keys
             weights.bar(x + offset, row / row.sum(), width=0.4, color=colour, label=label)
     weights.set_xticks(x, [f"key {t}" for t in x], fontsize=7)
     weights.set_ylim(0, 1)
     weights.set_ylabel("weight", fontsize=8)
-    weights.set_title(f"query 0's weights ({said})", fontsize=9)
+    weights.set_title(f"query 0's weights over {EXAMPLE_T} keys ({said})", fontsize=9)
     weights.legend(fontsize=8)
     weights.tick_params(labelsize=7)
     return figure
