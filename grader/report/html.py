@@ -53,7 +53,7 @@ def feedback_html(report: dict, pictures: ReportPictures | None = None) -> str:
         body = f"<p class='bad'>This submission could not be graded: {_e(report['error'] or '')}</p>"
         return _page(title, f"<h1>{_e(title)}</h1>{body}")
     pictures = report_pictures(report) if pictures is None else pictures
-    steps = step_sections(report)
+    steps = step_sections(report, pictures.functions)
     parts = [f"<h1>{_e(title)}</h1>",
              (f"<p class='meta'>seed {report['seed']} · grader {_e(report['grader_version'])} · "
              f"{_e(report['started_at'])}</p>"),

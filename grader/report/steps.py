@@ -90,11 +90,14 @@ class StepSection(NamedTuple):
     note: str = ""  # why there is no picture ("" when there is one)
 
 
-def step_sections(report: dict) -> dict[str, list[StepSection]]:
+def step_sections(report: dict, drawn: dict[str, list[Picture]] | None = None) -> dict[str, list[StepSection]]:
     """Per function, a section for each step a visible failed test's diagnosis names, in the computation's order.
 
     Empty for a report that is not graded, of another exercise, or with no misconception named.
+    drawn: pictures already drawn for the report (grader.report.pictures.ReportPictures.functions); one
+    with the same caption as a step's is used rather than drawn again (the head map).
     """
+    known = {p.label: p for pictures in (drawn or {}).values() for p in pictures}
     if report.get("status") != "graded" or report.get("assignment") not in ASSIGNMENTS:
         return {}
     found: dict[str, list[StepSection]] = {}
@@ -112,7 +115,7 @@ def step_sections(report: dict) -> dict[str, list[StepSection]]:
                 sections.append(StepSection(step, STEP_TITLES[step], codes, None, NO_PICTURE))
                 continue
             try:
-                picture = _draw(step, codes, tests)
+                picture = _draw(step, codes, tests, known)
             except Exception:  # noqa: BLE001 - drawn from the report's (student-influenced) shapes: a note, no page lost
                 picture = None
             sections.append(StepSection(step, STEP_TITLES[step], codes, picture, "" if picture else NOT_DRAWN))
@@ -195,7 +198,8 @@ def _shape(tests: list[tuple[int, dict]], codes: tuple[str, ...], step: str = ""
     return found, name
 
 
-def _draw(step: str, codes: tuple[str, ...], tests: list[tuple[int, dict]]) -> Picture | None:
+def _draw(step: str, codes: tuple[str, ...], tests: list[tuple[int, dict]], known: dict[str, Picture]
+          ) -> Picture | None:
     (T, h, d_k, d_v, d), name = _shape(tests, codes, step)
     index = next((i for i, t in tests if name and t["name"] == name), -1)
     where = f" ({name})" if name else " (an example shape: no visible case shows it)"
@@ -209,6 +213,8 @@ def _draw(step: str, codes: tuple[str, ...], tests: list[tuple[int, dict]]) -> P
             matrix = "X·W_V" if which == "V" else "X·W_Q"
         else:
             width, text, matrix = d_v, f"How your code merged heads, for T={T}, h={h}, d_v={d_v}{where}", ""
+        if text in known:  # the same map, already drawn
+            return known[text]
         return Picture(text, _png(_head_map(step, T, h, width, matrix=matrix or "X·W_Q")), index)
     if step in ("width", "value-width"):
         if step == "width":

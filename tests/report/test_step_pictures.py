@@ -16,6 +16,7 @@ from grader.config import load_config
 from grader.grade import grade_submission
 from grader.report import steps
 from grader.report.html import feedback_html
+from grader.report.pictures import report_pictures
 from grader.report.steps import (
     NO_PICTURE,
     NOT_DRAWN,
@@ -74,8 +75,11 @@ def test_wrong_reshape_with_softmax_over_queries_shows_the_split_the_softmax_and
     for section in sections.values():  # one picture each, embedded
         (image,) = _images(section)
         assert image[:8] == PNG
-    # the head map is drawn once, in its step, not again above the tests
+    # the head map is drawn once, in its step, not again above the tests (nor twice: the step takes the drawn one)
     assert page.count("<figcaption>How your code split the projected tokens into heads") == 1
+    report = _misconception("reshape_softmax_over_queries")
+    (drawn,) = report_pictures(report).functions["multi_head_attention"]
+    assert step_sections(report, {"multi_head_attention": [drawn]})["multi_head_attention"][0].picture is drawn
 
 
 @pytest.mark.sandbox
@@ -152,7 +156,7 @@ def test_hidden_tests_other_exercises_and_generic_findings_name_no_step():
 
 
 def test_a_step_picture_that_cannot_be_drawn_is_left_out_with_a_note(monkeypatch):
-    def broken(*args):
+    def broken(*args, **kwargs):
         raise OverflowError("what a student's shapes could do to matplotlib")
 
     monkeypatch.setattr(steps, "_draw", broken)
