@@ -127,6 +127,7 @@ def _report(codes_per_test: list[list[str]], visibility: str = "visible", assign
 def test_every_code_of_the_catalogue_has_its_switchs_step():
     # Each MHA misconception is in the step its switch names: a picture of that step, or the fallback note.
     assert STEP_OF == {code: v.switch for code, v in variants.CATALOGUE.items()}
+    assert steps._SPLITS == variants.SPLITS  # which projections each split code splits wrongly
     assert set(STEP_OF.values()) <= set(STEP_TITLES)
     for code in variants.CATALOGUE:
         (section,) = step_sections(_report([[code]]))["multi_head_attention"]
