@@ -2,7 +2,8 @@
 
 It holds the score of each function, every failed test with its message (all of
 them, not four per function as the text summary), each diagnosed misconception
-with its explanation and textbook section, and the pictures of grader.report.pictures.
+with its explanation and textbook section, a section for each step a named misconception
+is in with its picture (grader.report.steps), and the pictures of grader.report.pictures.
 Inline CSS, images as data: URLs, no script that fetches anything: the page
 works offline. A test whose group is not ``visible`` shows only that it exists
 and its status (grader.report.visibility): never its name, message, output or values.
