@@ -24,6 +24,11 @@ seconds spent inside ``Search.diagnose`` (the search, the probes and the checks 
 cases; measured directly, since the difference of two noisy totals is noisier), and the ratios
 cold/off and warm/off. The median of ``--repeat`` runs (default 3) of each. The budget: at most
 0.030 s of diagnosis per submission.
+
+Then two counts of one grading (cold), which the outputs decide, not the clock: ``searches``, how
+many times every combination was asked for (``candidates(None)``: at most once per function of
+a submission, grader.judging.diagnose.Search), and ``outputs``, how many combination outputs the
+search asked for in all (each computed at most once per case, then remembered).
 """
 
 from __future__ import annotations
@@ -52,13 +57,20 @@ def multi_head_attention(*args, **kwargs):  # each call's output is scaled diffe
 
 
 _inside = [0.0]  # CPU seconds spent inside Search.diagnose (the search, the probes, the checks)
+_asked = [0, 0]  # in one grading: searches of every combination (candidates(None)), combination outputs asked for
 
 
 def _timed(diagnose):
-    def timed(self, *args, **kwargs):
+    def timed(self, function, got, expected, candidates, *args, **kwargs):
+        def counted(keys):
+            found = candidates(keys)
+            _asked[0] += keys is None
+            _asked[1] += len(found)
+            return found
+
         started = time.process_time()
         try:
-            return diagnose(self, *args, **kwargs)
+            return diagnose(self, function, got, expected, counted, *args, **kwargs)
         finally:
             _inside[0] += time.process_time() - started
     return timed
@@ -66,7 +78,7 @@ def _timed(diagnose):
 
 def _cpu(path: Path, config) -> tuple[float, float]:
     """(CPU seconds of the whole grading, of which inside the diagnosis)."""
-    _inside[0] = 0.0
+    _inside[0], _asked[:] = 0.0, [0, 0]
     started = time.process_time()
     report = grade_submission(path, config).report
     assert report["status"] == "graded", report["error"]
@@ -74,7 +86,7 @@ def _cpu(path: Path, config) -> tuple[float, float]:
 
 
 def _clear_caches() -> None:
-    from grader.exercise.assignment import _REMEMBERED
+    from grader.exercise.cases import _REMEMBERED
 
     for _, values in _REMEMBERED.values():
         values.pop("variants", None)
@@ -95,7 +107,7 @@ def main() -> None:
     original = Search.diagnose
     timed = _timed(original)
     print(f"{'submission':<18} {'off s':>7} {'cold s':>7} {'warm s':>7} {'in cold':>8} {'in warm':>8} "
-          f"{'cold/off':>8} {'warm/off':>8}")
+          f"{'cold/off':>8} {'warm/off':>8} {'searches':>8} {'outputs':>7}")
     worst = 0.0
     for name, path in files.items():
         offs, colds, warms, inside_cold, inside_warm = [], [], [], [], []
@@ -108,6 +120,7 @@ def main() -> None:
                 total, inside = _cpu(path, config)
                 colds.append(total)
                 inside_cold.append(inside)
+                searches, outputs = _asked  # the same in every run: the outputs decide them, not the clock
                 total, inside = _cpu(path, config)
                 warms.append(total)
                 inside_warm.append(inside)
@@ -117,7 +130,7 @@ def main() -> None:
                                              (offs, colds, warms, inside_cold, inside_warm))
         worst = max(worst, in_cold)
         print(f"{name:<18} {off:7.3f} {cold:7.3f} {warm:7.3f} {in_cold:8.3f} {in_warm:8.3f} "
-              f"{cold / off:8.2f} {warm / off:8.2f}")
+              f"{cold / off:8.2f} {warm / off:8.2f} {searches:8d} {outputs:7d}")
     print(f"most CPU inside the diagnosis in one grading (cold): {worst:.3f} s (budget 0.030 s)")
 
 

@@ -2,7 +2,8 @@
 
 It holds the score of each function, every failed test with its message (all of
 them, not four per function as the text summary), each diagnosed misconception
-with its explanation and textbook section, and the pictures of grader.report.pictures.
+with its explanation and textbook section, a section for each step a named misconception
+is in with its picture (grader.report.steps), and the pictures of grader.report.pictures.
 Inline CSS, images as data: URLs, no script that fetches anything: the page
 works offline. A test whose group is not ``visible`` shows only that it exists
 and its status (grader.report.visibility): never its name, message, output or values.
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from grader.report.native import diagnosis_codes, verdict_shown
 from grader.report.pictures import Picture, ReportPictures, report_pictures
+from grader.report.steps import StepSection, step_sections
 from grader.report.visibility import is_visible
 
 STYLE = """
@@ -35,6 +37,8 @@ section.function h2 { display: flex; justify-content: space-between; font-size: 
 pre { background: #f6f6f6; padding: .5em; overflow-x: auto; font-size: .8em; }
 figure { margin: .6em 0; } figcaption { font-size: .85em; color: #555; }
 img { max-width: 100%; }
+section.step { border-left: 4px solid #4c72b0; padding: .1em 1em .4em; margin: .8em 0; background: #f7f9fc; }
+section.step h3 { font-size: 1em; margin: .4em 0; }
 .warning, .note { color: #6d4c41; }
 """
 
@@ -50,18 +54,20 @@ def feedback_html(report: dict, pictures: ReportPictures | None = None) -> str:
         body = f"<p class='bad'>This submission could not be graded: {_e(report['error'] or '')}</p>"
         return _page(title, f"<h1>{_e(title)}</h1>{body}")
     pictures = report_pictures(report) if pictures is None else pictures
+    steps = step_sections(report, pictures.functions)
     parts = [f"<h1>{_e(title)}</h1>",
              (f"<p class='meta'>seed {report['seed']} · grader {_e(report['grader_version'])} · "
              f"{_e(report['started_at'])}</p>"),
              f"<p class='total'>{_num(report['score'])} / {_num(report['max_score'])} points</p>"]
     parts += [f"<p class='warning'>Warning: {_e(w)}</p>" for w in report.get("warnings", [])]
     for function, entry in report["functions"].items():
-        parts.append(_function_section(report, function, entry, pictures))
+        parts.append(_function_section(report, function, entry, pictures, steps.get(function, [])))
     parts += [f"<p class='note'>Note: {_e(n['message'])}</p>" for n in report.get("notes", [])]
     return _page(title, "\n".join(parts))
 
 
-def _function_section(report: dict, function: str, entry: dict, pictures: ReportPictures) -> str:
+def _function_section(report: dict, function: str, entry: dict, pictures: ReportPictures,
+                      steps: list[StepSection]) -> str:
     tests = [(i, t) for i, t in enumerate(report["tests"]) if t["function"] == function]
     failed = [(i, t) for i, t in tests if t["status"] != "passed"]
     state = "ok" if not failed else "bad"
@@ -74,7 +80,10 @@ def _function_section(report: dict, function: str, entry: dict, pictures: Report
     if verdict and verdict_shown(verdict, [t for _, t in failed]):  # the verdict first; only where a visible test shows it
         parts.append(f"<p class='verdict'>{_e(verdict['sentence'])}</p>")
     parts += _diagnoses([t for _, t in failed])
-    parts += [_figure(p) for p in pictures.functions.get(function, [])]
+    if steps:  # each named step with its picture (the head map among them)
+        parts += [_step(section) for section in steps]
+    else:
+        parts += [_figure(p) for p in pictures.functions.get(function, [])]
     hidden = 0
     for index, test in failed:
         if not is_visible(test):
@@ -110,6 +119,14 @@ def _diagnoses(failed: list[dict]) -> list[str]:
     return [f"<div class='diagnosis'><code>{_e(_codes(found))}</code> · textbook {_e(found['section'])} · "
             f"{count} test{'s' if count > 1 else ''}<br>{_e(found['explanation'])}</div>"
             for found, count in seen.values()]
+
+
+def _step(section: StepSection) -> str:
+    """A named step: its title, the codes named in it, and its picture (or why there is none)."""
+    codes = ", ".join(f"<code>{_e(code)}</code>" for code in section.codes)
+    shown = _figure(section.picture) if section.picture else f"<p class='note'>{_e(section.note)}</p>"
+    return (f"<section class='step' id='step-{_e(section.step)}'><h3>Step: {_e(section.title)}</h3>"
+            f"<p>Named in this step: {codes}</p>{shown}</section>")
 
 
 def _codes(found: dict) -> str:

@@ -265,7 +265,7 @@ def _entropy_bars(expected: np.ndarray, got: np.ndarray):
     return figure
 
 
-def _head_map(kind: str, T: int, h: int, width: int):
+def _head_map(kind: str, T: int, h: int, width: int, matrix: str = "X·W_Q"):
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
@@ -288,7 +288,8 @@ def _head_map(kind: str, T: int, h: int, width: int):
         for boundary in range(width, columns, width):
             ax.axvline(boundary - 0.5, color="white", linewidth=1.5)
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel(f"column of {'X·W_Q' if kind == 'split' else 'the merged heads'} (h·{'d_k' if kind == 'split' else 'd_v'} = {columns})",
+        ax.set_xlabel(f"column of {matrix if kind == 'split' else 'the merged heads'} "
+                      f"(h·{('d_v' if matrix == 'X·W_V' else 'd_k') if kind == 'split' else 'd_v'} = {columns})",
                       fontsize=8)
         ax.set_ylabel("token", fontsize=8)
         ax.tick_params(labelsize=7)

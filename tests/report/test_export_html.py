@@ -126,7 +126,8 @@ def test_page_of_the_wrong_split_shows_the_diagnosis_the_head_map_and_every_fail
     assert "How your code split the projected tokens into heads, for T=4, h=4, d_k=4 (mha_reshape[B1-T4-d8-h4-dk4-dv3-full])" in page
     assert page.count(": expected output, yours, and where they differ</figcaption>") == 3
     images = _images(page)
-    assert len(images) == 4 and all(i[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
+    # the split's and the merge's step pictures (grader.report.steps), and three tests' heatmaps
+    assert len(images) == 5 and all(i[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
     assert "9.1667 / 70 points · 4 of 27 tests passed" in page
     assert not re.search(r"(src|href)=['\"]?(https?:|//)", page)  # nothing fetched from the network
 
@@ -207,7 +208,7 @@ def test_page_renders_in_headless_chromium(tmp_path, name):
     assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
     text = dom.stdout.decode()
     assert f"<title>mha: feedback on {name}.py</title>" in text
-    assert text.count("<img ") == {"correct": 0, "wrong_reshape": 4, "wrong_merge": 4, "nan_entropy": 3}[name]
+    assert text.count("<img ") == {"correct": 0, "wrong_reshape": 5, "wrong_merge": 4, "nan_entropy": 3}[name]
     shot = tmp_path / "feedback.png"  # in the test's temporary folder, never in the repository
     result = chromium(tmp_path, "--window-size=1280,3000", f"--screenshot={shot}", page.as_uri())
     assert result.returncode == 0, result.stderr.decode(errors="replace")[-2000:]

@@ -1,0 +1,220 @@
+"""The feedback page's step sections (grader.report.steps): each named misconception's step, with its picture."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from example_reports import graded
+
+from grader.config import load_config
+from grader.grade import grade_submission
+from grader.report import steps
+from grader.report.html import feedback_html
+from grader.report.pictures import report_pictures
+from grader.report.steps import (
+    NO_PICTURE,
+    NOT_DRAWN,
+    STEP_OF,
+    STEP_TITLES,
+    attention_weights,
+    example_scores,
+    key_sources,
+    step_sections,
+)
+from reference.mha import variants
+
+ROOT = Path(__file__).resolve().parents[2]
+MISCONCEPTIONS = ROOT / "tests" / "misconceptions"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@functools.cache
+def _graded(name: str) -> dict:
+    return grade_submission(MISCONCEPTIONS / f"{name}.py", load_config(ROOT / "grader.toml")).report
+
+
+def _misconception(name: str) -> dict:
+    return copy.deepcopy(_graded(name))
+
+
+def _sections(page: str) -> dict[str, str]:
+    """Each step section of a page by its step: {"split": "<section class='step' id='step-split'>…</section>"}."""
+    return dict(re.findall(r"<section class='step' id='step-([a-z-]+)'>(.*?)</section>", page, re.DOTALL))
+
+
+def _images(html: str) -> list[bytes]:
+    return [base64.b64decode(u) for u in re.findall(r"src='data:image/png;base64,([^']+)'", html)]
+
+
+# ------------------------------------------------------------------ pages of graded files
+
+@pytest.mark.sandbox
+def test_wrong_reshape_with_softmax_over_queries_shows_the_split_the_softmax_and_the_merge():
+    page = feedback_html(_misconception("reshape_softmax_over_queries"))
+    sections = _sections(page)
+    assert list(sections) == ["split", "softmax", "merge"]  # in the order the computation runs
+    assert [re.search(r"<h3>(.*?)</h3>", s).group(1) for s in sections.values()] == [
+        "Step: the head split", "Step: the softmax&#x27;s axis", "Step: the head merge"]
+    assert "<p>Named in this step: <code>wrong-split-order</code></p>" in sections["split"]
+    assert "<p>Named in this step: <code>softmax-wrong-axis</code></p>" in sections["softmax"]
+    assert "<p>Named in this step: <code>wrong-merge-order</code></p>" in sections["merge"]
+    captions = {step: re.search(r"<figcaption>(.*?)</figcaption>", s).group(1) for step, s in sections.items()}
+    assert captions == {
+        "split": "How your code split the projected tokens into heads, for T=4, h=4, d_k=4 "
+                 "(mha_reshape[B1-T4-d8-h4-dk4-dv3-full])",
+        "softmax": "Attention weights of one head on example scores (T=5, causal=False), done right and with "
+                   "softmax-wrong-axis: each row sums to 1 in the right weights, each column in yours",
+        "merge": "How your code merged heads, for T=4, h=4, d_v=3 (mha_reshape[B1-T4-d8-h4-dk4-dv3-full])",
+    }
+    for section in sections.values():  # one picture each, embedded
+        (image,) = _images(section)
+        assert image[:8] == PNG
+    # the head map is drawn once, in its step, not again above the tests (nor twice: the step takes the drawn one)
+    assert page.count("<figcaption>How your code split the projected tokens into heads") == 1
+    report = _misconception("reshape_softmax_over_queries")
+    (drawn,) = report_pictures(report).functions["multi_head_attention"]
+    assert step_sections(report, {"multi_head_attention": [drawn]})["multi_head_attention"][0].picture is drawn
+
+
+@pytest.mark.sandbox
+def test_five_mistakes_show_five_steps_each_with_a_picture():
+    sections = _sections(feedback_html(_misconception("reshape_five_mistakes")))
+    assert list(sections) == ["split", "keys", "scale", "mask", "merge"]
+    assert all(len(_images(s)) == 1 for s in sections.values())
+    assert ("<figcaption>Attention weights of one head on example scores (T=5, causal=True), done right and with "
+            "mask-value-near-zero: yours fill the hidden scores with −1e−12, so the outlined keys keep their "
+            "weight</figcaption>") in sections["mask"]
+
+
+@pytest.mark.sandbox
+def test_a_correct_file_has_no_step_section():
+    page = feedback_html(graded("correct"))
+    assert "class='step'" not in page and "Step: " not in page
+
+
+@pytest.mark.sandbox
+def test_a_code_without_a_picture_falls_back_to_the_tests_pictures():
+    # The output projection has no step picture: its section says so, and the failed tests keep their heatmaps.
+    page = feedback_html(_misconception("reshape_no_output_projection"))
+    sections = _sections(page)
+    assert list(sections) == ["split", "merge", "output"]
+    assert sections["output"] == ("<h3>Step: the output projection</h3><p>Named in this step: "
+                                  f"<code>missing-output-projection</code></p><p class='note'>{NO_PICTURE}</p>")
+    # the entropy's steps too, beside the per-head bars of each failed test
+    page = feedback_html(_misconception("entropy_bits_summed"))
+    sections = _sections(page)
+    assert list(sections) == ["base", "reduction"] and not any(_images(s) for s in sections.values())
+    assert page.count(": entropy of each head, expected and yours</figcaption>") == 3
+
+
+# ------------------------------------------------------------------ step_sections on reports built here
+
+def _report(codes_per_test: list[list[str]], visibility: str = "visible", assignment: str = "mha") -> dict:
+    """A graded report with one failed multi_head_attention test per entry, diagnosed with those codes."""
+    tests = [{"function": "multi_head_attention", "name": f"t{i}", "group": "g", "status": "failed",
+              "visibility": visibility, "message": "", "output": "",
+              "diagnosis": {"code": codes[0], "codes": codes, "explanation": "", "section": "§4.5"}}
+             for i, codes in enumerate(codes_per_test)]
+    return {"status": "graded", "assignment": assignment, "tests": tests}
+
+
+def test_every_code_of_the_catalogue_has_its_switchs_step():
+    # Each MHA misconception is in the step its switch names: a picture of that step, or the fallback note.
+    assert STEP_OF == {code: v.switch for code, v in variants.CATALOGUE.items()}
+    assert steps._SPLITS == variants.SPLITS  # which projections each split code splits wrongly
+    assert set(STEP_OF.values()) <= set(STEP_TITLES)
+    for code in variants.CATALOGUE:
+        (section,) = step_sections(_report([[code]]))["multi_head_attention"]
+        assert section.codes == (code,) and section.step == STEP_OF[code]
+        if section.step in steps.DRAWN:
+            assert section.picture is not None and section.note == "", code
+            assert base64.b64decode(section.picture.url.split(",", 1)[1])[:8] == PNG
+        else:
+            assert section.picture is None and section.note == NO_PICTURE, code
+
+
+def test_codes_of_one_step_share_its_section_and_steps_follow_the_computation():
+    found = step_sections(_report([["causal-ignored", "missing-scale"], ["mask-after-softmax"],
+                                   ["wrong-split-order-qk"]]))["multi_head_attention"]
+    assert [(s.step, s.codes) for s in found] == [("split", ("wrong-split-order-qk",)), ("scale", ("missing-scale",)),
+                                                   ("mask", ("causal-ignored", "mask-after-softmax"))]
+    # no visible case gives a shape: the example shape, said in the caption
+    assert found[0].picture.label == ("How your code split Q and K into heads, for T=4, h=2, d_k=6 "
+                                      "(an example shape: no visible case shows it)")
+
+
+def test_hidden_tests_other_exercises_and_generic_findings_name_no_step():
+    assert step_sections(_report([["missing-scale"]], visibility="hidden")) == {}
+    assert step_sections(_report([["missing-scale"]], assignment="sdpa")) == {}
+    assert step_sections(_report([["something-else"], ["wrong-shape"]])) == {}
+    assert step_sections({"status": "error", "assignment": "mha", "tests": []}) == {}
+
+
+def test_a_step_picture_that_cannot_be_drawn_is_left_out_with_a_note(monkeypatch):
+    def broken(*args, **kwargs):
+        raise OverflowError("what a student's shapes could do to matplotlib")
+
+    monkeypatch.setattr(steps, "_draw", broken)
+    report = _report([["missing-scale"]])
+    (section,) = step_sections(report)["multi_head_attention"]
+    assert section.picture is None and section.note == NOT_DRAWN
+    report.update(submission={"path": "s.py"}, seed=1, grader_version="0", started_at="", score=0, max_score=1,
+                  functions={"multi_head_attention": {"score": 0, "max_score": 1, "passed": 0, "tests": 1}})
+    assert f"<p class='note'>{NOT_DRAWN}</p>" in feedback_html(report)
+
+
+# ------------------------------------------------------------------ the pictures' arithmetic, against the reference
+
+def _reference_weights(codes: tuple[str, ...], scores: np.ndarray, causal: bool) -> np.ndarray:
+    """The reference's weights (h, T, T) with ``codes`` on: with X = I, W_K = I, W_V = I and W_O = I the output is them.
+
+    scores: (h, T, T), the scaled scores of each head (W_Q holds them times √d_k, d_k = T).
+    """
+    h, T = scores.shape[0], scores.shape[-1]
+    eye = np.eye(T)
+    W_Q = np.concatenate([s * np.sqrt(T) for s in scores], axis=1)  # (T, h·T): Q of head i is its scores · √d_k
+    W_KV = np.concatenate([eye] * h, axis=1)  # (T, h·T): every head's keys and values are the identity
+    out = variants.run_switches(variants.MHA, codes, eye, W_Q, W_KV, W_KV, np.eye(h * T), h, causal=causal)
+    return out.reshape(T, h, T).transpose(1, 0, 2)  # the merged heads (T, h·T) → (h, T, T)
+
+
+def _as_output(weights: np.ndarray) -> np.ndarray:
+    """Weights (h, T, T) as the output above shows them: a NaN weight of query t (any head) makes its whole row NaN."""
+    return np.where(np.isnan(weights).any(axis=(0, 2))[None, :, None], np.nan, weights)
+
+
+@pytest.mark.parametrize("code", [c for c, step in STEP_OF.items() if step in ("mask", "softmax", "stability")])
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_weights_drawn_are_the_references_with_the_switch_on(code, causal):
+    heads = 2 if code == "softmax-over-heads" else 1
+    for scores in (example_scores(heads), example_scores(heads, shift=-2e4), example_scores(spread=400.0, shift=600.0)):
+        with np.errstate(all="ignore"):
+            want = _reference_weights((code,), scores, causal)
+        np.testing.assert_allclose(_as_output(attention_weights(scores, (code,), causal)), want, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(attention_weights(scores, (), causal), _reference_weights((), scores, causal),
+                                   rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("T, d_k", [(4, 4), (7, 3), (2, 5), (1, 6)])
+def test_key_sources_follow_numpys_reshape_and_transpose(T, d_k):
+    token, feature = np.meshgrid(np.arange(T), np.arange(d_k), indexing="ij")  # K (T, d_k): each entry's own
+    for reshaped, move in ((False, lambda K: K.T), (True, lambda K: K.reshape(d_k, T))):
+        assert np.array_equal(key_sources(T, d_k, reshaped)[0], move(token))
+        assert np.array_equal(key_sources(T, d_k, reshaped)[1], move(feature))
+
+
+def test_the_mask_pictures_show_what_their_captions_say():
+    scores = example_scores()
+    above = np.triu(np.ones((5, 5), dtype=bool), 1)
+    assert (attention_weights(scores, ("causal-ignored",))[0][above] > 0.01).all()
+    assert np.isnan(attention_weights(scores, ("mask-off-by-one",))[0][0]).all()
+    low = example_scores(shift=-2e4)  # every score below −1e4: a −1e4 fill outweighs the visible keys
+    assert np.allclose(attention_weights(low, ("mask-value-1e4",))[0][:4][above[:4]].reshape(-1).sum(), 4.0)
+    sums = attention_weights(scores, ("softmax-wrong-axis",), causal=False)[0].sum(axis=0)
+    assert np.allclose(sums, 1.0)
