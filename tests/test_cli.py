@@ -176,7 +176,8 @@ def test_ctrl_c_prints_one_line_and_leaves_the_earlier_report(tmp_path):
     config = generous_config(tmp_path / "limits")  # the call loops until Ctrl-C, however slowly the grader got there
     grading = subprocess.Popen([sys.executable, "-m", "grader", "hang.py", "--config", str(config), "--course", str(ROOT)],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True,  # Ctrl-C not ignored, as a terminal starts it
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 600  # a bound for a broken grader only: the call's limit is 120 s
     while not _busy_descendant(grading.pid, 1.0):  # inside the first test's call, looping
         assert grading.poll() is None and time.monotonic() < deadline, grading.communicate(timeout=30)
