@@ -43,42 +43,33 @@ ASSIGNMENT_HELP = ("The course's assignment to use (assignments/NAME, listed in 
 assignment_option = click.option("--assignment", "assignment", default=None, metavar="NAME", help=ASSIGNMENT_HELP)
 
 
-def _config_path(config_path: Path | None, *near: Path, assignment: str | None = None) -> Path:
-    """grader.toml given, else searched (grader.config.find_config); a note when it is the installed one.
-
-    With ``assignment`` (or the group's ``grade --assignment NAME COMMAND``), the file of that
-    assignment of the course (grader.config.select_assignment)."""
+def _group_assignment(assignment: str | None) -> str | None:
+    """``assignment`` (--assignment after the command), else the group's (``grade --assignment NAME COMMAND``)."""
     if assignment is None:
         context = click.get_current_context(silent=True)
         assignment = context.find_root().params.get("group_assignment") if context is not None else None
-    if config_path is None:
-        try:
-            config_path, note = find_config([Path.cwd(), *near])
-        except ConfigError as exc:
-            raise click.ClickException(str(exc)) from None
-        if note:
-            click.echo(note, err=True)
-    try:
-        return select_assignment(config_path, assignment)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+    return assignment
 
 
 def _config(config_path: Path | None, seed: int | None, *near: Path, assignment: str | None = None,
             course: Path | None = None) -> Config:
     """The configuration to grade with: grader.toml (given or searched) with the flags on top.
 
-    With ``course`` (--course DIR), or $GRADER_COURSE and no --config, the course folder decides
-    (grader.config.find_course)."""
-    if course is not None or (config_path is None and os.environ.get(COURSE_ENV)):
-        try:
-            folder, found = find_course(course, config_path)
-            return with_course(load_config(_config_path(found, assignment=assignment)), folder).with_overrides(seed=seed)
-        except ConfigError as exc:
-            raise click.ClickException(str(exc)) from None
-    path = _config_path(config_path, *near, assignment=assignment)
+    Looked up once: with ``course`` (--course DIR), or $GRADER_COURSE and no --config, the course
+    folder decides (grader.config.find_course); else the first found upward from here, then from
+    ``near`` (grader.config.find_config), with a note when it is the installed one. Each grader.toml
+    it leads to is read once (grader.config.load_config: the course's, then the assignment's own).
+    """
+    assignment = _group_assignment(assignment)
     try:
-        return load_config(path).with_overrides(seed=seed)
+        if course is not None or (config_path is None and os.environ.get(COURSE_ENV)):
+            folder, found = find_course(course, config_path)
+            return with_course(load_config(found, assignment, course=folder), folder).with_overrides(seed=seed)
+        if config_path is None:
+            config_path, note = find_config([Path.cwd(), *near])
+            if note:
+                click.echo(note, err=True)
+        return load_config(config_path, assignment).with_overrides(seed=seed)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -161,15 +152,14 @@ class _GradeGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-def _needs_the_course(command: str, config_path: Path | None = None, course: Path | None = None,
-                      assignment: str | None = None) -> tuple[Path, Path]:
+def _needs_the_course(command: str, config_path: Path | None = None, course: Path | None = None) -> tuple[Path, Path]:
     """(the course folder, the grader.toml to use) for a command that needs the course's reference.
 
     Refused in one line inside a student kit (its grader.toml, given or found upward from here, sits
     beside its public cases: a Gradescope zip built from it would grade only on cases students have),
     and where no course folder is found (grader.config.find_course: --course, --config's folder,
-    $GRADER_COURSE, upward from here, beside the grader). ``assignment`` (or the group's
-    ``grade --assignment NAME COMMAND``) picks the assignment's own grader.toml.
+    $GRADER_COURSE, upward from here, beside the grader). The grader.toml is the course's (or --config):
+    the command picks the assignment's own from it (``_assignment_file``, grader.config.load_config).
     """
     from grader.course.student_kit import SUITE_FOLDER
 
@@ -182,12 +172,18 @@ def _needs_the_course(command: str, config_path: Path | None = None, course: Pat
     if kit_config is not None and (Path(kit_config).parent / SUITE_FOLDER / "graded_kit.py").is_file():
         raise click.ClickException(f"`grade {command}` needs the course's grader, with its reference solution; "
                                    "the student kit only grades submissions (`grade FILE.py`)")
-    if assignment is None:
-        context = click.get_current_context(silent=True)
-        assignment = context.find_root().params.get("group_assignment") if context is not None else None
     try:
-        folder, path = find_course(course, config_path)
-        return folder, select_assignment(path, assignment)
+        return find_course(course, config_path)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _assignment_file(command: str, config_path: Path | None, course: Path | None,
+                     assignment: str | None) -> tuple[Path, Path]:
+    """(the course folder, the assignment's grader.toml) for a command that hands the file on (the kit, the zip)."""
+    folder, path = _needs_the_course(command, config_path, course)
+    try:
+        return folder, select_assignment(path, _group_assignment(assignment), course=folder)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -195,9 +191,9 @@ def _needs_the_course(command: str, config_path: Path | None = None, course: Pat
 def _course_config(command: str, config_path: Path | None, course: Path | None, seed: int | None,
                    assignment: str | None) -> Config:
     """The configuration of a command that needs the course (``_needs_the_course``), with the flags on top."""
-    folder, path = _needs_the_course(command, config_path, course, assignment)
+    folder, path = _needs_the_course(command, config_path, course)
     try:
-        return with_course(load_config(path), folder).with_overrides(seed=seed)
+        return with_course(load_config(path, _group_assignment(assignment), course=folder), folder).with_overrides(seed=seed)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -369,7 +365,7 @@ def gradescope_zip_command(output: Path, config_path: Path | None, course: Path 
     /autograder/submission and always writes /autograder/results/results.json;
     AUTOGRADER_ROOT overrides /autograder) and the grader's source.
     """
-    folder, path = _needs_the_course("gradescope-zip", config_path, course, assignment)
+    folder, path = _assignment_file("gradescope-zip", config_path, course, assignment)
     from grader.lms.gradescope_zip import build_zip
 
     try:
@@ -535,7 +531,7 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
     `grade` run inside the kit grades against them. No reference code, no
     hidden case.
     """
-    folder, path = _needs_the_course("student-kit", config_path, course, assignment)
+    folder, path = _assignment_file("student-kit", config_path, course, assignment)
     from grader.course.student_kit import KitError, build_kit
 
     try:
