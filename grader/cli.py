@@ -583,8 +583,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     """
     config = _course_config("batch", config_path, course, seed, assignment)
     from grader.batch.run import BatchError, is_terminal, log_line, run_batch
-    from grader.batch.summary_html import render_html, summary_table
-    from grader.report.native import write_atomic
+    from grader.batch.summary_html import summary_table
 
     try:
         if is_terminal():
@@ -610,7 +609,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
 
                 result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
                                    progress=progress, formats=formats, allow_unisolated=allow_unisolated,
-                                   scheduler_timeout=scheduler_timeout)
+                                   scheduler_timeout=scheduler_timeout, keep_sources=similarity)
         else:
             def progress(entry, graded, done, total):
                 if entry is not None:
@@ -618,8 +617,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
 
             result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
                                progress=progress, formats=formats, allow_unisolated=allow_unisolated,
-                               scheduler_timeout=scheduler_timeout)
-        write_atomic(outdir / "summary.html", render_html(result.summary, feedback="html" in formats))
+                               scheduler_timeout=scheduler_timeout, keep_sources=similarity)
     except BatchError as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:  # exit 130 as a single grade does (1 is "the grader failed")
@@ -634,7 +632,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     click.echo(f"{result.graded_now} graded now, {result.resumed} kept from earlier runs; "
                f"wrote {outdir}/gradebook.csv, summary.json, summary.html and reports/")
     if similarity:
-        _similar(outdir, config, (), ())
+        _similar(outdir, config, (), (), result.sources)
     if regrade_of is not None:
         _diff(regrade_of, outdir, outdir)
     if result.summary["errors"]:
@@ -642,11 +640,12 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
                                    f"see {outdir}/gradebook.csv")
 
 
-def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibration: tuple[Path, ...]) -> None:
+def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibration: tuple[Path, ...],
+             known: dict[str, bytes] | None = None) -> None:
     from grader.batch.similarity_run import SimilarityError, run_similarity, terminal_lines
 
     try:
-        data = run_similarity(outdir, config, against=against, calibration=calibration)
+        data = run_similarity(outdir, config, against=against, calibration=calibration, known=known)
     except SimilarityError as exc:
         raise click.ClickException(str(exc)) from None
     for line in terminal_lines(data):

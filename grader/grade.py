@@ -42,7 +42,8 @@ class GradeResult:
 
 
 def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Path]] = (),
-                     progress: Progress | None = None) -> GradeResult:
+                     progress: Progress | None = None, *,
+                     read: tuple[Submission, Sequence[tuple[str, Submission]]] | None = None) -> GradeResult:
     """Grade the submission at ``path``; raises SubmissionError only for an unusable path.
 
     The file is read once (grader.submission.load.read_submission): those bytes are hashed, graded and
@@ -51,9 +52,15 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
     message. ``helpers``: the (name, path) of the submission's other .py files, which the graded
     file may import (each read once too, and hashed into the report's ``submission.helpers``).
     progress: called as each graded test starts, with (test name, its number, number of tests).
+    read: the file and its helpers as the caller read them already (``read_submission`` and
+    ``load_submission``: ``grade batch`` reads each submission once, in its main process); then
+    ``path`` and ``helpers`` are not read again.
     """
-    submission = read_submission(path)
-    extra = [(name, load_submission(helper)) for name, helper in helpers]
+    if read is not None:
+        submission, extra = read[0], list(read[1])
+    else:
+        submission = read_submission(path)
+        extra = [(name, load_submission(helper)) for name, helper in helpers]
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
     outcomes: list[TestOutcome] = []

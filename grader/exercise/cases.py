@@ -29,16 +29,18 @@ def run_cases(config: Any) -> list:
     return _case_build(config).result()
 
 
-def prebuild(config: Any) -> None:
+def prebuild(config: Any, config_sha256: str | None = None) -> None:
     """Start building the run's cases on a thread of their own, now, while the grader goes on importing.
 
     The model-size inputs are most of a single grade's case building (about 0.1 s), and numpy
     draws them without holding the GIL, so they overlap the imports; ``run_cases`` waits for them.
     Cases the store holds (grader.exercise.case_store) are read back instead. Nothing is built for a student
-    kit, whose cases are stored in it (it has no assignment.py).
+    kit, whose cases are stored in it (it has no assignment.py). ``config_sha256``: the configuration's
+    hash (grader.exercise.fingerprint.config_hash) when the caller has it: a batch computes it once and
+    hands it to its workers, which then do not read the grader's source again to name the store's entry.
     """
     if (config.assignment_dir / "assignment.py").is_file():
-        _case_build(config, background=True)
+        _case_build(config, background=True, config_sha256=config_sha256)
 
 
 _BUILDS: dict[str, Future] = {}
@@ -51,7 +53,7 @@ def _build_key(config: Any) -> str:
     return config_values(config)
 
 
-def _case_build(config: Any, background: bool = False) -> Future:
+def _case_build(config: Any, background: bool = False, config_sha256: str | None = None) -> Future:
     key = _build_key(config)
     with _BUILDS_LOCK:
         if key in _BUILDS:
@@ -66,7 +68,7 @@ def _case_build(config: Any, background: bool = False) -> Future:
             entry: str | None = None
             stored = None
             try:
-                entry = case_store.key(config)
+                entry = case_store.key(config, config_sha256)
                 stored = case_store.load(entry, (assignment.folder, *map(Path, assignment.trusted_files)))
             except OSError:  # a file of the grader or the assignment unreadable: the build says what
                 entry = None
