@@ -29,6 +29,7 @@ from grader.config import (
 )
 from grader.report.formats import FORMATS
 from grader.report.native import one_line, printable
+from grader.startup import route
 from grader.submission.load import SubmissionError
 
 CONFIG_HELP = "The course's grader.toml (default: the first found upward from here, then from the submission)."
@@ -140,15 +141,16 @@ class _Interrupted:
 
 
 class _GradeGroup(click.Group):
-    """A group in which a first argument that is not a command is a submission to grade."""
+    """A group in which a first argument that is not a command is a submission to grade.
+
+    Which command runs is told by grader.startup.route, the same reading grader.launch made before
+    click was imported: the two cannot disagree.
+    """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        first = args[0] if args else ""
-        bare_path = first and first not in self.commands and not first.startswith("-")
-        options_then_path = first.startswith("-") and first not in ("--help", "--version") and any(
-            a.endswith((".py", ".ipynb")) for a in args)
-        if bare_path or options_then_path:
-            args = ["submission", *args]
+        command, at = route(args)
+        if command == "submission" and args[at] != "submission":
+            args = [*args[:at], "submission", *args[at:]]
         return super().parse_args(ctx, args)
 
 
