@@ -3,6 +3,13 @@
 ``prebuild`` starts the build on a thread while the grader goes on importing; ``run_cases`` waits for it.
 What is computed of a case once (its expected value, the trivial implementation that passes it...) is
 ``remembered`` with it, and ``store_cases`` saves cases and values for the next run (grader.exercise.case_store).
+
+The cases pass through three stores, each with a job the others cannot do: ``_BUILDS`` holds a
+process's cases per configuration (a batch worker or a selftest grades many files with one build);
+``_REMEMBERED`` holds what is computed of each case, filled while the suite judges (the build is done
+before any value is known, and the suite knows a case, not its configuration); the case store keeps
+both on disk for the next process. The judging stage keeps no cache of its own: the course suite asks
+``remembered``.
 """
 
 from __future__ import annotations
