@@ -112,3 +112,23 @@ def test_one_batch_opens_each_file_once(tmp_path):
     entries = _entries(counts)
     assert len(entries) == 1
     assert counts[entries[0]] == 2 and len(pids[entries[0]]) == 2 and main not in pids[entries[0]]
+
+
+def test_a_several_file_submission_is_read_once_too(tmp_path):
+    # Canvas's download names: two files of one submission (the graded file and a helper it may import),
+    # and one student's single file. Discovery reads the two to choose the graded file; the batch grades
+    # those same bytes.
+    klass = tmp_path / "class"
+    klass.mkdir()
+    main, helper, single = (klass / "doejane_123_456_mha.py", klass / "doejane_123_456_util.py",
+                            klass / "roeric_124_457_mha.py")
+    shutil.copy(SUBMISSIONS / "correct.py", main)
+    helper.write_text("def unused():\n    return 1\n")
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", single)
+    counts, pids = _run(tmp_path, "batch", "batch", str(klass), "-o", str(tmp_path / "out"), "--jobs", "2")
+    (parent,) = pids[str(ROOT_CONFIG)]
+    for path in (main, helper, single):
+        assert counts.get(str(path)) == 1, path
+        assert pids[str(path)] == {parent}
+    rows = (tmp_path / "out" / "gradebook.csv").read_text().splitlines()
+    assert [row.split(",")[3] for row in rows[1:]] == ["doejane_123_456_mha.py", "roeric_124_457_mha.py"]

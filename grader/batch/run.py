@@ -35,7 +35,7 @@ from grader.exercise.fingerprint import config_hash
 from grader.report.formats import FORMATS, render
 from grader.report.native import build_report, printable, to_json, write_atomic
 from grader.sandbox import Handed, Started, adopt, get_zygote, hand_over, keep_trees
-from grader.submission.load import Submission, SubmissionError, load_submission, read_submission
+from grader.submission.load import Submission, SubmissionError, classify, load_submission, read_submission
 
 __all__ = ["BatchError", "BatchResult", "Entry", "Graded", "config_hash", "discover", "run_batch"]
 
@@ -78,8 +78,12 @@ def read_entry(entry: Entry) -> Read | None:
     """``entry``'s file (read_submission) and helpers (load_submission), read once: what the resume check
     hashes, the worker grades and ``grade similar`` compares. None when a path is unusable (a link, gone):
     the worker then tries it itself, and its report says why."""
+    known = {s.path: s for s in entry.files}  # read by discovery already (a several-file submission)
     try:
-        return read_submission(entry.path), tuple((name, load_submission(path)) for name, path in entry.helpers)
+        main = known.get(entry.path)
+        submission = read_submission(entry.path) if main is None else Submission(
+            main.path, main.sha256, main.data, *classify(main.data, main.path))
+        return submission, tuple((name, known.get(path) or load_submission(path)) for name, path in entry.helpers)
     except SubmissionError:
         return None
 
