@@ -29,6 +29,7 @@ from grader.config import (
 )
 from grader.report.formats import FORMATS
 from grader.report.native import one_line, printable
+from grader.startup import route
 from grader.submission.load import SubmissionError
 
 CONFIG_HELP = "The course's grader.toml (default: the first found upward from here, then from the submission)."
@@ -43,42 +44,33 @@ ASSIGNMENT_HELP = ("The course's assignment to use (assignments/NAME, listed in 
 assignment_option = click.option("--assignment", "assignment", default=None, metavar="NAME", help=ASSIGNMENT_HELP)
 
 
-def _config_path(config_path: Path | None, *near: Path, assignment: str | None = None) -> Path:
-    """grader.toml given, else searched (grader.config.find_config); a note when it is the installed one.
-
-    With ``assignment`` (or the group's ``grade --assignment NAME COMMAND``), the file of that
-    assignment of the course (grader.config.select_assignment)."""
+def _group_assignment(assignment: str | None) -> str | None:
+    """``assignment`` (--assignment after the command), else the group's (``grade --assignment NAME COMMAND``)."""
     if assignment is None:
         context = click.get_current_context(silent=True)
         assignment = context.find_root().params.get("group_assignment") if context is not None else None
-    if config_path is None:
-        try:
-            config_path, note = find_config([Path.cwd(), *near])
-        except ConfigError as exc:
-            raise click.ClickException(str(exc)) from None
-        if note:
-            click.echo(note, err=True)
-    try:
-        return select_assignment(config_path, assignment)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+    return assignment
 
 
 def _config(config_path: Path | None, seed: int | None, *near: Path, assignment: str | None = None,
             course: Path | None = None) -> Config:
     """The configuration to grade with: grader.toml (given or searched) with the flags on top.
 
-    With ``course`` (--course DIR), or $GRADER_COURSE and no --config, the course folder decides
-    (grader.config.find_course)."""
-    if course is not None or (config_path is None and os.environ.get(COURSE_ENV)):
-        try:
-            folder, found = find_course(course, config_path)
-            return with_course(load_config(_config_path(found, assignment=assignment)), folder).with_overrides(seed=seed)
-        except ConfigError as exc:
-            raise click.ClickException(str(exc)) from None
-    path = _config_path(config_path, *near, assignment=assignment)
+    Looked up once: with ``course`` (--course DIR), or $GRADER_COURSE and no --config, the course
+    folder decides (grader.config.find_course); else the first found upward from here, then from
+    ``near`` (grader.config.find_config), with a note when it is the installed one. Each grader.toml
+    it leads to is read once (grader.config.load_config: the course's, then the assignment's own).
+    """
+    assignment = _group_assignment(assignment)
     try:
-        return load_config(path).with_overrides(seed=seed)
+        if course is not None or (config_path is None and os.environ.get(COURSE_ENV)):
+            folder, found = find_course(course, config_path)
+            return with_course(load_config(found, assignment, course=folder), folder).with_overrides(seed=seed)
+        if config_path is None:
+            config_path, note = find_config([Path.cwd(), *near])
+            if note:
+                click.echo(note, err=True)
+        return load_config(config_path, assignment).with_overrides(seed=seed)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -149,27 +141,27 @@ class _Interrupted:
 
 
 class _GradeGroup(click.Group):
-    """A group in which a first argument that is not a command is a submission to grade."""
+    """A group in which a first argument that is not a command is a submission to grade.
+
+    Which command runs is told by grader.startup.route, the same reading grader.launch made before
+    click was imported: the two cannot disagree.
+    """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        first = args[0] if args else ""
-        bare_path = first and first not in self.commands and not first.startswith("-")
-        options_then_path = first.startswith("-") and first not in ("--help", "--version") and any(
-            a.endswith((".py", ".ipynb")) for a in args)
-        if bare_path or options_then_path:
-            args = ["submission", *args]
+        command, at = route(args)
+        if command == "submission" and args[at] != "submission":
+            args = [*args[:at], "submission", *args[at:]]
         return super().parse_args(ctx, args)
 
 
-def _needs_the_course(command: str, config_path: Path | None = None, course: Path | None = None,
-                      assignment: str | None = None) -> tuple[Path, Path]:
+def _needs_the_course(command: str, config_path: Path | None = None, course: Path | None = None) -> tuple[Path, Path]:
     """(the course folder, the grader.toml to use) for a command that needs the course's reference.
 
     Refused in one line inside a student kit (its grader.toml, given or found upward from here, sits
     beside its public cases: a Gradescope zip built from it would grade only on cases students have),
     and where no course folder is found (grader.config.find_course: --course, --config's folder,
-    $GRADER_COURSE, upward from here, beside the grader). ``assignment`` (or the group's
-    ``grade --assignment NAME COMMAND``) picks the assignment's own grader.toml.
+    $GRADER_COURSE, upward from here, beside the grader). The grader.toml is the course's (or --config):
+    the command picks the assignment's own from it (``_assignment_file``, grader.config.load_config).
     """
     from grader.course.student_kit import SUITE_FOLDER
 
@@ -182,12 +174,18 @@ def _needs_the_course(command: str, config_path: Path | None = None, course: Pat
     if kit_config is not None and (Path(kit_config).parent / SUITE_FOLDER / "graded_kit.py").is_file():
         raise click.ClickException(f"`grade {command}` needs the course's grader, with its reference solution; "
                                    "the student kit only grades submissions (`grade FILE.py`)")
-    if assignment is None:
-        context = click.get_current_context(silent=True)
-        assignment = context.find_root().params.get("group_assignment") if context is not None else None
     try:
-        folder, path = find_course(course, config_path)
-        return folder, select_assignment(path, assignment)
+        return find_course(course, config_path)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _assignment_file(command: str, config_path: Path | None, course: Path | None,
+                     assignment: str | None) -> tuple[Path, Path]:
+    """(the course folder, the assignment's grader.toml) for a command that hands the file on (the kit, the zip)."""
+    folder, path = _needs_the_course(command, config_path, course)
+    try:
+        return folder, select_assignment(path, _group_assignment(assignment), course=folder)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -195,9 +193,9 @@ def _needs_the_course(command: str, config_path: Path | None = None, course: Pat
 def _course_config(command: str, config_path: Path | None, course: Path | None, seed: int | None,
                    assignment: str | None) -> Config:
     """The configuration of a command that needs the course (``_needs_the_course``), with the flags on top."""
-    folder, path = _needs_the_course(command, config_path, course, assignment)
+    folder, path = _needs_the_course(command, config_path, course)
     try:
-        return with_course(load_config(path), folder).with_overrides(seed=seed)
+        return with_course(load_config(path, _group_assignment(assignment), course=folder), folder).with_overrides(seed=seed)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -369,7 +367,7 @@ def gradescope_zip_command(output: Path, config_path: Path | None, course: Path 
     /autograder/submission and always writes /autograder/results/results.json;
     AUTOGRADER_ROOT overrides /autograder) and the grader's source.
     """
-    folder, path = _needs_the_course("gradescope-zip", config_path, course, assignment)
+    folder, path = _assignment_file("gradescope-zip", config_path, course, assignment)
     from grader.lms.gradescope_zip import build_zip
 
     try:
@@ -535,7 +533,7 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
     `grade` run inside the kit grades against them. No reference code, no
     hidden case.
     """
-    folder, path = _needs_the_course("student-kit", config_path, course, assignment)
+    folder, path = _assignment_file("student-kit", config_path, course, assignment)
     from grader.course.student_kit import KitError, build_kit
 
     try:
@@ -587,8 +585,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     """
     config = _course_config("batch", config_path, course, seed, assignment)
     from grader.batch.run import BatchError, is_terminal, log_line, run_batch
-    from grader.batch.summary_html import render_html, summary_table
-    from grader.report.native import write_atomic
+    from grader.batch.summary_html import summary_table
 
     try:
         if is_terminal():
@@ -614,7 +611,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
 
                 result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
                                    progress=progress, formats=formats, allow_unisolated=allow_unisolated,
-                                   scheduler_timeout=scheduler_timeout)
+                                   scheduler_timeout=scheduler_timeout, keep_sources=similarity)
         else:
             def progress(entry, graded, done, total):
                 if entry is not None:
@@ -622,8 +619,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
 
             result = run_batch(list(paths), outdir, config, jobs=jobs, resume=resume, scheduler=scheduler,
                                progress=progress, formats=formats, allow_unisolated=allow_unisolated,
-                               scheduler_timeout=scheduler_timeout)
-        write_atomic(outdir / "summary.html", render_html(result.summary, feedback="html" in formats))
+                               scheduler_timeout=scheduler_timeout, keep_sources=similarity)
     except BatchError as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:  # exit 130 as a single grade does (1 is "the grader failed")
@@ -638,7 +634,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
     click.echo(f"{result.graded_now} graded now, {result.resumed} kept from earlier runs; "
                f"wrote {outdir}/gradebook.csv, summary.json, summary.html and reports/")
     if similarity:
-        _similar(outdir, config, (), ())
+        _similar(outdir, config, (), (), result.sources)
     if regrade_of is not None:
         _diff(regrade_of, outdir, outdir)
     if result.summary["errors"]:
@@ -646,11 +642,12 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
                                    f"see {outdir}/gradebook.csv")
 
 
-def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibration: tuple[Path, ...]) -> None:
+def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibration: tuple[Path, ...],
+             known: dict[str, bytes] | None = None) -> None:
     from grader.batch.similarity_run import SimilarityError, run_similarity, terminal_lines
 
     try:
-        data = run_similarity(outdir, config, against=against, calibration=calibration)
+        data = run_similarity(outdir, config, against=against, calibration=calibration, known=known)
     except SimilarityError as exc:
         raise click.ClickException(str(exc)) from None
     for line in terminal_lines(data):

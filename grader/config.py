@@ -80,7 +80,7 @@ class Config:
 # (table, key, type, description): the single list of grader.toml's keys.
 KEYS: list[tuple[str, str, type, str]] = [
     ("course", "assignments", list, "The course's assignments, each a folder assignments/<name>/ (grade --assignment NAME selects one)."),
-    ("course", "default", str, "The assignment graded without --assignment: the one this file's own tables describe."),
+    ("course", "default", str, "The assignment graded without --assignment (its own assignments/<name>/grader.toml, or this file's tables if it has any)."),
     ("assignment", "name", str, "Name of the assignment, copied into every report (in assignments/<name>/grader.toml: default <name>)."),
     ("assignment", "suite", str, "Folder of the graded suite, relative to grader.toml (default: the engine's suite, which reads the assignment's cases). Its conftest.py's `graded_cases(grading)`, if defined, gives the cases its `test_*(case, turn)` functions are called with, in a loop; a suite without it is run by pytest."),
     ("assignment", "main_file", str, "In a submission made of several files, the name of the one to grade (default: the one that defines the exercise's functions)."),
@@ -105,11 +105,10 @@ _SCALARS = {(table, key): kind for table, key, kind, _ in KEYS if not key.starts
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 
 
-def load_config(path: Path) -> Config:
-    """Read grader.toml at ``path``; raises ConfigError naming the file and the key."""
-    path = Path(path)
+def _read(path: Path) -> dict[str, Any]:
+    """grader.toml at ``path`` as TOML, read once; raises ConfigError naming the file."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"no configuration file at {path} (pass --config PATH)") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -117,6 +116,29 @@ def load_config(path: Path) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
+
+def _lists_the_course_only(data: Mapping[str, Any]) -> bool:
+    """A course's root grader.toml that holds [course] alone: each assignment's tables are in its own file."""
+    return "course" in data and set(data) == {"course"}
+
+
+def load_config(path: Path, assignment: str | None = None, *, course: Path | None = None) -> Config:
+    """Read grader.toml at ``path`` (each file it leads to read once); raises ConfigError naming the file and the key.
+
+    ``path`` may be a course's root grader.toml: ``assignment`` (default: the course's default)
+    then picks the assignment, whose own assignments/<name>/grader.toml is read (``select_assignment``;
+    ``course``: the course folder to find it in, when not the file's own).
+    """
+    path = Path(path)
+    data = _read(path)
+    own = _assignment_file(path, data, assignment, course)
+    if own != path:
+        path, data = own, _read(own)
+    return _config(path, data)
+
+
+def _config(path: Path, data: dict[str, Any]) -> Config:
+    """The Config that grader.toml's ``data``, read from ``path``, describes; raises ConfigError naming the key."""
     # Any: each value's type is checked against its key's type in KEYS below, which a static type cannot express
     values: dict[tuple[str, str], Any] = {}
     for table, entries in data.items():
@@ -189,31 +211,42 @@ def load_config(path: Path) -> Config:
 CONFIG_NAME = "grader.toml"
 
 
-def select_assignment(course_config: Path, name: str | None) -> Path:
+def select_assignment(course_config: Path, name: str | None, *, course: Path | None = None) -> Path:
     """The grader.toml to grade assignment ``name`` with, given the course's root grader.toml.
 
-    None or the course's default: the root file itself. Another name must be listed in
-    [course] assignments; its file is assignments/<name>/grader.toml beside the root file.
-    Raises ConfigError naming the assignments there are.
+    A root file that lists the course only ([course] alone): the file of ``name`` (None: the
+    course's default), assignments/<name>/grader.toml beside it. A root file with tables of its own
+    describes its default itself: None or the default give the root file. Another name must be
+    listed in [course] assignments. The assignment's file is looked for in ``course`` if given, else
+    beside the root file, else (a root file copied elsewhere) in the course installed beside the
+    grader package, as ``Config.assignment_dir`` does. Raises ConfigError naming the assignments there are.
     """
-    if name is None:
+    return _assignment_file(Path(course_config), _read(Path(course_config)), name, course)
+
+
+def _assignment_file(course_config: Path, data: Mapping[str, Any], name: str | None,
+                     course_folder: Path | None = None) -> Path:
+    """``select_assignment`` on the file's contents, already read."""
+    course_only = _lists_the_course_only(data)
+    if name is None and not course_only:
         return course_config
-    try:
-        data = tomllib.loads(Path(course_config).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {course_config}: {exc}") from None
     course = data.get("course", {}) if isinstance(data.get("course"), dict) else {}
     listed = [str(a) for a in course.get("assignments", [])]
-    default = str(course.get("default", data.get("assignment", {}).get("name", Config.assignment)))
-    if name == default:
+    named = data.get("assignment", {}) if isinstance(data.get("assignment"), dict) else {}
+    default = str(course.get("default", named.get("name", Config.assignment)))
+    name = default if name is None else name
+    if name == default and not course_only:
         return course_config
-    if name not in listed:
+    if name not in listed and name != default:
         raise ConfigError(f"{course_config}: no assignment {name!r} in [course] assignments "
                           f"(the course's assignments: {', '.join(listed) or default})")
-    own = Path(course_config).resolve().parent / "assignments" / name / CONFIG_NAME
-    if not own.is_file():
-        raise ConfigError(f"assignment {name!r} has no configuration file at {own}")
-    return own
+    places = [course_folder] if course_folder is not None else [Path(course_config).resolve().parent,
+                                                                  beside_the_package()]
+    for place in places:
+        own = Path(place).resolve() / "assignments" / name / CONFIG_NAME
+        if own.is_file():
+            return own
+    raise ConfigError(f"assignment {name!r} has no configuration file at {places[0] / 'assignments' / name / CONFIG_NAME}")
 
 
 def find_config(start_points: list[Path]) -> tuple[Path, str | None]:

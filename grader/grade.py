@@ -27,7 +27,7 @@ from grader.judging.session import Progress, SuiteError, TestOutcome
 from grader.judging.suite import session_for
 from grader.judging.vectorization import analyse
 from grader.report.native import build_report, printable, summary_text
-from grader.submission.load import Submission, load_submission, read_submission, refused_submission
+from grader.submission.load import Submission, load_submission, read_submission
 from grader.submission.notebook import NotebookError, NotRun, Script, sandbox_for, script_for, script_name
 
 
@@ -42,7 +42,8 @@ class GradeResult:
 
 
 def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Path]] = (),
-                     progress: Progress | None = None, refused: tuple[str, str] | None = None) -> GradeResult:
+                     progress: Progress | None = None, *,
+                     read: tuple[Submission, Sequence[tuple[str, Submission]]] | None = None) -> GradeResult:
     """Grade the submission at ``path``; raises SubmissionError only for an unusable path.
 
     The file is read once (grader.submission.load.read_submission): those bytes are hashed, graded and
@@ -51,12 +52,15 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
     message. ``helpers``: the (name, path) of the submission's other .py files, which the graded
     file may import (each read once too, and hashed into the report's ``submission.helpers``).
     progress: called as each graded test starts, with (test name, its number, number of tests).
-    refused: (status, message) of a student's submission that holds no file to grade (grade batch's
-    discovery found another file type, or several files no rule separates): refused as above, unread
-    (grader.submission.load.refused_submission).
+    read: the file and its helpers as the caller read them already (``read_submission`` and
+    ``load_submission``: ``grade batch`` reads each submission once, in its main process); then
+    ``path`` and ``helpers`` are not read again.
     """
-    submission = read_submission(path) if refused is None else refused_submission(path, *refused)
-    extra = [(name, load_submission(helper)) for name, helper in helpers]
+    if read is not None:
+        submission, extra = read[0], list(read[1])
+    else:
+        submission = read_submission(path)
+        extra = [(name, load_submission(helper)) for name, helper in helpers]
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
     outcomes: list[TestOutcome] = []

@@ -18,18 +18,19 @@ def main() -> None:
     # One BLAS thread, set before numpy loads: the grader multiplies small matrices only (grader.grade),
     # and OpenBLAS's idle threads would spin on a core each while numpy starts.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    args = sys.argv[1:]
-    one_grade = bool(args) and (args[0] == "submission" or args[0].endswith((".py", ".ipynb")))
-    batch = args[:1] == ["batch"]
-    if one_grade:
-        from grader.startup import start_single_grade
+    from grader.startup import route, start_single_grade
 
+    args = sys.argv[1:]
+    command, at = route(args)  # the command click will run: grader.cli's group asks the same function
+    one_grade, batch = command == "submission", command == "batch"
+    if one_grade:
         start_single_grade()
-    local = batch and not any(a.startswith("--scheduler") for a in args)
+    options = args[at + 1:]  # the batch's own arguments
+    local = batch and not any(a.startswith("--scheduler") for a in options)
     if batch:
         from grader.sandbox import start_early
 
-        start_early(_workers(args) if local else 1)
+        start_early(_workers(options) if local else 1)
     if local:
         from grader.batch.workers import worker_context
 
@@ -48,7 +49,11 @@ def main() -> None:
 def _workers(args: list[str]) -> int:
     """How many workers ``grade batch ARGS`` starts at most: --jobs (-j), else the cores this process may use.
 
-    Each gets a zygote started now; those beyond the cores would only compete with the start.
+    Each gets a zygote started now; those beyond the cores would only compete with the start. A peek,
+    not a parse (click parses the batch's options, after its import): it decides only how many zygotes
+    start ahead of need, never how many workers grade. Where it could read an option otherwise than
+    click (a path named like ``-j3``), the batch hands over those started and starts any it lacks
+    (grader.sandbox.hand_over): it grades the same, a little later.
     """
     from grader.batch.workers import default_jobs
 

@@ -96,7 +96,7 @@ def validate_report():
 GENEROUS_LIMITS = {"call_timeout_s": 120, "submission_timeout_s": 1200}
 
 
-def generous_config(folder: Path, source: Path = ROOT / "grader.toml") -> Path:
+def generous_config(folder: Path, source: Path = ROOT / "assignments/mha/grader.toml") -> Path:
     """A copy of ``source`` in ``folder`` with GENEROUS_LIMITS; grade with it and ``--course`` (the checkout)."""
     text = source.read_text(encoding="utf-8")
     for key, value in GENEROUS_LIMITS.items():

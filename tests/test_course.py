@@ -71,7 +71,7 @@ def test_environment_then_the_current_folder_then_nothing(tmp_path, not_installe
         find_course(cwd=ROOT, environ={"GRADER_COURSE": str(tmp_path / "gone")})
     assert str(info.value) == f"GRADER_COURSE={tmp_path / 'gone'}: no such folder"
     # Upward from the current folder: the course's root file, or an assignment's own.
-    assert find_course(cwd=ROOT / "assignments" / "mha" / "graded", environ={}) == (ROOT, ROOT / "grader.toml")
+    assert find_course(cwd=ROOT / "assignments" / "mha" / "graded", environ={}) == (ROOT, ROOT / "assignments" / "mha" / "grader.toml")
     heads = ROOT / "assignments" / "heads"
     assert find_course(cwd=heads, environ={}) == (ROOT, heads / "grader.toml")
     # A grader.toml with no assignments/ beside it (a copy, a student kit) is no course.

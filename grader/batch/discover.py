@@ -19,7 +19,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.report.native import printable
-from grader.submission.load import AMBIGUOUS, NOT_A_SUBMISSION, SUBMISSION_SUFFIXES, choose_main, may_be_main
+from grader.submission.load import (
+    AMBIGUOUS,
+    NOT_A_SUBMISSION,
+    PARSE_LIMIT,
+    SUBMISSION_SUFFIXES,
+    Submission,
+    SubmissionError,
+    choose_main,
+    load_submission,
+    may_be_main,
+)
 
 GRADESCOPE_METADATA = "submission_metadata.yml"
 METADATA_LIMIT = 8 << 20  # bytes of submission_metadata.yml read at most
@@ -50,15 +60,18 @@ class Entry:
     helpers: tuple[tuple[str, Path], ...] = ()
     # A student's submission with no file to grade: NOT_A_SUBMISSION (another file type, or no file) or
     # AMBIGUOUS (several files no rule separates), graded as refused with score 0 and ``skip`` as its
-    # message (grader.grade.grade_submission's ``refused``); IGNORED for a file no student is named by
+    # message (grader.batch.run.read_entry); IGNORED for a file no student is named by
     # (see IGNORED): listed apart, never a student's row
     skip_status: str = NOT_A_SUBMISSION
+    # The files of a several-file submission that discovery read to choose its main file (load_submission,
+    # those up to PARSE_LIMIT bytes): grader.batch.run.read_entry grades these bytes without reading them again.
+    files: tuple[Submission, ...] = ()
 
 
 # The rule for files that are not .py or .ipynb. A file an LMS names as a student's (a Canvas download
 # name, a file in a Gradescope submission's folder) is that student's submission of the wrong type: a
-# row with score 0 that says so, as Gradescope's run_autograder scores it. Any other such file (README.txt, a PDF, notes at the top of a class folder or in a
-# plain folder) names no student: it is IGNORED, listed apart (stderr, summary), never a student's row.
+# row with score 0 that says so, as Gradescope's run_autograder scores it. Any other such file
+# (README.txt, a PDF, notes at the top of a class folder or in a plain folder) names no student: it is IGNORED, listed apart (stderr, summary), never a student's row.
 IGNORED = "ignored"
 
 
@@ -184,15 +197,25 @@ class _Walk:
 
     def _one_submission(self, root: Path, named: list[tuple[str, Path]], student: dict, fallback: Path) -> Iterator[Entry]:
         """One submission made of ``named`` (name, path) files: its main file, with the .py files beside it."""
-        code = [(n, p) for n, p in named if p.suffix in SUBMISSION_SUFFIXES]
-        # empty or binary files are not candidates, unless all are (run_autograder picks the same way)
-        candidates = [(n, p) for n, p in code if may_be_main(p)] or code
         if len(named) == 1 or not named:  # a single file says itself why it is not a submission
             path = named[0][1] if named else fallback
             yield Entry(path, _safe_key(_relative(root, path)), student,
                         _not_a_submission(path) if named else "not a submission: the folder holds no file")
             return
-        index, why = choose_main(candidates, self.main_file, self.functions)
+        code = [(n, p) for n, p in named if p.suffix in SUBMISSION_SUFFIXES]
+        # Each code file up to PARSE_LIMIT bytes read once: judged, parsed and graded from these bytes. A larger
+        # one (no exercise's code) is judged on its head and not parsed, as before, never read whole here.
+        read: dict[Path, Submission] = {}
+        for _, path in code:
+            try:
+                if path.stat().st_size <= PARSE_LIMIT:
+                    read[path] = load_submission(path)
+            except (OSError, SubmissionError):  # unreadable: may_be_main says it is no candidate
+                pass
+        usable = {p for _, p in code if may_be_main(p, read[p].data if p in read else None)}
+        # empty or binary files are not candidates, unless all are (run_autograder picks the same way)
+        candidates = [(n, p) for n, p in code if p in usable] or code
+        index, why = choose_main(candidates, self.main_file, self.functions, {p: s.data for p, s in read.items()})
         if index is None:
             first = (candidates or named)[0][1]
             names = ", ".join(n for n, _ in candidates)
@@ -203,8 +226,9 @@ class _Walk:
             return
         main = candidates[index][1]
         helpers = tuple((n, p) for n, p in named if p is not main and p.suffix == ".py" and p.parent == main.parent
-                        and may_be_main(p))
-        yield Entry(main, _safe_key(_relative(root, main)), student, None, helpers)
+                        and p in usable)
+        kept = tuple(read[p] for p in (main, *(p for _, p in helpers)) if p in read)
+        yield Entry(main, _safe_key(_relative(root, main)), student, None, helpers, files=kept)
 
 
 def gradescope_metadata(path: Path) -> dict:

@@ -5,8 +5,9 @@ long-lived worker processes (each imports the grader once and grades
 many submissions; student code still runs only in the sandbox's child), writes
 each report atomically as soon as it is graded, skips on ``resume`` the reports
 whose file hash and grader configuration hash still match, and finally writes
-``gradebook.csv`` and ``summary.json`` (grader.batch.gradebook) from the reports, so an
-interrupted-then-resumed batch ends with the same gradebook as an uninterrupted one.
+``gradebook.csv``, ``summary.json`` (grader.batch.gradebook) and ``summary.html``
+(grader.batch.summary_html) from the reports, so an interrupted-then-resumed batch ends with the
+same gradebook as an uninterrupted one. Each output file has this one writer.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from grader import __version__
 from grader.batch.discover import IGNORED, BatchError, Entry, discover
 from grader.batch.gradebook import build_summary, gradebook_csv, gradebook_rows
+from grader.batch.summary_html import render_html
 from grader.batch.workers import cores, default_jobs, worker_context
 from grader.config import Config
 from grader.exercise.assignment import describe
@@ -33,6 +35,14 @@ from grader.exercise.fingerprint import config_hash
 from grader.report.formats import FORMATS, render
 from grader.report.native import build_report, printable, to_json, write_atomic
 from grader.sandbox import Handed, Started, adopt, get_zygote, hand_over, keep_trees
+from grader.submission.load import (
+    Submission,
+    SubmissionError,
+    classify,
+    load_submission,
+    read_submission,
+    refused_submission,
+)
 
 __all__ = ["BatchError", "BatchResult", "Entry", "Graded", "config_hash", "discover", "run_batch"]
 
@@ -57,6 +67,7 @@ class BatchResult:
     peak_worker_rss_mb: float = 0.0
     peak_child_rss_mb: float = 0.0
     rows: list[dict] = field(default_factory=list)
+    sources: dict[str, bytes] = field(default_factory=dict)  # sha256 → bytes of each file graded (keep_sources)
 
 
 # ---------------------------------------------------------------- hashing
@@ -66,19 +77,39 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+# A submission's file and its helpers, each read once (grader.submission.load), in the batch's main process.
+Read = tuple[Submission, tuple[tuple[str, Submission], ...]]
+
+
+def read_entry(entry: Entry) -> Read | None:
+    """``entry``'s file (read_submission) and helpers (load_submission), read once: what the resume check
+    hashes, the worker grades and ``grade similar`` compares. None when a path is unusable (a link, gone):
+    the worker then tries it itself, and its report says why."""
+    if entry.skip is not None:  # a student's submission with no file to grade: refused, score 0, unread
+        return refused_submission(entry.path, entry.skip_status, entry.skip), ()
+    known = {s.path: s for s in entry.files}  # read by discovery already (a several-file submission)
+    try:
+        main = known.get(entry.path)
+        submission = read_submission(entry.path) if main is None else Submission(
+            main.path, main.sha256, main.data, *classify(main.data, main.path))
+        return submission, tuple((name, known.get(path) or load_submission(path)) for name, path in entry.helpers)
+    except SubmissionError:
+        return None
+
+
 # ---------------------------------------------------------------- grading one entry (in a worker)
 
 _GRADE_LOCK = threading.Lock()  # one grading at a time per process (a course suite's pytest.main is not thread-safe)
 
 
 def grade_entry(path: str, student: dict, config: Config, fingerprint: str,
-                helpers: tuple[tuple[str, str], ...] = (), refused: tuple[str, str] | None = None) -> Graded:
+                helpers: tuple[tuple[str, str], ...] = (), read: Read | None = None) -> Graded:
     """Grade one submission in this (trusted) worker process and return its report.
 
     Runs in a long-lived worker: the first call imports the grader, later calls
     reuse it. Never raises for a submission's fault: a file the grader cannot take, or a
-    grader failure, becomes a report with status "error". ``refused``: (status, message) of a submission
-    with no file to grade (grader.batch.discover.Entry.skip): scored 0 unread.
+    grader failure, becomes a report with status "error". ``read``: the file and its helpers as the
+    main process read them (``read_entry``); they are graded without being read again.
     """
     import resource
 
@@ -88,24 +119,24 @@ def grade_entry(path: str, student: dict, config: Config, fingerprint: str,
     with _GRADE_LOCK:
         started = time.monotonic()
         try:
-            report = grade_submission(Path(path), config, [(n, Path(p)) for n, p in helpers],
-                                      refused=refused).report
+            prebuild(config, fingerprint)  # done already in a local worker; a Dask worker's first call builds here
+            report = grade_submission(Path(path), config, [(n, Path(p)) for n, p in helpers], read=read).report
         except SubmissionError as exc:
             report = _error_report(path, config, str(exc), time.monotonic() - started)
         except Exception as exc:  # noqa: BLE001 - a bug of ours: the batch goes on, the report says so
             report = _error_report(path, config, f"internal grader error: {type(exc).__name__}: {exc}",
-                                   time.monotonic() - started)
+                                   time.monotonic() - started, read[0].sha256 if read is not None else None)
     report["student"] = student
     report["grader_config_sha256"] = fingerprint
     return Graded(report, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
 
 
-def _error_report(path: str, config: Config, error: str, seconds: float) -> dict:
+def _error_report(path: str, config: Config, error: str, seconds: float, sha: str | None = None) -> dict:
     from datetime import UTC, datetime
 
     try:
-        sha = file_sha256(Path(path))
+        sha = sha or file_sha256(Path(path))
     except OSError:
         sha = hashlib.sha256(b"").hexdigest()
     return build_report(assignment=config.assignment, submission={"path": str(path), "sha256": sha},
@@ -121,11 +152,11 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
               scheduler: str | None = None,
               progress: Callable[[Entry | None, Graded | None, int, int], None] | None = None,
               formats: tuple[str, ...] = (), allow_unisolated: bool = False,
-              scheduler_timeout: float | None = None) -> BatchResult:
+              scheduler_timeout: float | None = None, keep_sources: bool = False) -> BatchResult:
     """Grade every submission under ``paths`` into ``outdir``; returns the reports and the summary.
 
     outdir gets reports/<key>.json (one per submission, written atomically as soon as it is
-    graded), gradebook.csv and summary.json. ``jobs``: worker processes (default: the number of
+    graded), gradebook.csv, summary.json and summary.html. ``jobs``: worker processes (default: the number of
     cores). ``resume``: keep reports whose file sha256 and grader configuration hash match.
     ``scheduler``: address of a Dask distributed scheduler to grade on instead of local workers;
     ``scheduler_timeout``: seconds to wait for it to answer (default SCHEDULER_TIMEOUT_S).
@@ -134,6 +165,9 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json
     (``.txt`` for text, ``.html`` for html: the student's feedback page).
     ``allow_unisolated``: grade even where the sandbox cannot isolate submissions from each other.
+    Each submission is read once, here (``read_entry``): its hash for ``resume``, and the bytes the
+    worker grades. ``keep_sources``: keep those bytes in the result's ``sources`` (by sha256) for
+    ``grade similar``, which then reads no submission again.
     Raises BatchError when the inputs or the output folder are unusable, or when the sandbox
     would run unisolated and ``allow_unisolated`` is not set.
     """
@@ -157,6 +191,16 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     except OSError as exc:
         raise BatchError(f"cannot create {reports_dir}: {exc.strerror}") from None
     result = BatchResult(outdir, entries, {}, {})
+    reads: dict[str, Read | None] = {}
+
+    def read(entry: Entry) -> Read | None:
+        """The entry read once (``read_entry``), kept until its report is written (a retry reads nothing again)."""
+        if entry.key not in reads:
+            found = reads[entry.key] = read_entry(entry)
+            if keep_sources and found is not None and entry.skip is None:  # no file, nothing to compare
+                result.sources[found[0].sha256] = found[0].data
+        return reads[entry.key]
+
     todo: list[Entry] = []
     # A student's submission with no file to grade is graded too, as refused (score 0, the reason its message).
     total = sum(1 for e in entries if e.skip_status != IGNORED or e.skip is None)
@@ -166,10 +210,11 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     for entry in entries:
         if entry.skip is not None and entry.skip_status == IGNORED:
             continue
-        existing = _matching_report(reports_dir / f"{entry.key}.json", entry, fingerprint) if resume else None
+        existing = _matching_report(reports_dir / f"{entry.key}.json", entry, fingerprint, read(entry)) if resume else None
         if existing is not None and not _kept_usable(outdir, entry, existing, config, fingerprint, formats, render):
             existing = None  # a kept report that cannot be read back whole is graded again
         if existing is not None:
+            reads.pop(entry.key, None)
             result.reports[entry.key] = existing
             result.resumed += 1
             done += 1
@@ -180,6 +225,7 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
 
     def finished(entry: Entry, graded: Graded) -> None:
         nonlocal done
+        reads.pop(entry.key, None)
         write_atomic(reports_dir / f"{entry.key}.json", to_json(graded.report))
         try:
             _write_formats(outdir, entry.key, graded.report, formats, render)
@@ -198,13 +244,13 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     if todo:
         if context is None:
             _run_dask(str(scheduler), todo, config, fingerprint, finished,
-                      SCHEDULER_TIMEOUT_S if scheduler_timeout is None else scheduler_timeout)
+                      SCHEDULER_TIMEOUT_S if scheduler_timeout is None else scheduler_timeout, read)
         else:
             jobs = jobs or default_jobs()
             # The zygotes started first thing (grader.launch), this process's own included, go to the workers.
             handed = hand_over(min(jobs, len(todo)))
             try:
-                _run_local(context, todo, config, fingerprint, jobs, finished, handed)
+                _run_local(context, todo, config, fingerprint, jobs, finished, handed, read)
             finally:
                 for zygote in handed:
                     zygote.reap()
@@ -218,6 +264,7 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
                              "scheduler": scheduler, "peak_worker_rss_mb": round(result.peak_worker_rss_mb, 1),
                              "peak_child_rss_mb": round(result.peak_child_rss_mb, 1)}
     write_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2, allow_nan=False) + "\n")
+    write_atomic(outdir / "summary.html", render_html(result.summary, feedback="html" in formats))
     return result
 
 
@@ -267,13 +314,18 @@ def _kept_usable(outdir: Path, entry: Entry, report: dict, config: Config, finge
 
 
 
-def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:
-    """The report at ``path`` when it was made from this very file with this very grader configuration."""
+def _matching_report(path: Path, entry: Entry, fingerprint: str, read: Read | None = None) -> dict | None:
+    """The report at ``path`` when it was made from this very file with this very grader configuration.
+
+    ``read``: the entry as ``read_entry`` read it (its hashes are used; the files are not read again)."""
     try:
         report = json.loads(path.read_text(encoding="utf-8"))
-        helpers = [{"path": str(p), "sha256": file_sha256(p)} for _, p in entry.helpers]
-        matches = (report["submission"]["sha256"] == file_sha256(entry.path)
-                   and [h["sha256"] for h in report["submission"].get("helpers", [])] == [h["sha256"] for h in helpers]
+        if read is not None:
+            sha, helpers = read[0].sha256, [s.sha256 for _, s in read[1]]
+        else:
+            sha, helpers = file_sha256(entry.path), [file_sha256(p) for _, p in entry.helpers]
+        matches = (report["submission"]["sha256"] == sha
+                   and [h["sha256"] for h in report["submission"].get("helpers", [])] == helpers
                    and report.get("grader_config_sha256") == fingerprint and report.get("student") == entry.student)
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -281,13 +333,15 @@ def _matching_report(path: Path, entry: Entry, fingerprint: str) -> dict | None:
 
 
 def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, jobs: int,
-               finished: Callable[[Entry, Graded], None], zygotes: Sequence[Handed] = ()) -> None:
+               finished: Callable[[Entry, Graded], None], zygotes: Sequence[Handed] = (),
+               read: Callable[[Entry], Read | None] = read_entry) -> None:
     """Grade in ``jobs`` long-lived worker processes (of ``context``, from ``grader.batch.workers.worker_context``), one submission
     at a time each.
 
     Each worker holds one submission at a time, so when a worker dies (a grader crash, or a
     submission that escapes the sandbox and kills it) exactly that submission is known: it is
     retried once on a fresh worker, then reported as failed to grade; the others are unaffected.
+    ``read``: an entry's file and helpers, read once (``read_entry``), sent with it.
     """
     from collections import deque
     from multiprocessing.connection import wait
@@ -300,7 +354,7 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
                for i in range(min(jobs, len(queue)))]
     try:
         for worker in workers:
-            worker.take(queue)
+            worker.take(queue, read)
         while any(w.entry is not None for w in workers):
             busy = [w for w in workers if w.entry is not None]
             wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
@@ -312,7 +366,7 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
                 graded = worker.result()
                 if graded is not None:
                     worker.entry = None
-                    worker.take(queue)  # every ready worker gets its next one before any report is written
+                    worker.take(queue, read)  # every ready worker gets its next one before any report is written
                     ended.append((entry, graded))
                 elif not worker.process.is_alive():
                     worker.entry = None
@@ -323,7 +377,7 @@ def _run_local(context, todo: list[Entry], config: Config, fingerprint: str, job
                         ended.append((entry, Graded(_lost(entry, config, fingerprint))))
                     worker.close()
                     workers[index] = _Worker(context, config, fingerprint, worker.core) if queue else worker
-                    workers[index].take(queue)
+                    workers[index].take(queue, read)
             for entry, graded in ended:
                 finished(entry, graded)
         # Left only when every worker died before it could take its next submission (one that cannot even
@@ -357,10 +411,10 @@ class _Worker:
             zygote.sent()  # the worker holds it now; it ends with the worker
         self.entry: Entry | None = None
 
-    def take(self, queue) -> None:
+    def take(self, queue, read: Callable[[Entry], Read | None] = read_entry) -> None:
         if queue and self.process.is_alive():
             self.entry = queue.popleft()
-            self.conn.send((str(self.entry.path), self.entry.student, _helpers(self.entry), _refused(self.entry)))
+            self.conn.send((str(self.entry.path), self.entry.student, _helpers(self.entry), read(self.entry)))
 
     def result(self) -> Graded | None:
         """The finished submission's result, or None while it runs or when the worker died."""
@@ -399,7 +453,7 @@ def _serve(conn, config: Config, fingerprint: str, alive, core: int | None, zygo
     if core is not None:
         _pin(core)  # with its zygote: every sandbox process it forks then runs on that core too
     get_zygote()  # started now if none was handed over; the cases are built meanwhile
-    prebuild(config)
+    prebuild(config, fingerprint)  # the main process's hash names the case store's entry: no second reading
     keep_trees()  # each submission takes the emptied process tree of the one before
     try:
         while True:
@@ -429,11 +483,6 @@ def _pin(core: int) -> None:
         os.sched_setaffinity(get_zygote().process.pid, {core})  # one handed over started elsewhere
     except OSError:  # the core went away (a container's CPU set changed): run wherever allowed
         pass
-
-
-def _refused(entry: Entry) -> tuple[str, str] | None:
-    """(status, message) of a student's submission with no file to grade, or None."""
-    return None if entry.skip is None else (entry.skip_status, entry.skip)
 
 
 def _helpers(entry: Entry) -> tuple[tuple[str, str], ...]:
@@ -469,11 +518,12 @@ SCHEDULER_TIMEOUT_S = 5.0  # a scheduler that has not answered by then is report
 
 
 def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
-              finished: Callable[[Entry, Graded], None], timeout: float = SCHEDULER_TIMEOUT_S) -> None:
+              finished: Callable[[Entry, Graded], None], timeout: float = SCHEDULER_TIMEOUT_S,
+              read: Callable[[Entry], Read | None] = read_entry) -> None:
     """Grade on an existing Dask distributed cluster (needs the optional extra ``dask``: pip install '.[dask]').
 
-    The workers must have this grader installed and see the submission files at the same paths;
-    reports come back to this process, which writes them. A scheduler that does not answer
+    The workers must have this grader installed; each submission goes to them as read here (``read``),
+    and its path names it in the report; reports come back to this process, which writes them. A scheduler that does not answer
     within ``timeout`` seconds is a BatchError of one line.
     """
     try:
@@ -486,9 +536,8 @@ def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
         why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BatchError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s: {why}") from None
     with client:
-        futures = {client.submit(grade_entry, str(e.path), e.student, config, fingerprint, _helpers(e), _refused(e),
-                                 pure=False): e
-                   for e in todo}
+        futures = {client.submit(grade_entry, str(e.path), e.student, config, fingerprint, _helpers(e), read(e),
+                                 pure=False): e for e in todo}
         for future in as_completed(futures):
             entry = futures[future]
             try:

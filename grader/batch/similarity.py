@@ -25,7 +25,7 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -289,12 +289,13 @@ def clusters(edges: list[tuple[str, str]]) -> list[list[str]]:
 
 # ---- reading a batch's output folder -----------------------------------------------------------
 
-def load_works(outdir: Path, term: str = "") -> list[Work]:
+def load_works(outdir: Path, term: str = "", known: Mapping[str, bytes] | None = None) -> list[Work]:
     """The submissions of a batch's output folder: each report under reports/, with its file's text when found.
 
     A report's ``submission.path`` is as the batch was given it: absolute, or relative to where it
     ran (tried from here, then from the output folder's parent). The text is used only when its
-    sha256 is the report's (the file graded, not a later edit).
+    sha256 is the report's (the file graded, not a later edit). ``known``: {sha256: bytes} of files
+    read already (``grade batch --similarity``: the batch's own reading), used instead of reading them.
     """
     reports = Path(outdir) / "reports"
     if not reports.is_dir():
@@ -312,12 +313,12 @@ def load_works(outdir: Path, term: str = "") -> list[Work]:
         who = student.get("name") or student.get("email") or student.get("id") or ""
         label = one_line(f"{term + ': ' if term else ''}{key}{f' ({who})' if who and who != Path(key).stem else ''}")
         work = Work(key=f"{term}/{key}" if term else key, label=label, term=term, report=report)
-        _attach_source(work, report, Path(outdir))
+        _attach_source(work, report, Path(outdir), known or {})
         works.append(work)
     return works
 
 
-def _attach_source(work: Work, report: dict, outdir: Path) -> None:
+def _attach_source(work: Work, report: dict, outdir: Path, known: Mapping[str, bytes]) -> None:
     submission: dict = report["submission"] if isinstance(report.get("submission"), dict) else {}
     given = submission.get("path")
     if not isinstance(given, str) or not given:
@@ -326,9 +327,13 @@ def _attach_source(work: Work, report: dict, outdir: Path) -> None:
     path = Path(given)
     candidates = [path] if path.is_absolute() else [Path.cwd() / path, outdir.resolve().parent / path]
     for candidate in candidates:
-        try:
-            data = candidate.read_bytes()
-        except OSError:
+        data = known.get(str(submission.get("sha256")))  # the bytes graded, read by the batch
+        if data is None:
+            try:
+                data = candidate.read_bytes()
+            except OSError:
+                continue
+        elif not candidate.is_file():
             continue
         if hashlib.sha256(data).hexdigest() != submission.get("sha256"):
             work.note = f"{given} has changed since it was graded: its code is not compared"

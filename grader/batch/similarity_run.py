@@ -10,7 +10,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grader.batch.fingerprints import starter_hashes
@@ -30,15 +30,16 @@ class SimilarityError(Exception):
 
 
 def run_similarity(outdir: Path, config: Config, *, against: Sequence[Path] = (),
-                   calibration: Sequence[Path] = ()) -> dict:
+                   calibration: Sequence[Path] = (), known: Mapping[str, bytes] | None = None) -> dict:
     """Compare the submissions of ``outdir`` (and with those of each ``against`` folder); returns similarity.json's data.
 
     calibration: more independent solutions (files or folders of .py) to calibrate the code scores on,
-    besides the course's own (grader.batch.similarity.CALIBRATION_PATHS). Raises SimilarityError.
+    besides the course's own (grader.batch.similarity.CALIBRATION_PATHS). known: {sha256: bytes} of the
+    submissions read already (grader.batch.run.BatchResult.sources): not read again. Raises SimilarityError.
     """
     outdir = Path(outdir)
     try:
-        works = load_works(outdir)
+        works = load_works(outdir, known=known)
         terms: set[str] = set()
         for folder in against:
             term = Path(folder).resolve().name or "past"

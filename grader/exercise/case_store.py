@@ -91,14 +91,19 @@ def _private(where: Path) -> bool:
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
 
-def key(config: Any) -> str:
-    """The entry's name for a run's configuration (a grader.config.Config)."""
+def key(config: Any, config_sha256: str | None = None) -> str:
+    """The entry's name for a run's configuration (a grader.config.Config).
+
+    config_sha256: its grader.exercise.fingerprint.config_hash, when the run computed it already
+    (a batch's workers get it from the main process); computed here otherwise.
+    """
     import hashlib
     import platform
 
     from grader.exercise.fingerprint import config_hash
 
-    text = json.dumps([FORMAT, config_hash(config), np.__version__, sys.version, platform.machine()])
+    fingerprint = config_hash(config) if config_sha256 is None else config_sha256
+    text = json.dumps([FORMAT, fingerprint, np.__version__, sys.version, platform.machine()])
     return hashlib.sha256(text.encode()).hexdigest()
 
 

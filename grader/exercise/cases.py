@@ -3,6 +3,13 @@
 ``prebuild`` starts the build on a thread while the grader goes on importing; ``run_cases`` waits for it.
 What is computed of a case once (its expected value, the trivial implementation that passes it...) is
 ``remembered`` with it, and ``store_cases`` saves cases and values for the next run (grader.exercise.case_store).
+
+The cases pass through three stores, each with a job the others cannot do: ``_BUILDS`` holds a
+process's cases per configuration (a batch worker or a selftest grades many files with one build);
+``_REMEMBERED`` holds what is computed of each case, filled while the suite judges (the build is done
+before any value is known, and the suite knows a case, not its configuration); the case store keeps
+both on disk for the next process. The judging stage keeps no cache of its own: the course suite asks
+``remembered``.
 """
 
 from __future__ import annotations
@@ -29,16 +36,18 @@ def run_cases(config: Any) -> list:
     return _case_build(config).result()
 
 
-def prebuild(config: Any) -> None:
+def prebuild(config: Any, config_sha256: str | None = None) -> None:
     """Start building the run's cases on a thread of their own, now, while the grader goes on importing.
 
     The model-size inputs are most of a single grade's case building (about 0.1 s), and numpy
     draws them without holding the GIL, so they overlap the imports; ``run_cases`` waits for them.
     Cases the store holds (grader.exercise.case_store) are read back instead. Nothing is built for a student
-    kit, whose cases are stored in it (it has no assignment.py).
+    kit, whose cases are stored in it (it has no assignment.py). ``config_sha256``: the configuration's
+    hash (grader.exercise.fingerprint.config_hash) when the caller has it: a batch computes it once and
+    hands it to its workers, which then do not read the grader's source again to name the store's entry.
     """
     if (config.assignment_dir / "assignment.py").is_file():
-        _case_build(config, background=True)
+        _case_build(config, background=True, config_sha256=config_sha256)
 
 
 _BUILDS: dict[str, Future] = {}
@@ -51,7 +60,7 @@ def _build_key(config: Any) -> str:
     return config_values(config)
 
 
-def _case_build(config: Any, background: bool = False) -> Future:
+def _case_build(config: Any, background: bool = False, config_sha256: str | None = None) -> Future:
     key = _build_key(config)
     with _BUILDS_LOCK:
         if key in _BUILDS:
@@ -66,7 +75,7 @@ def _case_build(config: Any, background: bool = False) -> Future:
             entry: str | None = None
             stored = None
             try:
-                entry = case_store.key(config)
+                entry = case_store.key(config, config_sha256)
                 stored = case_store.load(entry, (assignment.folder, *map(Path, assignment.trusted_files)))
             except OSError:  # a file of the grader or the assignment unreadable: the build says what
                 entry = None

@@ -27,7 +27,11 @@ def config_hash(config: Any) -> str:
     """sha256 of everything that can change a score: the whole configuration object (every key of
     grader.toml, so none can be forgotten), the grader's version and source, the assignment's own trusted
     files (its reference and case builders: grader.exercise.assignment.Assignment.trusted_files) and the graded
-    suite's files. Only ``root`` (where grader.toml lies) is left out: its suite is hashed by content."""
+    suite's files. Only ``root`` (where grader.toml lies) is left out: its suite is hashed by content.
+
+    Reads every file of the grader's source: a batch computes it once, in its main process, and hands it
+    to its workers as text (grader.batch.run; grader.exercise.cases.prebuild). A grader.toml among the
+    hashed files (an assignment's own, in its folder) is not read again: its keys are in the object."""
     from grader.exercise.assignment import load_assignment
 
     trusted: list[tuple[str, Path]] = []
@@ -39,7 +43,8 @@ def config_hash(config: Any) -> str:
                              default=_plain).encode())
     for name, folder in (("grader", Path(__file__).parents[1]), *trusted, ("suite", config.suite_dir)):
         for path in sorted(folder.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".json", ".toml"):
+            if (path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".ini", ".json", ".toml")
+                    and path.name != "grader.toml"):
                 digest.update(f"{name}/{path.relative_to(folder).as_posix()}\0".encode())
                 digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()

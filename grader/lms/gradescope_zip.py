@@ -94,9 +94,11 @@ def build_zip(config_path: Path, target: Path, *, course: Path | None = None) ->
         "requirements.txt": ("\n".join(pinned_requirements()) + "\n").encode(),
         "grader.toml": Path(config_path),
     }
-    for name in ("pyproject.toml", "README.md"):
-        if (root / name).is_file():
-            files[name] = root / name
+    for name in ("pyproject.toml", "README.md"):  # the course's (an assignment's own grader.toml lies below it)
+        for folder in (course, root):
+            if (folder / name).is_file():
+                files[name] = folder / name
+                break
     for folder, prefix in folders:
         if folder.is_file():
             files[prefix] = folder

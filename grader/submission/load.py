@@ -20,7 +20,7 @@ import hashlib
 import io
 import os
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,18 +139,22 @@ def classify(data: bytes, path: Path) -> tuple[str, str, str]:
     return (NOTEBOOK if Path(path).suffix == ".ipynb" else PYTHON), encoding, ""
 
 
-def may_be_main(path: Path) -> bool:
+def may_be_main(path: Path, data: bytes | None = None) -> bool:
     """Whether a file of a several-file submission may be its graded file or a helper: readable, neither
     empty nor binary (judged on its first 64 KiB: a student's folder may hold a huge file).
 
     ``grade batch`` (grader.batch.discover) and run_autograder (grader.lms.autograder) both ask it
-    before ``choose_main``, so they pick the same file.
+    before ``choose_main``, so they pick the same file. ``data``: the file's bytes, when the caller
+    has read them already (``load_submission``); the file is not read again.
     """
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(65536)
-    except OSError:
-        return False
+    if data is not None:
+        head = data[:65536]
+    else:
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(65536)
+        except OSError:
+            return False
     return bool(head.removeprefix(_BOM).strip()) and b"\0" not in head
 
 
@@ -178,24 +182,25 @@ def load_submission(path: Path) -> Submission:
     return Submission(path, hashlib.sha256(data).hexdigest(), data)
 
 
-def defined_functions(path: Path, functions: Sequence[str]) -> set[str]:
+def defined_functions(path: Path, functions: Sequence[str], data: bytes | None = None) -> set[str]:
     """Which of ``functions`` the file defines at its top level, found by parsing it (never running it).
 
     A file over PARSE_LIMIT bytes, or one that does not parse, defines none. A
-    notebook is parsed as the script its code cells make.
+    notebook is parsed as the script its code cells make. ``data``: the file's bytes, when the caller
+    has read them already; the file is not read again.
     """
     try:
-        if path.stat().st_size > PARSE_LIMIT:
+        if (path.stat().st_size if data is None else len(data)) > PARSE_LIMIT:
             return set()
         if path.suffix == ".ipynb":
             from grader.submission.notebook import NotebookError, extract_script
 
             try:
-                source = extract_script(path).source
+                source = extract_script(path, data).source
             except NotebookError:
                 return set()
         else:
-            data = read_regular_file(path)
+            data = read_regular_file(path) if data is None else data
             kind, encoding, _ = classify(data, path)
             source = data.decode(encoding) if kind == PYTHON else ""
         tree = ast.parse(source)
@@ -206,13 +211,14 @@ def defined_functions(path: Path, functions: Sequence[str]) -> set[str]:
 
 
 def choose_main(candidates: Sequence[tuple[str, Path]], main_file: str = "",
-                functions: Sequence[str] = ()) -> tuple[int | None, str]:
+                functions: Sequence[str] = (), data: Mapping[Path, bytes] | None = None) -> tuple[int | None, str]:
     """Which of a folder submission's (name, path) files is the one to grade: (its index, "") or (None, why).
 
     In order: the file named ``main_file`` (grader.toml's assignment.main_file); the one
     file that defines the most of the exercise's ``functions``;
     the only candidate. Several files that no rule separates give None and the
-    reason (e.g. "none defines any of ..."), so that nothing is picked silently.
+    reason (e.g. "none defines any of ..."), so that nothing is picked silently. ``data``: {path: bytes}
+    of the candidates the caller has read already (``defined_functions`` reads no file again).
     """
     if not candidates:
         return None, "no .py or .ipynb file in the submission"
@@ -222,7 +228,7 @@ def choose_main(candidates: Sequence[tuple[str, Path]], main_file: str = "",
             return named[0], ""
     if len(candidates) == 1:
         return 0, ""
-    counts = [len(defined_functions(path, functions)) for _, path in candidates]
+    counts = [len(defined_functions(path, functions, (data or {}).get(path))) for _, path in candidates]
     best = max(counts)
     if best and counts.count(best) == 1:
         return counts.index(best), ""

@@ -72,7 +72,7 @@ def make_class(root: Path) -> Path:
 def course(tmp_path_factory) -> Path:
     """grader.toml with a 3 s call limit, so the hanging submission costs ~3 s."""
     folder = tmp_path_factory.mktemp("course")
-    text = (ROOT / "grader.toml").read_text()
+    text = (ROOT / "assignments/mha/grader.toml").read_text()
     text = text.replace('suite = "assignments/mha"', f'suite = "{ROOT / "assignments/mha"}"')
     text = text.replace("call_timeout_s = 10", "call_timeout_s = 3")
     (folder / "grader.toml").write_text(text)
@@ -465,7 +465,7 @@ def test_kill_9_of_a_batch_leaves_no_process(tmp_path):
     folder.mkdir()
     for name in ("a", "b"):
         (folder / f"{name}.py").write_text("while True:\n    pass\n")
-    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha"',
+    text = (ROOT / "assignments/mha/grader.toml").read_text().replace('suite = "assignments/mha"',
                                                       f'suite = "{ROOT / "assignments/mha"}"')
     (tmp_path / "grader.toml").write_text(text.replace("call_timeout_s = 10", "call_timeout_s = 60"))
     batch = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(folder), "-o", str(tmp_path / "out"),
@@ -607,7 +607,7 @@ def test_formula_name_import_hang_and_late_columns_in_the_gradebook(tmp_path):
     canvas = tmp_path / "canvas"
     canvas.mkdir()
     (canvas / "hangs_LATE_503_9003_mha.py").write_text("while True:\n    pass\n")
-    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha"',
+    text = (ROOT / "assignments/mha/grader.toml").read_text().replace('suite = "assignments/mha"',
                                                       f'suite = "{ROOT / "assignments/mha"}"')
     (tmp_path / "grader.toml").write_text(text.replace("call_timeout_s = 10", "call_timeout_s = 2"))
     out = tmp_path / "out"

@@ -26,7 +26,7 @@ SUBMISSIONS = ROOT / "tests" / "submissions"
 
 
 def _course(folder: Path, call_timeout_s: int) -> Path:
-    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha"',
+    text = (ROOT / "assignments/mha/grader.toml").read_text().replace('suite = "assignments/mha"',
                                                       f'suite = "{ROOT / "assignments/mha"}"')
     (folder / "grader.toml").write_text(text.replace("call_timeout_s = 10", f"call_timeout_s = {call_timeout_s}"))
     return folder / "grader.toml"

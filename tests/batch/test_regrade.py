@@ -44,7 +44,7 @@ def runs(tmp_path_factory) -> tuple[Path, Path, str]:
     assert count in correct
     (klass / "no_count.py").write_text(correct.replace(count, count + "    raise NotImplementedError\n"))
     shutil.copy(SUBMISSIONS / "wrong_reshape.py", klass / "resubmitted.py")
-    shipped = (ROOT / "grader.toml").read_text()
+    shipped = (ROOT / "assignments/mha/grader.toml").read_text()
     assert "rtol = 1e-3" in shipped and "param_count = 15" in shipped
     (root / "a.toml").write_text(shipped.replace("rtol = 1e-3", "rtol = 1e-4"))
     (root / "b.toml").write_text(shipped.replace("param_count = 15", "param_count = 25"))

@@ -35,7 +35,7 @@ main(sys.argv[1:])
 def course(tmp_path_factory):
     """The course's grader.toml with two groups not visible to students."""
     folder = tmp_path_factory.mktemp("course")
-    text = (ROOT / "grader.toml").read_text().replace('suite = "assignments/mha"',
+    text = (ROOT / "assignments/mha/grader.toml").read_text().replace('suite = "assignments/mha"',
                                                        f'suite = "{ROOT / "assignments/mha"}"')
     text += "".join(f'{group} = "{value}"\n' for group, value in HIDDEN.items())
     (folder / "grader.toml").write_text(text)
