@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -18,6 +19,10 @@ from grader.report.native import SCHEMA_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
+# `python -m grader` as a terminal starts it: Ctrl-C (SIGINT) not ignored. A suite started in the background
+# by a script (`cmd &` without job control) hands its children SIGINT ignored, and Python then leaves it so.
+INTERRUPTIBLE = [sys.executable, "-c", ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                                        "runpy.run_module('grader', run_name='__main__')")]
 
 # The stored cases (grader.exercise.case_store) of this test run, in a folder of its own (inherited by the `grade`
 # processes the tests start): the user's store is neither read nor written, and the run starts from none.

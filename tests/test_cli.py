@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, SUBMISSIONS, generous_config
+from conftest import INTERRUPTIBLE, ROOT, SUBMISSIONS, generous_config
 
 from grader.cli import main
 
@@ -167,17 +167,15 @@ def _busy_descendant(pid: int, cpu_s: float) -> bool:
 def test_ctrl_c_prints_one_line_and_leaves_the_earlier_report(tmp_path):
     import signal
     import subprocess
-    import sys
     import time
 
     (tmp_path / "hang.py").write_text("def multi_head_attention(*args, **kwargs):\n    while True:\n        pass\n")
     (tmp_path / "report.json").write_text('{"earlier": true}\n')
     (tmp_path / "limits").mkdir()
     config = generous_config(tmp_path / "limits")  # the call loops until Ctrl-C, however slowly the grader got there
-    grading = subprocess.Popen([sys.executable, "-m", "grader", "hang.py", "--config", str(config), "--course", str(ROOT)],
+    grading = subprocess.Popen([*INTERRUPTIBLE, "hang.py", "--config", str(config), "--course", str(ROOT)],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True,  # Ctrl-C not ignored, as a terminal starts it
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                               start_new_session=True)
     deadline = time.monotonic() + 600  # a bound for a broken grader only: the call's limit is 120 s
     while not _busy_descendant(grading.pid, 1.0):  # inside the first test's call, looping
         assert grading.poll() is None and time.monotonic() < deadline, grading.communicate(timeout=30)

@@ -11,12 +11,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import INTERRUPTIBLE
 
 from grader.batch.gradebook import _message, shown_status
 from grader.cli import main
@@ -140,12 +140,9 @@ def test_ctrl_c_exits_130(tmp_path):
     (klass / "hangs.py").write_text("while True:\n    pass\n")  # keeps its worker busy for the 60 s import limit
     out = tmp_path / "out"
     log = (tmp_path / "stderr.txt").open("w")
-    # As a terminal starts it: Ctrl-C not ignored. A suite started in the background (`cmd &` in a script)
-    # hands its children SIGINT ignored, and Python then leaves it ignored: the batch would rightly not stop.
-    batch = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(klass), "-o", str(out), "--jobs", "1",
+    batch = subprocess.Popen([*INTERRUPTIBLE, "batch", str(klass), "-o", str(out), "--jobs", "1",
                               "--config", str(_course(tmp_path, 60))], cwd=ROOT, stdout=subprocess.DEVNULL,
-                             stderr=log, start_new_session=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                             stderr=log, start_new_session=True)
     log.close()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (out / "reports").is_dir() and batch.poll() is None:
