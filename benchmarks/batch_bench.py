@@ -71,6 +71,13 @@ KINDS: dict[str, tuple[int, object]] = {
     "bug-causal-ignored": (20, lambda t: _swap(t, "    if causal:\n", "    if False:\n")),
     "bug-count-no-bias": (20, lambda t: _swap(t, "if bias else 0", "if False else 0")),
     "bug-nan-entropy": (20, lambda t: _swap(t, "np.log(safe)", "np.log(A)")),
+    # several mistakes at once: the diagnosis composes what its probes find (grader.judging.probes)
+    "bugs-three": (10, lambda t: _swap(_swap(_swap(t, "M.reshape(B, T, h, width).transpose(0, 2, 1, 3)",
+                                                   "M.reshape(B, h, T, width)"), " / np.sqrt(d_k)", ""),
+                                       "    if causal:\n", "    if False:\n")),
+    "bugs-five": (10, lambda t: _swap(_swap(_swap(_swap(_swap(
+        t, "M.reshape(B, T, h, width).transpose(0, 2, 1, 3)", "M.reshape(B, h, T, width)"), " / np.sqrt(d_k)", ""),
+        "    if causal:\n", "    if False:\n"), "if bias else 0", "if False else 0"), "np.log(safe)", "np.log(A)")),
     "raises-at-import": (6, lambda t: "raise RuntimeError('not finished yet')\n" + t),
     "syntax-error": (5, lambda t: t.replace("def head_entropy(A):", "def head_entropy(A)")),
     "crashes-at-import": (5, lambda t: "import os\nos._exit(3)\n" + t),
