@@ -1,32 +1,113 @@
-"""The kit's suite: the same checks, messages and diagnoses as the course's graded suite, on the public cases."""
+"""The kit's suite: the same checks, messages and diagnoses as the course's graded suite, on the public cases.
+
+Diagnosis by probes works offline: each function's probes (their inputs) and the reference's outputs on
+them, for every combination of the options of the steps each probe sees, are stored in probes.npz, and
+grader.judging.probes.identify reads them through a ProbePlan whose ``run`` looks them up
+(grader.judging.probes.stored_run). No reference code is in the kit.
+
+Verification. A composition the probes found is named only where it reproduces the student's outputs
+on the failed cases. The kit stores, per case, the outputs of every single switch and pair it searches
+(on the two model-size cases, a sketch of each: 512 of its values), and checks those as the grader does.
+A composition it stores no output of (three switches or more, or a switch found by probes only) is
+verified on the probes alone: it is taken as matching each failed case (grader.judging.diagnose.UNCHECKED),
+and only when it is the one cheapest composition the probes left; when they left two of the same size,
+the kit names none of them (the grader could tell them apart, the kit cannot).
+"""
 
 import json
 from pathlib import Path
 
-from grader.judging.diagnose import Finding
+import numpy as np
+
+from grader.judging.diagnose import SEP, UNCHECKED, Finding
 from grader.judging.evidence import evidence
 from grader.judging.judge import judge
+from grader.judging.probes import Probe, ProbePlan, Step, prober, stored_run
 
+HERE = Path(__file__).parent
 # The texts of the generic findings and of every misconception whose outputs the kit stores.
-_TEXTS = json.loads(Path(__file__).with_name("cases.json").read_text(encoding="utf-8"))
+_TEXTS = json.loads((HERE / "cases.json").read_text(encoding="utf-8"))
 CATALOGUE = {code: Finding(entry["explanation"], entry["section"], entry.get("says", ""))
              for code, entry in {**_TEXTS.get("findings", {}), **_TEXTS.get("catalogue", {})}.items()}
+SEARCHED = {function: set(keys) for function, keys in _TEXTS.get("searched", {}).items()}
+_PLANS: dict = {}
 
 
-def stored(case, keys):
+def _stored(spec, arrays):
+    return arrays[spec["array"]] if "array" in spec else spec["value"]
+
+
+def _plans():
+    """Each function's ProbePlan, read from cases.json and probes.npz once."""
+    if not _PLANS and _TEXTS.get("probes"):
+        with np.load(HERE / "probes.npz", allow_pickle=False) as stored:
+            arrays = {key: stored[key] for key in stored.files}
+        for function, entry in _TEXTS["probes"].items():
+            steps = tuple(Step(s["name"], s["label"], tuple(s["codes"])) for s in entry["steps"])
+            probes, tables = [], {}
+            for p in entry["probes"]:
+                probes.append(Probe(p["id"], p["step"], tuple(p["sees"]), tuple(_stored(a, arrays) for a in p["args"]),
+                                    {k: _stored(v, arrays) for k, v in p["kwargs"].items()}, p["why"],
+                                    {k: tuple(v) for k, v in p["only"].items()}))
+                values, outputs, start = arrays[p["values"]], [], 0
+                for output in p["outputs"]:
+                    if "raises" in output:
+                        outputs.append(output["raises"])
+                        continue
+                    size = int(np.prod(output["shape"], dtype=np.int64))
+                    outputs.append(values[start:start + size].reshape(output["shape"]))
+                    start += size
+                tables[p["id"]] = (tuple(p["tabled"]), [outputs[row] for row in arrays[p["rows"]]])
+            rank = {code: i for i, code in enumerate(entry["order"])}
+            _PLANS[function] = ProbePlan(function, steps, tuple(probes), stored_run(steps, probes, tables),
+                                         lambda codes, rank=rank: SEP.join(sorted(set(codes), key=rank.__getitem__)),
+                                         entry["limit"])
+    return _PLANS
+
+
+def plan(function):
+    """The function's stored ProbePlan, or None when it has no probes."""
+    return _plans().get(function)
+
+
+def _unchecked(probed):
+    """The composition the kit verifies on the probes alone: the probes' one cheapest, or None."""
+    if probed is None or not probed.complete or not probed.keys:
+        return None
+    first = probed.keys[0]
+    if any(key.count(SEP) == first.count(SEP) for key in probed.keys[1:]):
+        return None  # two compositions of one size explain the probes: only the cases could tell them apart
+    return first
+
+
+def stored(case, keys, search=None):
     """The stored outputs of the combinations ``keys`` (None: all, cheapest first) on the case's inputs.
 
-    A combination the kit did not store computes the right answer on these inputs, and is never named.
+    A combination the kit searches but did not store computes the right answer on these inputs, and is never
+    named. One it never stores (UNCHECKED) is the probes' composition, verified on the probes alone.
     """
-    return case.candidates if keys is None else {k: case.candidates[k] for k in keys if k in case.candidates}
+    if keys is None:
+        return case.candidates
+    probed = search.probed.get(case.function) if search is not None else None
+    unchecked = _unchecked(probed)
+    found = {}
+    for key in keys:
+        if key in case.candidates:
+            found[key] = case.candidates[key]
+        elif key == unchecked and key not in SEARCHED.get(case.function, ()):
+            found[key] = UNCHECKED
+    return found
 
 
 def test_case(case, turn):
     record = turn.record
+    if turn.search.prober is None:  # the submission's probes, made on its first failed test, as in grading
+        turn.search.prober = prober(plan, turn.student, turn.grading.rtol, turn.grading.atol)
     record.update(group=case.group, function=case.function, name=case.name, diagnosis=None,
                   trivial=case.trivial)
     kept: dict = {}  # the returned value of a failed check, for the pictures (the kit's cases are all visible)
-    verdict, diagnosis, output = judge(case, turn.student, turn.grading, case.expected, lambda keys: stored(case, keys),
+    verdict, diagnosis, output = judge(case, turn.student, turn.grading, case.expected,
+                                       lambda keys: stored(case, keys, turn.search),
                                        CATALOGUE, turn.search, expected_changed=case.expected_changed, keep=kept,
                                        kind=case.kind, outputs=case.outputs)
     record.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
