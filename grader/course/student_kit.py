@@ -85,8 +85,17 @@ def _trivial(assignment: Assignment, case, config: Config, expected: object, cha
                             assignment.spec(case.function).kind)
 
 
+def _alone(assignment: Assignment, function: str) -> list[str]:
+    """Every switch of a function with probes, those the search does not pair included: each is stored alone."""
+    plan = assignment.probes(function)
+    return [] if plan is None else [code for step in plan.steps for code in step.codes]
+
+
 def _candidates(assignment: Assignment, case, expected: object) -> tuple[dict, dict]:
     """Outputs of the known misconceptions, alone and two together, on ``case``'s inputs, and their texts.
+
+    Alone: every switch of a function with probes too, those the search does not pair included (the kit
+    tells from them where a switch changes nothing: kit_suite/graded_kit.py).
 
     Uses the assignment's ``combo_outputs`` ({combination key: output or "raises <Type>"},
     cheapest first) and ``catalogue`` (code -> ``explanation``, ``section``, ``says``).
@@ -99,7 +108,7 @@ def _candidates(assignment: Assignment, case, expected: object) -> tuple[dict, d
     from grader.judging.judge import joined
 
     CATALOGUE = assignment.catalogue
-    keys = assignment.combos(case.function)
+    keys = list(dict.fromkeys([*assignment.combos(case.function), *_alone(assignment, case.function)]))
     outputs = {key: out for key, out in assignment.combo_outputs(case.function, case.args, case.kwargs, keys).items()
                if not matches(joined(out), joined(expected), 0.0, 0.0)}
     codes = dict.fromkeys(code for key in outputs for code in key.split("+"))
@@ -322,7 +331,8 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
     catalogue.update(explained)
     np.savez_compressed(suite / PROBES_FILE, allow_pickle=False, **probe_arrays)
     store = {"format": 2, "seed": seed, "catalogue": catalogue, "findings": findings, "cases": manifest,
-             "searched": {f: list(described.combos(f)) for f in functions}, "probes": probes,
+             "searched": {f: list(described.combos(f)) for f in functions},
+             "alone": {f: _alone(described, f) for f in functions}, "probes": probes,
              "assignment": as_json(described)}
     (suite / "cases.json").write_text(json.dumps(store, separators=(",", ":")) + "\n", encoding="utf-8")
 

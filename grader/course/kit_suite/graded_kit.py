@@ -8,10 +8,13 @@ grader.judging.probes.identify reads them through a ProbePlan whose ``run`` look
 Verification. A composition the probes found is named only where it reproduces the student's outputs
 on the failed cases. The kit stores, per case, the outputs of every single switch and pair it searches
 (on the two model-size cases, a sketch of each: 512 of its values), and checks those as the grader does.
-A composition it stores no output of (three switches or more, or a switch found by probes only) is
-verified on the probes alone: it is taken as matching each failed case (grader.judging.diagnose.UNCHECKED),
-and only when it is the one cheapest composition the probes left; when they left two of the same size,
-the kit names none of them (the grader could tell them apart, the kit cannot).
+A composition it stores no output of (three switches or more, or a pair with a switch found by probes
+only) is verified on the probes alone: it is taken as matching each failed case
+(grader.judging.diagnose.UNCHECKED) where it is the probes' cheapest composition and every other one they
+left differs from it only by switches that change nothing alone on that case (every switch's output alone
+is stored); elsewhere the kit cannot tell them apart and names none. That composition less one switch is
+taken as matching too on a case where that switch alone changes nothing, so that, as in grading, a switch
+no failed case shows is not named.
 """
 
 import json
@@ -30,6 +33,7 @@ _TEXTS = json.loads((HERE / "cases.json").read_text(encoding="utf-8"))
 CATALOGUE = {code: Finding(entry["explanation"], entry["section"], entry.get("says", ""))
              for code, entry in {**_TEXTS.get("findings", {}), **_TEXTS.get("catalogue", {})}.items()}
 SEARCHED = {function: set(keys) for function, keys in _TEXTS.get("searched", {}).items()}
+ALONE = {function: set(codes) for function, codes in _TEXTS.get("alone", {}).items()}  # each stored alone
 _PLANS: dict = {}
 
 
@@ -70,31 +74,44 @@ def plan(function):
     return _plans().get(function)
 
 
-def _unchecked(probed):
-    """The composition the kit verifies on the probes alone: the probes' one cheapest, or None."""
+def _unchecked(probed, invisible):
+    """The composition the kit verifies on the probes alone, on a case where ``invisible`` switches change nothing.
+
+    The probes' first (cheapest) composition, when every other one they left differs from it only by such
+    switches; else None: only the case's outputs could tell them apart, and the kit has none of them.
+    """
     if probed is None or not probed.complete or not probed.keys:
         return None
-    first = probed.keys[0]
-    if any(key.count(SEP) == first.count(SEP) for key in probed.keys[1:]):
-        return None  # two compositions of one size explain the probes: only the cases could tell them apart
-    return first
+    first = set(probed.keys[0].split(SEP))
+    if any(not (first ^ set(key.split(SEP))) <= invisible for key in probed.keys[1:]):
+        return None
+    return probed.keys[0]
 
 
 def stored(case, keys, search=None):
-    """The stored outputs of the combinations ``keys`` (None: all, cheapest first) on the case's inputs.
+    """The stored outputs of the combinations ``keys`` (None: all the search tries, cheapest first) on the case.
 
     A combination the kit searches but did not store computes the right answer on these inputs, and is never
-    named. One it never stores (UNCHECKED) is the probes' composition, verified on the probes alone.
+    named. One it never stores is UNCHECKED (taken as matching) when it is the probes' composition, or that
+    composition less one switch that changes nothing alone on these inputs (no output stored for it alone):
+    the grader names the fewer switches where the cases cannot tell them apart, and so does the kit.
     """
+    searched = SEARCHED.get(case.function)
     if keys is None:
-        return case.candidates
+        return {k: v for k, v in case.candidates.items() if searched is None or k in searched}
     probed = search.probed.get(case.function) if search is not None else None
-    unchecked = _unchecked(probed)
+    invisible = {code for code in ALONE.get(case.function, ()) if code not in case.candidates}  # change nothing here
+    # A case that must raise stores no candidate: the kit cannot tell what a composition does there.
+    unchecked = None if case.raises else _unchecked(probed, invisible)
+    codes = unchecked.split(SEP) if unchecked else []
+    fewer = {SEP.join(c for c in codes if c != code) for code in invisible} if len(codes) > 1 else set()
     found = {}
     for key in keys:
         if key in case.candidates:
             found[key] = case.candidates[key]
-        elif key == unchecked and key not in SEARCHED.get(case.function, ()):
+        elif key in (searched or ()):
+            continue
+        elif key == unchecked or key in fewer:
             found[key] = UNCHECKED
     return found
 
