@@ -322,7 +322,7 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
             "kind": described.spec(case.function).kind,
             "outputs": list(described.spec(case.function).outputs),
         }
-        np.savez(suite / entry["file"], allow_pickle=False, **arrays)
+        np.savez_compressed(suite / entry["file"], allow_pickle=False, **arrays)
         manifest.append(entry)
     findings = {code: {"explanation": f.explanation, "section": f.section, "says": f.says}
                 for code, f in described.findings.items()}
