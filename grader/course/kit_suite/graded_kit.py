@@ -99,17 +99,19 @@ def stored(case, keys, search=None):
     searched = SEARCHED.get(case.function)
     if keys is None:
         return {k: v for k, v in case.candidates.items() if searched is None or k in searched}
+    alone = ALONE.get(case.function, set())
+    known = (searched or set()) | alone  # stored wherever they differ from the expected output
     probed = search.probed.get(case.function) if search is not None else None
-    invisible = {code for code in ALONE.get(case.function, ()) if code not in case.candidates}  # change nothing here
+    invisible = {code for code in alone if code not in case.candidates}  # change nothing here
     # A case that must raise stores no candidate: the kit cannot tell what a composition does there.
     unchecked = None if case.raises else _unchecked(probed, invisible)
     codes = unchecked.split(SEP) if unchecked else []
-    fewer = {SEP.join(c for c in codes if c != code) for code in invisible} if len(codes) > 1 else set()
+    fewer = {SEP.join(c for c in codes if c != code) for code in invisible & set(codes)} if len(codes) > 1 else set()
     found = {}
     for key in keys:
         if key in case.candidates:
             found[key] = case.candidates[key]
-        elif key in (searched or ()):
+        elif key in known:
             continue
         elif key == unchecked or key in fewer:
             found[key] = UNCHECKED
