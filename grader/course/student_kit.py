@@ -17,6 +17,14 @@ on the same inputs, so a kit can name the misconception offline; cases.json's
 "catalogue" holds each such code's explanation and section. Each case's
 "trivial" names the trivial implementation that passes it too, if any
 (grader.judging.fairness): its points go only to a function that passes another case.
+
+Size (at most 10 MiB; 8.7 MB for mha with every group visible, docs/students.md): a candidate of more
+than SKETCHED elements is stored as a sketch (its values at SKETCH_SIZE positions, "sketch.<...>"), and
+an input of more than DRAWN elements that is a standard normal draw divided by √n as the generator
+state that drew it ("drawn"). Probes: ``public_cases/probes.npz`` holds each probe's inputs and the
+reference's outputs on it (``_probe_tables``), so that the kit diagnoses by probes offline;
+cases.json's "probes" describes them, "searched" lists the combinations the search tries and "alone"
+the switches stored alone.
 """
 
 from __future__ import annotations
