@@ -17,12 +17,24 @@ on the same inputs, so a kit can name the misconception offline; cases.json's
 "catalogue" holds each such code's explanation and section. Each case's
 "trivial" names the trivial implementation that passes it too, if any
 (grader.judging.fairness): its points go only to a function that passes another case.
+
+Size (at most 10 MiB; 8.7 MB for mha with every group visible, docs/students.md): a candidate of more
+than SKETCHED elements is stored as a sketch (its values at SKETCH_SIZE positions, "sketch.<...>"), and
+an input of more than DRAWN elements that is a standard normal draw divided by √n as the generator
+state that drew it ("drawn"). Probes: ``public_cases/probes.npz`` holds each probe's inputs and the
+reference's outputs on it (``_probe_tables``), so that the kit diagnoses by probes offline;
+cases.json's "probes" describes them, "searched" lists the combinations the search tries and "alone"
+the switches stored alone.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,8 +93,17 @@ def _trivial(assignment: Assignment, case, config: Config, expected: object, cha
                             assignment.spec(case.function).kind)
 
 
+def _alone(assignment: Assignment, function: str) -> list[str]:
+    """Every switch of a function with probes, those the search does not pair included: each is stored alone."""
+    plan = assignment.probes(function)
+    return [] if plan is None else [code for step in plan.steps for code in step.codes]
+
+
 def _candidates(assignment: Assignment, case, expected: object) -> tuple[dict, dict]:
     """Outputs of the known misconceptions, alone and two together, on ``case``'s inputs, and their texts.
+
+    Alone: every switch of a function with probes too, those the search does not pair included (the kit
+    tells from them where a switch changes nothing: kit_suite/graded_kit.py).
 
     Uses the assignment's ``combo_outputs`` ({combination key: output or "raises <Type>"},
     cheapest first) and ``catalogue`` (code -> ``explanation``, ``section``, ``says``).
@@ -95,13 +116,154 @@ def _candidates(assignment: Assignment, case, expected: object) -> tuple[dict, d
     from grader.judging.judge import joined
 
     CATALOGUE = assignment.catalogue
-    keys = assignment.combos(case.function)
+    keys = list(dict.fromkeys([*assignment.combos(case.function), *_alone(assignment, case.function)]))
     outputs = {key: out for key, out in assignment.combo_outputs(case.function, case.args, case.kwargs, keys).items()
                if not matches(joined(out), joined(expected), 0.0, 0.0)}
     codes = dict.fromkeys(code for key in outputs for code in key.split("+"))
     explained = {code: {"explanation": CATALOGUE[code].explanation, "section": CATALOGUE[code].section,
                         "says": getattr(CATALOGUE[code], "says", "")} for code in codes if code in CATALOGUE}
     return outputs, explained
+
+
+DRAWN = 1 << 16  # an input with more elements than this is stored as the draw that made it, when it is one
+
+
+class _Recording:
+    """A numpy Generator that records the state before each large ``standard_normal`` draw, and the draw."""
+
+    def __init__(self, generator: np.random.Generator, draws: list) -> None:
+        self._generator, self._draws = generator, draws
+
+    def __getattr__(self, name: str):
+        return getattr(self._generator, name)
+
+    def standard_normal(self, *args, **kwargs):
+        state = self._generator.bit_generator.state
+        drawn = self._generator.standard_normal(*args, **kwargs)
+        if np.size(drawn) > DRAWN:
+            self._draws.append((state, drawn))
+        return drawn
+
+
+@contextmanager
+def _recorded_draws() -> Iterator[list]:
+    """While the cases are drawn, every ``numpy.random.default_rng`` records its large draws (``_Recording``)."""
+    draws: list = []
+    default_rng = np.random.default_rng
+
+    def recording(*args, **kwargs):
+        return _Recording(default_rng(*args, **kwargs), draws)
+
+    np.random.default_rng = recording  # type: ignore[assignment]
+    try:
+        yield draws
+    finally:
+        np.random.default_rng = default_rng  # type: ignore[assignment]
+
+
+def _store_input(value, key: str, arrays: dict, draws: list) -> dict:
+    """An input's manifest entry; above DRAWN elements, the draw that made it when it is one.
+
+    A large input that is a PCG64 standard normal draw divided by √n is stored as the generator's state, the
+    shape, n and the SHA-256 of its bytes (kit_suite/conftest.py redraws it and checks the digest): the
+    model-size cases' weight matrices would take ~50 MB as arrays.
+    """
+    if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.size > DRAWN and value.flat[0] != 0:
+        for state, drawn in draws:
+            if drawn.shape != value.shape or state.get("bit_generator") != "PCG64":
+                continue
+            n = round(float(drawn.flat[0] / value.flat[0]) ** 2)
+            if n > 0 and np.array_equal(drawn / math.sqrt(n), value):
+                return {"drawn": {"state": str(state["state"]["state"]), "inc": str(state["state"]["inc"]),
+                                  "has_uint32": state["has_uint32"], "uinteger": state["uinteger"],
+                                  "shape": list(value.shape), "sqrt_of": n,
+                                  "sha256": hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}}
+    return _store(value, key, arrays)
+
+
+SKETCHED = 2048  # a candidate with more elements than this is stored as a sketch: SKETCH_SIZE of its values
+SKETCH_SIZE = 512
+PROBES_FILE = "probes.npz"
+
+
+def _store_candidate(value, key: str, arrays: dict) -> dict:
+    """A candidate's manifest entry: whole, or, above SKETCHED elements, a sketch (grader.judging.diagnose.Sketch).
+
+    The sketch's positions are drawn once per size (seeded by it) and stored beside the values, so the kit
+    needs no random generator of its own. The model-size cases' ~190 candidates each would take ~59 MB whole.
+    """
+    if not isinstance(value, np.ndarray) or value.size <= SKETCHED:
+        return _store(value, key, arrays)
+    at = f"sketch.at.{value.size}"
+    if at not in arrays:
+        rng = np.random.default_rng(value.size)
+        arrays[at] = np.sort(rng.choice(value.size, SKETCH_SIZE, replace=False)).astype(np.int64)
+    arrays[key] = np.asarray(value, dtype=np.float64).reshape(-1)[arrays[at]]
+    return {"sketch": {"shape": list(value.shape), "at": at, "values": key}}
+
+
+def _probe_tables(assignment: Assignment, functions: list[str]) -> tuple[dict, dict, dict]:
+    """Each function's probes, their inputs and the reference's outputs ``identify`` compares with.
+
+    Returns (manifest {function: plan}, arrays for probes.npz, texts of the switches the probes can name).
+    Per probe, the outputs of every combination of the options of the steps it sees, and of any other
+    step that changes its output (grader.judging.probes.tabulate), each distinct output stored once: "<function>.<probe id>.values"
+    holds them flat one after the other, "<function>.<probe id>.rows" the row of each combination.
+    """
+    from grader.judging.probes import tabulate
+
+    manifest: dict = {}
+    arrays: dict[str, np.ndarray] = {}
+    explained: dict = {}
+    for number, function in enumerate(functions):
+        plan = assignment.probes(function)
+        if plan is None:
+            continue
+        try:
+            tables = tabulate(plan)
+        except ValueError as exc:
+            raise KitError(f"cannot store the probes: {exc}") from None
+        codes = [code for step in plan.steps for code in step.codes]
+        probes = []
+        for probe in plan.probes:
+            prefix = f"{number}.{probe.id}"
+            outputs: list[dict] = []
+            rows: list[int] = []
+            flat: list[np.ndarray] = []
+            seen: dict[object, int] = {}
+            steps, table = tables[probe.id]
+            for output in table:
+                entry: dict
+                identity: object
+                if isinstance(output, str):
+                    entry, identity = {"raises": output}, output
+                else:
+                    value = np.asarray(output, dtype=np.float64)
+                    identity = (value.shape, value.tobytes())
+                    entry = {"shape": list(value.shape)}
+                if identity not in seen:
+                    seen[identity] = len(outputs)
+                    if "shape" in entry:
+                        flat.append(np.asarray(output, dtype=np.float64).reshape(-1))
+                    outputs.append(entry)
+                rows.append(seen[identity])
+            arrays[f"{prefix}.rows"] = np.asarray(rows, dtype=np.int32)
+            arrays[f"{prefix}.values"] = np.concatenate(flat) if flat else np.zeros(0)
+            probes.append({
+                "id": probe.id, "step": probe.step, "sees": list(probe.sees), "tabled": list(steps), "why": probe.why,
+                "only": {k: list(v) for k, v in probe.only.items()},
+                "args": [_store(a, f"{prefix}.arg.{i}", arrays) for i, a in enumerate(probe.args)],
+                "kwargs": {k: _store(v, f"{prefix}.kwarg.{k}", arrays) for k, v in probe.kwargs.items()},
+                "rows": f"{prefix}.rows", "values": f"{prefix}.values", "outputs": outputs,
+            })
+        manifest[function] = {
+            "steps": [{"name": s.name, "label": s.label, "codes": list(s.codes)} for s in plan.steps],
+            "order": plan.order(codes).split("+"), "limit": plan.limit, "probes": probes,
+        }
+        catalogue = assignment.catalogue
+        explained.update({code: {"explanation": catalogue[code].explanation, "section": catalogue[code].section,
+                                 "says": getattr(catalogue[code], "says", "")} for code in codes if code in catalogue})
+    return manifest, arrays, explained
 
 
 def _store(value, key: str, arrays: dict) -> dict:
@@ -138,7 +300,8 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
     if seed == config.seed:  # the kit would hold the graded inputs and their expected outputs
         raise KitError(f"the kit's seed must differ from grading.seed ({config.seed}): its cases and expected "
                        "outputs would be the graded ones")
-    cases = described.build_cases(seed, {"random_cases": config.random_cases, **described.params, **config.params})
+    with _recorded_draws() as draws:
+        cases = described.build_cases(seed, {"random_cases": config.random_cases, **described.params, **config.params})
     public = [c for c in cases if config.visibility.get(c.group, "visible") == "visible"]
 
     suite = target / SUITE_FOLDER
@@ -154,11 +317,11 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
         changed = None if case.changed_args is None else _changed_expected(described, case)
         entry = {
             "group": case.group, "id": case.id, "function": case.function, "file": f"cases/{index:03d}.npz",
-            "args": [_store(a, f"arg.{i}", arrays) for i, a in enumerate(case.args)],
+            "args": [_store_input(a, f"arg.{i}", arrays, draws) for i, a in enumerate(case.args)],
             "kwargs": {k: _store(v, f"kwarg.{k}", arrays) for k, v in case.kwargs.items()},
             "raises": case.raises,
             "expected": None if case.raises else _store(expected, "expected", arrays),
-            "candidates": {code: _store(out, f"candidate.{code}", arrays) for code, out in candidates.items()},
+            "candidates": {code: _store_candidate(out, f"candidate.{code}", arrays) for code, out in candidates.items()},
             "changed_args": None if case.changed_args is None else
             [_store(a, f"changed.{i}", arrays) for i, a in enumerate(case.changed_args)],
             "changed_from": case.changed_from,
@@ -167,13 +330,19 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
             "kind": described.spec(case.function).kind,
             "outputs": list(described.spec(case.function).outputs),
         }
-        np.savez(suite / entry["file"], allow_pickle=False, **arrays)
+        np.savez_compressed(suite / entry["file"], allow_pickle=False, **arrays)
         manifest.append(entry)
     findings = {code: {"explanation": f.explanation, "section": f.section, "says": f.says}
                 for code, f in described.findings.items()}
-    store = {"format": 1, "seed": seed, "catalogue": catalogue, "findings": findings, "cases": manifest,
+    functions = list(dict.fromkeys(c.function for c in public))
+    probes, probe_arrays, explained = _probe_tables(described, functions)
+    catalogue.update(explained)
+    np.savez_compressed(suite / PROBES_FILE, allow_pickle=False, **probe_arrays)
+    store = {"format": 2, "seed": seed, "catalogue": catalogue, "findings": findings, "cases": manifest,
+             "searched": {f: list(described.combos(f)) for f in functions},
+             "alone": {f: _alone(described, f) for f in functions}, "probes": probes,
              "assignment": as_json(described)}
-    (suite / "cases.json").write_text(json.dumps(store, indent=1) + "\n", encoding="utf-8")
+    (suite / "cases.json").write_text(json.dumps(store, separators=(",", ":")) + "\n", encoding="utf-8")
 
     points = {group: value for group, value in config.points.items() if any(c.group == group for c in public)}
     (target / "grader.toml").write_text(_kit_toml(config, seed, points), encoding="utf-8")

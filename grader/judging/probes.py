@@ -219,3 +219,89 @@ def prober(plans: Callable[[str], ProbePlan | None], student: object, rtol: floa
         return identify(plan, call, rtol, atol)
 
     return probe
+
+
+# The seam of the student kit (grader.course.student_kit): a plan whose ``run`` reads a stored table instead of
+# running the reference. ``tabulate`` computes the table from a plan with the reference; ``stored_run`` reads it.
+# ``identify`` is the same code in both: only where the reference's outputs come from changes.
+
+
+def seen_options(plan: ProbePlan, probe: Probe, steps: Sequence[str] | None = None) -> list[tuple[str, list[str]]]:
+    """The options ``identify`` can run for each of ``steps`` (default: those the probe sees), in the plan's order.
+
+    A step takes no switch (RIGHT) or any of its switches; under ``probe.only``, RIGHT or only those
+    listed: the others compute what RIGHT computes on this probe (``Probe.only``).
+    """
+    steps = probe.sees if steps is None else steps
+    return [(step.name, [RIGHT, *probe.only.get(step.name, step.codes)])
+            for step in plan.steps if step.name in steps]
+
+
+def _same(a: object, b: object) -> bool:
+    return matches(a, b, 1e-9, 0.0)  # rounding aside
+
+
+def tabled_steps(plan: ProbePlan, probe: Probe) -> tuple[str, ...]:
+    """The steps whose options a stored table of the probe must cover: those it sees, and any other one
+    whose switch changes its output, alone or with one option of a step it sees.
+
+    A step the probe does not see can still be on in ``identify`` (its first possible option, once an
+    earlier probe ruled out RIGHT), e.g. a mask applied even when causal=False.
+    """
+    seen = seen_options(plan, probe)
+    bases = [()] + [(o,) for _, options in seen for o in options[1:]]
+    extra = [step.name for step in plan.steps if step.name not in probe.sees
+             and any(not _same(_reference(plan, probe, (*base, code)), _reference(plan, probe, base))
+                     for code in step.codes for base in bases)]
+    return tuple(step.name for step in plan.steps if step.name in probe.sees or step.name in extra)
+
+
+def tabulate(plan: ProbePlan) -> dict[str, tuple[tuple[str, ...], list[object]]]:
+    """The reference's output on each probe for every combination of the options of its ``tabled_steps``.
+
+    Returns {probe id: (its tabled steps, outputs in ``itertools.product`` order of
+    ``seen_options(plan, probe, steps)``)}, each as ``identify`` compares it (``plain``, or "raises <Type>").
+    A switch of another step, or one ``probe.only`` leaves out, leaves the output unchanged beyond rounding
+    (a relative 1e-9; checked alone and with each option of a tabled step: ValueError otherwise), so these
+    are every output ``identify`` can ask for.
+    """
+    tables: dict[str, tuple[tuple[str, ...], list[object]]] = {}
+    for probe in plan.probes:
+        steps = tabled_steps(plan, probe)
+        seen = seen_options(plan, probe, steps)
+        bases = [()] + [(o,) for _, options in seen for o in options[1:]]
+        for step in plan.steps:
+            for code in step.codes:
+                if step.name in steps and (step.name not in probe.only or code in probe.only[step.name]):
+                    continue
+                for base in bases:
+                    if base and base[0] in step.codes:
+                        continue
+                    if not _same(_reference(plan, probe, (*base, code)), _reference(plan, probe, base)):
+                        raise ValueError(f"probe {probe.id!r} of {plan.function}: {code} changes its output "
+                                         f"where it declares it cannot")
+        tables[probe.id] = (steps, [_reference(plan, probe, [o for o in choice if o])
+                                    for choice in itertools.product(*(names for _, names in seen))])
+    return tables
+
+
+def stored_run(plan_steps: Sequence[Step], probes: Sequence[Probe],
+               tables: Mapping[str, tuple[Sequence[str], Sequence[object]]]) -> Callable[[Sequence[str], Probe], object]:
+    """A ``ProbePlan.run`` that reads ``tabulate``'s tables: no reference code runs.
+
+    The switches of steps the probe's table does not cover, and those ``probe.only`` leaves out, are
+    dropped: they compute what the step done right computes there.
+    """
+    shell = ProbePlan("", tuple(plan_steps), tuple(probes), lambda codes, probe: None, lambda codes: "")
+    step_of = {code: step.name for step in plan_steps for code in step.codes}
+
+    def run(codes: Sequence[str], probe: Probe) -> object:
+        chosen = {step_of[code]: code for code in codes}
+        steps, outputs = tables[probe.id]
+        index = 0
+        for name, options in seen_options(shell, probe, steps):
+            option = chosen.get(name, RIGHT)
+            index = index * len(options) + (options.index(option) if option in options else 0)
+        return outputs[index]
+
+    return run

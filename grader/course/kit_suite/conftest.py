@@ -4,7 +4,10 @@ Each case's arrays are one .npz file read with allow_pickle=False: its inputs
 ("arg.<i>", "kwarg.<name>", and "changed.<i>" for a causality case's second
 inputs, and "expected.changed" for their expected output), its expected output ("expected") and, when the
 kit was built with diagnoses, the output of each known mistake
-("candidate.<code>"). Plain values (h, causal, counts) sit in cases.json.
+("candidate.<code>"; above 2048 elements only a sketch: its values at 512 positions,
+"sketch.at.<size>"); an input above 65536 elements may be stored as the draw that made it
+(cases.json's "drawn": a PCG64 state, redrawn here and checked by its SHA-256). Plain values (h, causal, counts) sit in cases.json. The probes' inputs and
+the reference's outputs on them are in probes.npz (graded_kit.py reads them).
 """
 
 import json
@@ -38,9 +41,32 @@ class KitCase:
         return f"{self.group}[{self.id}]"
 
 
+def _drawn(spec):
+    """A large input stored as the draw that made it: PCG64 at a state, a standard normal draw, divided by √n."""
+    import hashlib
+    import math
+
+    generator = np.random.Generator(np.random.PCG64())
+    generator.bit_generator.state = {"bit_generator": "PCG64", "state": {"state": int(spec["state"]),
+                                     "inc": int(spec["inc"])}, "has_uint32": spec["has_uint32"],
+                                     "uinteger": spec["uinteger"]}
+    value = generator.standard_normal(tuple(spec["shape"])) / math.sqrt(spec["sqrt_of"])
+    if hashlib.sha256(value.tobytes()).hexdigest() != spec["sha256"]:
+        raise RuntimeError(f"this numpy ({np.__version__}) draws other numbers than the one that built the kit: "
+                           "ask for a kit built with your numpy version")
+    return value
+
+
 def _value(spec, arrays):
     if "tuple" in spec:
         return tuple(_value(part, arrays) for part in spec["tuple"])
+    if "drawn" in spec:
+        return _drawn(spec["drawn"])
+    if "sketch" in spec:  # a model-size case's candidate, stored at some of its positions
+        from grader.judging.diagnose import Sketch
+
+        sketch = spec["sketch"]
+        return Sketch(tuple(sketch["shape"]), arrays[sketch["at"]], arrays[sketch["values"]])
     return arrays[spec["array"]] if "array" in spec else spec["value"]
 
 
