@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from course.test_student_kit import RUN_IN_KIT
 from grader.course.student_kit import build_kit
 from grader.exercise.assignment import load_assignment
 from grader.grade import grade_submission
@@ -25,15 +26,6 @@ from grader.judging.diagnose import UNCHECKED, Sketch, hits
 from grader.judging.probes import ProbePlan, identify, plain, stored_run, tabulate
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN_IN_KIT = """
-import os, sys
-sys.modules["reference"] = None
-sys.path.insert(0, os.getcwd())
-import grader
-assert grader.__file__.startswith(os.getcwd()), grader.__file__
-from grader.cli import main
-main(sys.argv[1:])
-"""
 
 
 @pytest.fixture(scope="module")
