@@ -89,6 +89,13 @@ def _mha_probes() -> tuple[Probe, ...]:
               _weights(rng, 3, 2, 2, 1, 1, 2, X=np.array([[12.0, 12.0], [13.0, 13.0], [14.0, 14.0]]),
                        W_Q=low[0], W_K=low[1]), {"causal": True},
               "causal=True with every score below −1e4"),
+        # Where the output is not projected and X is added back, most widths raise whatever the heads do;
+        # these two keep h·d_v = d so that the right widths do not, and tell the three width switches apart.
+        Probe("width-one", "width", ("width", "scale", "softmax", "mask", *out), _weights(rng, 3, 2, 1, 1, 1, 2),
+              full, "h = 1 and T = 3 with h·d_k = h·d_v = 1 < d", only={"mask": ("always-causal",)}),
+        Probe("value-width-d", "value-width", ("value-width", "width", "scale", "keys", "softmax", "mask", *out),
+              _weights(rng, 3, 2, 1, 3, 2, 2), full, "h = 1 and T = 3 with h·d_v = d ≠ h·d_k",
+              only={"mask": ("always-causal",)}),
     )
 
 
@@ -113,7 +120,13 @@ def _run(function: str):
     return run
 
 
-PLANS = {function: ProbePlan(function, _steps(function), probes, _run(function), variants.combo_key)
+# Once d_k = d_v = d // h (d_k-from-d-over-h), splitting the values with d_k and scaling by √(d // h) are
+# what the heads already do: those compositions equal the one without them on every input.
+_REDUNDANT = {MHA: frozenset({frozenset({"d_k-from-d-over-h", "d_v-assumed-d_k"}),
+                              frozenset({"d_k-from-d-over-h", "d_k-assumed-d-over-h"})})}
+
+PLANS = {function: ProbePlan(function, _steps(function), probes, _run(function), variants.combo_key,
+                             redundant=_REDUNDANT.get(function, frozenset()))
          for function, probes in ((MHA, _mha_probes()), (ENTROPY, _entropy_probes()))}
 
 

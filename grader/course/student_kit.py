@@ -259,6 +259,7 @@ def _probe_tables(assignment: Assignment, functions: list[str]) -> tuple[dict, d
         manifest[function] = {
             "steps": [{"name": s.name, "label": s.label, "codes": list(s.codes)} for s in plan.steps],
             "order": plan.order(codes).split("+"), "limit": plan.limit, "probes": probes,
+            "redundant": sorted(sorted(group) for group in plan.redundant),
         }
         catalogue = assignment.catalogue
         explained.update({code: {"explanation": catalogue[code].explanation, "section": catalogue[code].section,

@@ -72,6 +72,10 @@ class ProbePlan:
     run: Callable[[Sequence[str], Probe], object]  # the reference with these switches on, on the probe's inputs
     order: Callable[[Sequence[str]], str]  # a combination's key (its codes in the catalogue's order)
     limit: int = 8  # the most compositions handed on for checking on the graded cases
+    # Sets of switches that together compute, on every input, what the same composition less one of them
+    # computes (e.g. splitting the values with d_k once d_k = d_v = d // h): no composition holding one is
+    # handed on, since the probes can never tell it from the cheaper one and the grader names the cheaper one.
+    redundant: frozenset[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -180,14 +184,17 @@ def _label(plan: ProbePlan, name: str) -> str:
 
 
 def _compositions(plan: ProbePlan, possible: Mapping[str, list[str]], unexplained: Sequence[str]) -> tuple[str, ...]:
-    """The keys of the possible compositions with at least one switch, fewest switches first, at most plan.limit."""
+    """The keys of the possible compositions with at least one switch, fewest switches first, at most plan.limit.
+
+    A composition holding one of ``plan.redundant``'s sets is left out (the cheaper one it equals is kept).
+    """
     if unexplained:  # a step no switch explains: no composition of switches can be the student's code
         return ()
     options = [possible[s.name] for s in plan.steps]
     found: list[tuple[int, str]] = []
     for choice in itertools.product(*options):
         codes = [o for o in choice if o]
-        if codes:
+        if codes and not any(group <= set(codes) for group in plan.redundant):
             found.append((len(codes), plan.order(codes)))
         if len(found) > 64 * plan.limit:
             break

@@ -102,7 +102,7 @@ def test_stored_probes_show_what_the_reference_shows(assignment, function):
     plan = load_assignment(ROOT / "assignments" / assignment).probes(function)
     tables = tabulate(plan)
     stored = ProbePlan(plan.function, plan.steps, plan.probes, stored_run(plan.steps, plan.probes, tables),
-                       plan.order, plan.limit)
+                       plan.order, plan.limit, plan.redundant)
     assert stored.run((), plan.probes[0]) is tables[plan.probes[0].id][1][0]  # read, not computed
     compositions = _compositions(plan)
     named = 0

@@ -65,7 +65,7 @@ def _plans():
             rank = {code: i for i, code in enumerate(entry["order"])}
             _PLANS[function] = ProbePlan(function, steps, tuple(probes), stored_run(steps, probes, tables),
                                          lambda codes, rank=rank: SEP.join(sorted(set(codes), key=rank.__getitem__)),
-                                         entry["limit"])
+                                         entry["limit"], frozenset(frozenset(g) for g in entry.get("redundant", ())))
     return _PLANS
 
 
