@@ -60,6 +60,7 @@ def grade_in_kit(kit: Path, submission: Path) -> dict:
     return json.loads((kit / "report.json").read_text())
 
 
+@pytest.mark.slow  # builds a kit: its probe tables take seconds
 def test_kit_holds_the_public_cases_and_no_reference_code(kit):
     files = sorted(p.relative_to(kit).as_posix() for p in kit.rglob("*") if p.is_file())
     assert {"starter.py", "README.md", "grader.toml", "public_cases/cases.json", "public_cases/graded_kit.py"} <= set(files)
@@ -172,6 +173,7 @@ def test_kit_refuses_the_grading_seed(tmp_path, course):
                              "outputs would be the graded ones\n")
 
 
+@pytest.mark.slow  # builds a kit: its probe tables take seconds
 def test_kit_refuses_a_seed_it_cannot_honour(kit):
     # Refused in one line before anything is graded, and an earlier report stays as it was.
     (kit / "correct.py").write_bytes((SUBMISSIONS / "correct.py").read_bytes())
@@ -184,6 +186,7 @@ def test_kit_refuses_a_seed_it_cannot_honour(kit):
     (kit / "report.json").unlink()
 
 
+@pytest.mark.slow  # builds a kit: its probe tables take seconds
 @pytest.mark.parametrize("command", [["gradescope-zip", "-o", "autograder.zip"], ["selftest"], ["batch", ".", "-o", "out"],
                                      ["student-kit", "-o", "kit2"]])
 def test_the_course_commands_refuse_to_run_inside_a_kit(kit, command, monkeypatch):
@@ -204,6 +207,7 @@ def test_kit_refuses_a_folder_that_is_not_empty(tmp_path, course):
     assert f"{tmp_path} is not empty; pick a new folder" in result.output
 
 
+@pytest.mark.slow  # builds a kit: its probe tables take seconds
 def test_kit_stores_the_outputs_of_known_mistakes_beside_the_expected(course, tmp_path, monkeypatch):
     # Where the assignment knows misconceptions (their outputs on a case's inputs, and an explanation
     # per code), the kit stores each output as a named array of the case.

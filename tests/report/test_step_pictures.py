@@ -124,6 +124,7 @@ def _report(codes_per_test: list[list[str]], visibility: str = "visible", assign
     return {"status": "graded", "assignment": assignment, "tests": tests}
 
 
+@pytest.mark.slow  # runs every switch of the catalogue through the reference
 def test_every_code_of_the_catalogue_has_its_switchs_step():
     # Each MHA misconception is in the step its switch names: a picture of that step, or the fallback note.
     assert STEP_OF == {code: v.switch for code, v in variants.CATALOGUE.items()}
