@@ -19,6 +19,7 @@ import ast
 import hashlib
 import io
 import os
+import stat
 import tokenize
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ class SubmissionError(Exception):
 PYTHON, NOTEBOOK, EMPTY, NOT_TEXT = "python", "notebook", "empty", "not-text"
 NOT_A_SUBMISSION, AMBIGUOUS = "not-a-submission", "ambiguous"
 REFUSED_KINDS = (EMPTY, NOT_TEXT, NOT_A_SUBMISSION, AMBIGUOUS)
+REFUSED_HASH_BYTES = 64 << 20  # bytes of a NOT_A_SUBMISSION file hashed at most (refused_submission)
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -79,15 +81,20 @@ def read_submission(path: Path) -> Submission:
 def refused_submission(path: Path, kind: str, problem: str) -> Submission:
     """A student's submission that has no file to grade (``kind``: NOT_A_SUBMISSION or AMBIGUOUS): scored 0.
 
-    Nothing is read but the file's hash (streamed: the file may be large), so that ``--resume`` sees a change;
-    a folder, a link or an unreadable file hashes as empty.
+    Nothing is read but the file's hash, so that ``--resume`` sees a change: streamed, of its first
+    REFUSED_HASH_BYTES at most (a 10 GB upload costs the grading process no more than that; the verdict
+    depends on the name alone). Opened without following a link, as every submission is (O_NOFOLLOW);
+    a folder, a link, a FIFO or an unreadable file hashes as empty.
     """
     digest = hashlib.sha256()
     try:
-        if Path(path).is_file() and not Path(path).is_symlink():
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                left = REFUSED_HASH_BYTES
+                while left and (block := handle.read(min(left, 1 << 20))):
                     digest.update(block)
+                    left -= len(block)
     except OSError:
         digest = hashlib.sha256()
     return Submission(Path(path), digest.hexdigest(), b"", kind, "utf-8", problem)
