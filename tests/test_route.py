@@ -41,3 +41,10 @@ def test_the_group_runs_the_command_route_names():
     result = CliRunner().invoke(main, ["--assignment", "heads", "batch", "a.py"])
     assert result.exit_code == 2, result.output
     assert "Missing option '-o' / '--output'" in result.output
+
+
+def test_the_router_knows_the_suffixes_a_submission_has():
+    from grader import startup
+    from grader.submission import load
+
+    assert startup.SUBMISSION_SUFFIXES == load.SUBMISSION_SUFFIXES
