@@ -73,8 +73,8 @@ def test_a_second_grade_reads_the_cases_back_and_reports_alike(monkeypatch, tmp_
     monkeypatch.setattr(case_building, "_REMEMBERED", {})
     monkeypatch.setattr(grader.judging.suite, "_session", None)  # its session holds the cases it was run with
     found = assignment.load_assignment(config.assignment_dir)
-    monkeypatch.setitem(assignment._LOADED, config.assignment_dir.resolve(), dataclasses.replace(
-        found, build_cases=lambda seed, params: pytest.fail("built again"), expected=lambda case, args: pytest.fail(
+    monkeypatch.setitem(assignment._LOADED, config.assignment_dir.resolve(), found.replace(
+        build_cases=lambda seed, params: pytest.fail("built again"), expected=lambda case, args: pytest.fail(
             "expected value computed again")))
     again = grade_submission(SUBMISSIONS / "wrong_reshape.py", config).report
     assert without_times(again) == without_times(first)
