@@ -317,7 +317,7 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
         candidates, explained = ({}, {}) if case.raises else _candidates(described, case, expected)
         catalogue.update(explained)
         changed = None if case.changed_args is None else _changed_expected(described, case)
-        entry = {
+        entry: dict = {
             "group": case.group, "id": case.id, "function": case.function, "file": f"cases/{index:03d}.npz",
             "args": [_store_input(a, f"arg.{i}", arrays, draws) for i, a in enumerate(case.args)],
             "kwargs": {k: _store(v, f"kwarg.{k}", arrays) for k, v in case.kwargs.items()},

@@ -194,9 +194,10 @@ class Assignment:
     @functools.cached_property
     def _switches(self) -> dict[str, Any]:
         source, table = self.misconceptions or self.reference, self.switch_table()
-        if not table or not hasattr(source, "CATALOGUE"):
+        catalogue = getattr(source, "CATALOGUE", None)
+        if not table or catalogue is None:
             return {}
-        return single_switches(table, source.CATALOGUE, getattr(source, "SAYS", None))
+        return single_switches(table, catalogue, getattr(source, "SAYS", None))
 
     def combos(self, function: str) -> list[str]:
         """The misconception combinations' keys for ``function``, cheapest first."""

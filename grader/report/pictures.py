@@ -85,11 +85,11 @@ def report_pictures(report: dict) -> ReportPictures:
         except Exception:  # noqa: BLE001 - whatever the student's values do to matplotlib: no picture, a note
             found.notes[index] = NOT_DRAWN
     draw = getattr(feedback_of(report.get("assignment")), "function_pictures", None)
-    for function in dict.fromkeys(t["function"] for t in report["tests"]) if draw is not None else ():
+    for function in dict.fromkeys(t["function"] for t in report["tests"]):
         tests = [(i, t) for i, t in enumerate(report["tests"]) if t["function"] == function
                  and t["status"] != "passed" and is_visible(t)]
         try:
-            pictures = list(draw(function, tests))
+            pictures = [] if draw is None else list(draw(function, tests))
         except Exception:  # noqa: BLE001 - drawn from the report's (student-influenced) shapes: as above
             pictures = []
         if pictures:
