@@ -34,7 +34,8 @@ EXAMPLE_T = 5  # queries and keys of the example scores
 SHOWS = {  # what the weights picture of a code shows, after "done right and with <code>: "
     "mask-after-softmax": "yours set the outlined weights to 0 after the softmax, so the rows no longer sum to 1",
     "mask-fills-zero": "yours fill the hidden scores with 0, so the outlined keys keep their weight",
-    "inverted-mask": "yours attend to exactly the outlined keys the mask hides, and hide the others",
+    "inverted-mask": "yours attend to exactly the outlined keys the mask hides, and the last query, which may see "
+                     "every key, sees none: its row is NaN",
     "softmax-wrong-axis": "each row sums to 1 in the right weights, each column in yours",
     "unstable-softmax": "exp() overflows to inf and inf / inf is NaN",
 }
