@@ -107,6 +107,9 @@ class Assignment:
         self.folder = Path(folder).resolve()
         if reference is not None:
             self.reference = reference
+        # Imported now, as the assignment is: a stored case (grader.exercise.case_store) is read back only as an
+        # instance of a class already imported, and cases.py may define the case class.
+        self._module("cases")
 
     def replace(self, **changes: Any) -> Assignment:
         """A copy with ``changes`` (attributes or methods, by name) in place of this one's."""
