@@ -201,7 +201,7 @@ def _course_config(command: str, config_path: Path | None, course: Path | None, 
 
 
 @click.group(cls=_GradeGroup)
-@click.version_option(package_name="mha-grader")
+@click.version_option(package_name="course-grader")
 @click.option("--assignment", "group_assignment", default=None, metavar="NAME",
               help="The assignment for the command that follows (grade --assignment NAME selftest).")
 def main(group_assignment: str | None) -> None:

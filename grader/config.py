@@ -38,7 +38,7 @@ class Config:
     """Everything grading reads from grader.toml, with its defaults."""
 
     root: Path = Path(".")  # the directory that holds grader.toml; relative paths start here
-    assignment: str = "mha"
+    assignment: str = ""  # the course's grader.toml names it ([assignment] name, or [course] default)
     suite: Path = Path("")  # "": the engine's course suite (grader/judging/course_suite), cases from the assignment
     main_file: str = ""  # in a folder submission, the file to grade ("": the one defining the exercise's functions)
     seed: int = 2026
@@ -97,7 +97,7 @@ KEYS: list[tuple[str, str, type, str]] = [
                                        "where one can be made).")),
     ("limits", "file_size_mb", int, "Largest file the student's process may write (RLIMIT_FSIZE), in MiB."),
     ("limits", "output_bytes", int, "Student output kept per call: head and tail, in bytes."),
-    ("points", "<group>", float, "Points of a test group, shared equally by its tests (e.g. mha_random = 30)."),
+    ("points", "<group>", float, "Points of a test group, shared equally by its tests (e.g. random = 30)."),
     ("visibility", "<group>", str, "Who sees a group's results: visible (default), hidden, after_due_date, after_published."),
 ]
 
@@ -205,6 +205,8 @@ def _config(path: Path, data: dict[str, Any]) -> Config:
     )
     if not config.suite_dir.is_dir():
         raise ConfigError(f"{path}: assignment.suite {config.suite_dir} is not a folder")
+    if not config.assignment:
+        raise ConfigError(f"{path}: names no assignment; set [assignment] name (or the course's [course] default)")
     return config
 
 
@@ -233,7 +235,9 @@ def _assignment_file(course_config: Path, data: Mapping[str, Any], name: str | N
     course = data.get("course", {}) if isinstance(data.get("course"), dict) else {}
     listed = [str(a) for a in course.get("assignments", [])]
     named = data.get("assignment", {}) if isinstance(data.get("assignment"), dict) else {}
-    default = str(course.get("default", named.get("name", Config.assignment)))
+    default = str(course.get("default", named.get("name", listed[0] if len(listed) == 1 else "")))
+    if not default and name is None:
+        raise ConfigError(f"{course_config}: names no default assignment; set [course] default")
     name = default if name is None else name
     if name == default and not course_only:
         return course_config

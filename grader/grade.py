@@ -20,6 +20,7 @@ from grader import __version__
 from grader.config import Config
 from grader.exercise.assignment import describe
 from grader.exercise.cases import store_cases
+from grader.exercise.teaching import load_feedback
 from grader.judging.diagnose import GENERIC, Diagnosis, Finding, settle
 from grader.judging.fairness import pay_for_work
 from grader.judging.score import Score, as_number, score
@@ -71,6 +72,7 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
     analysis_warnings: list[str] = []
     try:
         session = session_for(config)  # pytest collects on its own thread while the sandbox starts the child
+        load_feedback(config.assignment_dir)  # the exercise's step pictures, for the formats that draw them
         # a notebook is parsed and validated once; a refused file is not even parsed
         script = None if submission.refused else script_for(submission.path, config.limits, submission.data)
         running: contextlib.AbstractContextManager = (
@@ -195,7 +197,8 @@ def vectorization(source: str, outcomes: list[TestOutcome], result: Score, confi
     if not checks:
         return result, [], []
     check = checks[0]  # the one kind of source check the engine runs: a Python loop over heads
-    analysis = analyse(source, check.function, check.heads_index, check.heads_param) if source else None
+    analysis = (analyse(source, check.function, heads_index=check.heads_index, heads_param=check.heads_param)
+                if source else None)
     loops = analysis.loops if analysis is not None else []
     worth = Fraction(str(config.vectorization_points))
     notes, warnings = [], []

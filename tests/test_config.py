@@ -13,7 +13,7 @@ from grader.config import Config, ConfigError, load_config
 def write(tmp_path, text):
     (tmp_path / "suite").mkdir(exist_ok=True)
     path = tmp_path / "grader.toml"
-    path.write_text('[assignment]\nsuite = "suite"\n' + text)
+    path.write_text('[assignment]\nname = "x"\nsuite = "suite"\n' + text)
     return path
 
 
@@ -30,6 +30,17 @@ def test_defaults_fill_what_the_file_leaves_out(tmp_path):
     assert config.seed == Config.seed and config.rtol == Config.rtol
     assert config.points == {"x": Fraction(5, 2)}
     assert config.with_overrides(seed=9).seed == 9 and config.with_overrides().seed == Config.seed
+
+
+def test_a_file_names_its_assignment(tmp_path):
+    # The engine assumes no exercise: a grader.toml outside assignments/<name>/ names its own.
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "grader.toml").write_text('[assignment]\nsuite = "suite"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "grader.toml")
+    assert str(info.value) == (f"{tmp_path / 'grader.toml'}: names no assignment; set [assignment] name (or the "
+                               "course's [course] default)")
+    assert Config().assignment == ""
 
 
 @pytest.mark.parametrize("text, message", [

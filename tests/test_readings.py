@@ -68,7 +68,7 @@ def _run(tmp_path: Path, name: str, *args: str) -> tuple[dict[str, int], dict[st
 
 def _entries(counts: dict[str, int]) -> list[str]:
     """The case store's entries opened (not the temporary files a save writes)."""
-    return [p for p in counts if p.endswith(".cases") and "/mha-grader/cases/" in p]
+    return [p for p in counts if p.endswith(".cases") and "/course-grader/cases/" in p]
 
 
 def test_one_grade_opens_each_file_once(tmp_path):

@@ -14,29 +14,23 @@ Trusted side only: runs the reference's switches (reference.mha.variants).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from grader.exercise.assignment import import_file
 from grader.judging.probes import Probe, ProbePlan, Step
 from reference.mha import variants
 
 MHA, ENTROPY = variants.MHA, variants.ENTROPY
 
-_LABELS = {  # how "something else is wrong in ..." names each step
-    "width": "the head width d_k used in the reshape", "value-width": "the values' head width d_v",
-    "output": "the output projection", "residual": "what is added to the output",
-    "split": "the head split", "merge": "the head merge", "keys": "the keys' transpose",
-    "scale": "the scaling of the scores", "mask": "the causal mask", "softmax": "the softmax's axis",
-    "stability": "the softmax's stability",
-    "log": "the log of the weights", "base": "the entropy's unit", "axis": "the entropy's axis",
-    "reduction": "the mean over query rows",
-}
+_feedback = import_file(Path(__file__).resolve().parent / "feedback.py", "grader_course_mha_feedback")
 
 
 def _steps(function: str) -> tuple[Step, ...]:
-    names = list(dict.fromkeys(v.switch for v in variants.VARIANTS if v.function == function))
-    return tuple(Step(name, _LABELS.get(name, name),
-                      tuple(v.code for v in variants.VARIANTS if v.function == function and v.switch == name))
-                 for name in names)
+    """The function's steps as feedback.py declares them, in the order the switches are keyed (variants' order)."""
+    declared = {step.name: step for step in _feedback.STEPS[function]}
+    return tuple(declared[name] for name in dict.fromkeys(v.switch for v in variants.VARIANTS if v.function == function))
 
 
 def _weights(rng, T, d, h, d_k, d_v, d_out, X=None, W_Q=None, W_K=None):

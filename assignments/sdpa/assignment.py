@@ -1,38 +1,36 @@
 """The scaled dot-product attention exercise (§4.3), described for the engine (grader.exercise.assignment).
 
-Trusted side only: imports the reference and its misconception variants. The function returns
-(output, weights), a tuple of named arrays: each part is checked and reported on its own.
+Trusted side only: the reference and its misconception variants (reference/sdpa/solution.py). The function
+returns (output, weights), a tuple of named arrays: each part is checked and reported on its own. Beside the
+engine's defaults: switches of different steps combine (the probes run them), and a misconception's student
+file calls the reference's ``variant(code)``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
-from grader.exercise.assignment import (
-    Assignment,
-    FunctionSpec,
-    cases_from_dicts,
-    import_file,
-    module_with,
-    single_switches,
-)
+from grader.exercise.assignment import Assignment, FunctionSpec, module_with
 from grader.judging.diagnose import GENERIC, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
 from reference.sdpa import solution as sdpa
 
-FOLDER = Path(__file__).resolve().parent
-REFERENCE = Path(sdpa.__file__).resolve()
-_cases = import_file(FOLDER / "cases.py", "grader_course_sdpa_cases")
-_probes = import_file(FOLDER / "probes.py", "grader_course_sdpa_probes")
 
+class ScaledDotProductAttention(Assignment):
+    name = "sdpa"
+    functions = (FunctionSpec(sdpa.SDPA, "arrays", ("output", "weights")),)
+    findings = MappingProxyType({code: Finding(GENERIC[code].explanation, "§4.3")
+                                for code in (WRONG_SHAPE, NON_FINITE, SOMETHING_ELSE)})
 
-def _switches() -> dict:
-    """single_switches' fields, with combinations of switches of different steps computable too (probes)."""
-    fields = single_switches({code: (sdpa.SDPA, f) for code, f in sdpa.VARIANTS.items()}, sdpa.CATALOGUE, sdpa.SAYS)
+    def switch_table(self):
+        return {code: (sdpa.SDPA, implementation) for code, implementation in sdpa.VARIANTS.items()}
 
-    def combo_outputs(function, args, kwargs, keys):
-        found = {}
+    def combo_outputs(self, function: str, args: tuple, kwargs: dict, keys: Sequence[str]) -> dict:
+        """Combinations of switches of different steps are computable too (the probes ask for them)."""
+        found: dict = {}
         for key in keys:
             try:
                 with np.errstate(all="ignore"):
@@ -41,41 +39,17 @@ def _switches() -> dict:
                 found[key] = f"raises {type(exc).__name__}"
         return found
 
-    fields["combo_outputs"] = combo_outputs
-    fields["run_combo"] = lambda codes, *args, **kwargs: sdpa.variant_of(codes)(*args, **kwargs)
-    return fields
+    @property
+    def run_combo(self):
+        return lambda codes, *args, **kwargs: sdpa.variant_of(codes)(*args, **kwargs)
+
+    def variant_source(self, code: str) -> str:
+        return module_with(self.reference_file.read_text(encoding="utf-8"), {sdpa.SDPA: f"variant({code!r})"},
+                           f"Misconception {code!r}: the reference with that step wrong.")
 
 
-def _expected(case, args):
-    args = [np.asarray(a, dtype=np.float64) if isinstance(a, np.ndarray) and a.dtype != bool else a for a in args]
-    kwargs = {k: np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) and v.dtype != bool else v
-              for k, v in case.kwargs.items()}
-    return getattr(sdpa, case.function)(*args, **kwargs)
+    @property
+    def feedback_files(self) -> tuple[Path, ...]:
+        return (*super().feedback_files, self.folder.parent / "mha" / "feedback.py")  # its pictures import mha's
 
-
-def _variant_source(code: str) -> str:
-    return module_with(REFERENCE.read_text(encoding="utf-8"), {sdpa.SDPA: f"variant({code!r})"},
-                       f"Misconception {code!r}: the reference with that step wrong.")
-
-
-def _trivial_source(name: str) -> str:
-    return module_with(REFERENCE.read_text(encoding="utf-8"), {sdpa.SDPA: sdpa.TRIVIAL[sdpa.SDPA][name].__name__},
-                       f"Trivial submission {name!r}: none of the exercise's work.")
-
-
-ASSIGNMENT = Assignment(
-    name="sdpa",
-    folder=FOLDER,
-    functions=(FunctionSpec(sdpa.SDPA, "arrays", ("output", "weights")),),
-    build_cases=lambda seed, params: cases_from_dicts(_cases.build_cases(seed, dict(params))),
-    expected=_expected,
-    reference_file=REFERENCE,
-    **_switches(),
-    variant_source=_variant_source,
-    trivial=lambda function: sdpa.TRIVIAL.get(function, {}),
-    trivial_names=tuple(sdpa.TRIVIAL[sdpa.SDPA]),
-    trivial_source=_trivial_source,
-    findings={code: Finding(GENERIC[code].explanation, "§4.3") for code in (WRONG_SHAPE, NON_FINITE, SOMETHING_ELSE)},
-    trusted_files=(REFERENCE, FOLDER),
-    probes=_probes.plan,
-)
+ASSIGNMENT = ScaledDotProductAttention(Path(__file__).resolve().parent, sdpa)

@@ -7,13 +7,15 @@ keeps the softmax over queries from being the one over keys. Trusted side only.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
-from grader.judging.probes import Probe, ProbePlan, Step
+from grader.exercise.assignment import import_file
+from grader.judging.probes import Probe, ProbePlan
 from reference.sdpa import solution as sdpa
 
-_LABELS = {"scale": "the scaling of the scores", "mask": "the mask", "softmax": "the softmax's axis",
-           "stability": "the softmax's stability"}
+_feedback = import_file(Path(__file__).resolve().parent / "feedback.py", "grader_course_sdpa_feedback")
 
 
 def _probes() -> tuple[Probe, ...]:
@@ -43,9 +45,7 @@ def order(codes) -> str:
     return "+".join(sorted(set(codes), key=list(sdpa.CATALOGUE).index))
 
 
-_STEPS = tuple(Step(name, _LABELS[name], tuple(c for c in sdpa.CATALOGUE if sdpa.STEPS[c] == name))
-               for name in dict.fromkeys(sdpa.STEPS.values()))
-PLAN = ProbePlan(sdpa.SDPA, _STEPS, _probes(), _run, order)
+PLAN = ProbePlan(sdpa.SDPA, _feedback.STEPS[sdpa.SDPA], _probes(), _run, order)  # the steps feedback.py declares
 
 
 def plan(function: str) -> ProbePlan | None:

@@ -6,7 +6,7 @@ score 0), "empty" or "not-text" (the file was refused without running: score 0,
 grader.submission.load.classify) or "error" (the grader itself failed); a file that
 is not a submission is "not-a-submission". A graded submission some of whose
 tests timed out, ran out of memory or crashed says so in its status, e.g.
-"graded (6 timeout)", and its message names the function, e.g. "head_entropy:
+"graded (6 timeout)", and its message names the function, e.g. "<function>:
 timed out in 6 of 6 tests (the call did not finish within 10 s)". Diagnoses are
 the ``diagnosis.code`` of the report's tests, when the graded suite names a misconception.
 """
@@ -76,7 +76,7 @@ def _diagnoses(report: dict) -> list[str]:
 
 def _message(report: dict) -> str:
     """Why the status is not plain "graded": the grader's error, the refusal, the import error, or per
-    function what went wrong in its run ("head_entropy: timed out in 6 of 6 tests (the call did not
+    function what went wrong in its run ("<function>: timed out in 6 of 6 tests (the call did not
     finish within 10 s)"; several joined with "; "). Empty for a plain grade."""
     status = _status(report)
     if status == "error":

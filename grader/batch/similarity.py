@@ -46,10 +46,6 @@ _VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-
 UNFLAGGED_LISTED = 20
 SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix  # the highest unflagged pairs listed in similarity.json, for context
 
-# Independent solutions of each exercise that calibrate the code scores, relative to the course folder.
-CALIBRATION_PATHS: dict[str, tuple[str, ...]] = {
-    "mha": ("reference/mha/styles", "tests/submissions/correct.py", "tests/similarity/independent"),
-}
 
 
 @dataclass
@@ -101,9 +97,9 @@ def calibrate(sources: Sequence[tuple[str, str]], starter: set[int]) -> Calibrat
     return Calibration([round(s, 4) for s in scores], [name for name, _ in prints], round(threshold, 4))
 
 
-def calibration_sources(course: Path, assignment: str, extra: Iterable[Path] = ()) -> list[tuple[str, str]]:
-    """The independent solutions to calibrate on: CALIBRATION_PATHS of the assignment in ``course``, and ``extra``."""
-    paths = [course / p for p in CALIBRATION_PATHS.get(assignment, (f"tests/similarity/independent/{assignment}",))]
+def calibration_sources(paths: Iterable[Path], extra: Iterable[Path] = ()) -> list[tuple[str, str]]:
+    """The independent solutions to calibrate on: the exercise's (grader.exercise.assignment.Assignment.calibration)
+    and ``extra``, each a .py file or a folder of them."""
     found: list[tuple[str, str]] = []
     for path in [*paths, *extra]:
         files = sorted(path.glob("*.py")) if path.is_dir() else [path] if path.is_file() else []

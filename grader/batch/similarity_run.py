@@ -17,6 +17,7 @@ from grader.batch.fingerprints import starter_hashes
 from grader.batch.similarity import Work, analyse, calibrate, calibration_sources, load_works
 from grader.batch.similarity_html import render_html
 from grader.config import Config
+from grader.exercise.assignment import load_assignment
 from grader.report.csvcells import csv_text
 from grader.report.native import one_line, write_atomic
 
@@ -34,7 +35,7 @@ def run_similarity(outdir: Path, config: Config, *, against: Sequence[Path] = ()
     """Compare the submissions of ``outdir`` (and with those of each ``against`` folder); returns similarity.json's data.
 
     calibration: more independent solutions (files or folders of .py) to calibrate the code scores on,
-    besides the course's own (grader.batch.similarity.CALIBRATION_PATHS). known: {sha256: bytes} of the
+    besides the exercise's own (grader.exercise.assignment.Assignment.calibration). known: {sha256: bytes} of the
     submissions read already (grader.batch.run.BatchResult.sources): not read again. Raises SimilarityError.
     """
     outdir = Path(outdir)
@@ -51,7 +52,7 @@ def run_similarity(outdir: Path, config: Config, *, against: Sequence[Path] = ()
         raise SimilarityError(str(exc)) from None
     starter_file = config.assignment_dir / "starter.py"
     starter = starter_hashes(starter_file.read_text(encoding="utf-8")) if starter_file.is_file() else set()
-    sources = calibration_sources(config.course or config.root, config.assignment, calibration)
+    sources = calibration_sources(load_assignment(config.assignment_dir).calibration, calibration)
     data = {"assignment": config.assignment, **analyse(works, calibrate(sources, starter), starter)}
     indent = 2 if len(data["pairs"]) <= INDENTED_PAIRS else None  # a large file is written by json's C encoder
     write_atomic(outdir / "similarity.json", json.dumps(data, indent=indent, allow_nan=False) + "\n")

@@ -3,7 +3,8 @@
 ``build_kit`` writes the starter, the exercise README, a grader.toml and a
 suite of the public cases (groups whose visibility is "visible") with their
 expected outputs precomputed, plus a copy of the grader package so that
-``python -m grader`` runs inside the kit. No reference code and no hidden case
+``python -m grader`` runs inside the kit, and the exercise's feedback.py (its steps and
+their pictures: ``Assignment.feedback_files``) under ``assignments/<name>/``. No reference code and no hidden case
 goes in: expected values are computed here, by the instructor's grader, and
 stored as arrays. The kit's cases are drawn from their own seed (by default
 grading.seed + 1), so the public outputs are not the graded ones.
@@ -316,7 +317,7 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
         candidates, explained = ({}, {}) if case.raises else _candidates(described, case, expected)
         catalogue.update(explained)
         changed = None if case.changed_args is None else _changed_expected(described, case)
-        entry = {
+        entry: dict = {
             "group": case.group, "id": case.id, "function": case.function, "file": f"cases/{index:03d}.npz",
             "args": [_store_input(a, f"arg.{i}", arrays, draws) for i, a in enumerate(case.args)],
             "kwargs": {k: _store(v, f"kwarg.{k}", arrays) for k, v in case.kwargs.items()},
@@ -353,6 +354,9 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
     (target / "README.md").write_text(statement.rstrip("\n") + "\n\n" + _CHECKING, encoding="utf-8")
     package = Path(grader.__file__).resolve().parent
     shutil.copytree(package, target / "grader", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for path in described.feedback_files:  # the exercise's steps and step pictures (grader.exercise.teaching)
+        (target / "assignments" / path.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target / "assignments" / path.parent.name / path.name)
     return Kit(target, seed, len(public), len(cases) - len(public), {g: float(v) for g, v in points.items()})
 
 

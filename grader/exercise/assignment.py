@@ -2,9 +2,10 @@
 
 The engine (``grader/``) names no exercise. Each assignment lives in the course
 folder as ``assignments/<name>/`` (what students get, the case builders, its
-grader.toml and ``assignment.py``) and ``reference/<name>.py`` (the trusted
+grader.toml and ``assignment.py``) and ``reference/<name>/`` (the trusted
 reference and its misconceptions). ``assignments/<name>/assignment.py``
-defines ``ASSIGNMENT``, an ``Assignment``; ``load_assignment`` imports it under
+defines ``ASSIGNMENT``, an instance of a subclass of ``Assignment`` (the defaults fit the
+course's layout, so an exercise overrides only what differs); ``load_assignment`` imports it under
 a name unique to the assignment, so two assignments (and their case modules)
 can be loaded in one process without colliding.
 
@@ -13,13 +14,18 @@ Everything here runs in the grading (trusted) process: student code never sees i
 
 from __future__ import annotations
 
+import copy
+import functools
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, NamedTuple
+
+import numpy as np
 
 from grader.exercise.findings import Explained, Finding
 
@@ -52,50 +58,70 @@ class SourceCheck:
     message: str
 
 
-@dataclass(frozen=True)
 class Assignment:
-    """What an exercise gives the engine. Every callable runs in the trusted process.
+    """What an exercise gives the engine, with sound defaults: a subclass writes only what differs.
 
-    functions: in report, gradebook and Gradescope numbering order.
-    build_cases(seed, params): the graded cases, each with ``group``, ``id``, ``name``, ``function``,
-    ``args``, ``kwargs``, ``raises`` (an exception name or None), ``changed_args`` (a causality case:
-    the inputs with the tokens from ``changed_from`` on changed, or None) and ``changed_from``.
-    expected(case, args): the reference's value on ``args`` (a case's own or its changed args), float64.
-    combos(function): the misconception combinations' keys, cheapest first;
-    combo_outputs(function, args, kwargs, keys): {key: output or "raises <Type>"}.
-    catalogue: {misconception code: Explained}; findings: the generic findings' texts for this exercise
-    (wrong-shape, non-finite, causal-leak), overriding the engine's neutral ones.
-    variants: the single misconception codes selftest grades; variant_source(code): one as a student file;
-    variant_function(code): the function it belongs to; run_combo(codes, *args, **kwargs): run switches in-process.
-    trivial(function): {name: callable} of trivial implementations (grader.judging.fairness);
-    trivial_names and trivial_source(name): the same as student files, for selftest.
-    source_checks: e.g. loop-over-heads. params: defaults of [assignment.params], passed to build_cases.
-    probes(function): its steps, their switches and the probes that isolate them (grader.judging.probes.ProbePlan),
-    or None: then only single switches and pairs are searched.
+    As pip's ``VersionControl``: the engine reads these attributes and calls these methods, and an
+    exercise's ``assignments/<name>/assignment.py`` subclasses this class, sets ``name`` and ``functions``,
+    and overrides what its own layout does differently; ``ASSIGNMENT = MyExercise(FOLDER, reference)``.
+    Every method runs in the trusted process. The defaults follow the course's layout:
+
+    - the cases: ``build_cases(seed, params)`` of ``<folder>/cases.py`` (plain dicts, ``cases_from_dicts``);
+    - the expected values: the reference module's function of the case's name, on the inputs as float64
+      (boolean arrays kept);
+    - the misconceptions: single switches, never combined (``single_switches``), from ``VARIANTS``
+      ({code: (function, implementation)}), ``CATALOGUE`` ({code: (explanation, section)}) and ``SAYS``
+      ({code: the verdict's phrase}) of ``misconceptions`` (default: the reference module); none without them;
+    - the trivial implementations: ``TRIVIAL`` ({function: {description: implementation}}) of ``trivials``
+      (default: the reference module), the trivial submissions being the descriptions every function has;
+    - a misconception or trivial submission as a student file: the source of the module that defines the
+      implementation, then ``function = <implementation's name>`` (``module_with``);
+    - the probes: ``plan(function)`` of ``<folder>/probes.py``, if there is one (grader.judging.probes);
+    - the teaching: ``<folder>/feedback.py``, if there is one (its steps and pictures, grader.exercise.teaching),
+      shipped in the student kit with ``feedback_files``;
+    - the calibration of ``grade similar``: ``tests/similarity/independent/<name>/`` of the course;
+    - the trusted files (hashed by ``grade batch --resume``, copied into the Gradescope zip): the
+      reference's file and the folder.
+
+    Attributes: ``functions`` in report, gradebook and Gradescope numbering order (``FunctionSpec``);
+    ``catalogue`` {code: Explained}; ``findings``: the generic findings' texts for this exercise (wrong-shape,
+    non-finite, causal-leak, something-else), overriding the engine's neutral ones; ``variants``: the single
+    codes selftest grades; ``source_checks``: e.g. loop-over-heads; ``params``: defaults of
+    [assignment.params], passed to build_cases; ``styles``: a folder of correct solutions in other styles
+    (selftest), if any; ``run_combo(codes, *args, **kwargs)``: the switches run in-process (selftest), or None.
+    A case (``Case``) has ``group``, ``id``, ``function``, ``args``, ``kwargs``, ``raises`` (an exception name
+    or None), ``changed_args`` (a causality case: the inputs with the tokens from ``changed_from`` on changed).
     """
 
-    name: str
-    folder: Path
-    functions: tuple[FunctionSpec, ...]
-    build_cases: Callable[[int, Mapping[str, Any]], list]
-    expected: Callable[[Any, tuple], object]
-    combos: Callable[[str], list[str]]
-    combo_outputs: Callable[[str, tuple, dict, Sequence[str]], dict]
-    catalogue: Mapping[str, Explained]
-    reference_file: Path
-    variants: tuple[str, ...] = ()
-    variant_source: Callable[[str], str] = lambda code: ""
-    variant_function: Callable[[str], str] = lambda code: ""
-    run_combo: Callable[..., object] | None = None  # run_combo(codes, *args, **kwargs): the switches' output
-    trivial: Callable[[str], Mapping[str, Callable]] = lambda function: {}
-    trivial_names: tuple[str, ...] = ()
-    trivial_source: Callable[[str], str] = lambda name: ""
-    findings: Mapping[str, Finding] = field(default_factory=dict)
+    name: str = ""
+    functions: tuple[FunctionSpec, ...] = ()
+    reference: ModuleType | None = None  # the trusted reference module
+    misconceptions: ModuleType | None = None  # where VARIANTS, CATALOGUE and SAYS are (default: the reference)
+    trivials: ModuleType | None = None  # where TRIVIAL is (default: the reference)
+    findings: Mapping[str, Finding] = {}
     source_checks: tuple[SourceCheck, ...] = ()
-    params: Mapping[str, Any] = field(default_factory=dict)
-    trusted_files: tuple[Path, ...] = ()  # hashed by grade batch --resume, copied into the Gradescope zip
-    styles: Path | None = None  # a folder of correct solutions in other styles (selftest), if any
-    probes: Callable[[str], Any] = lambda function: None  # a function's grader.judging.probes.ProbePlan, or None
+    params: Mapping[str, Any] = {}
+    styles: Path | None = None
+
+    def __init__(self, folder: Path, reference: ModuleType | None = None) -> None:
+        self.folder = Path(folder).resolve()
+        if reference is not None:
+            self.reference = reference
+        # Imported now, as the assignment is: a stored case (grader.exercise.case_store) is read back only as an
+        # instance of a class already imported, and cases.py may define the case class.
+        self._module("cases")
+
+    def replace(self, **changes: Any) -> Assignment:
+        """A copy with ``changes`` (attributes or methods, by name) in place of this one's."""
+        unknown = [key for key in changes if not hasattr(self, key)]
+        if unknown:
+            raise AttributeError(f"an Assignment has no {', '.join(unknown)}")
+        changed = copy.copy(self)  # a subclass of its own: a change may stand for a method or a property
+        changed.__class__ = type(type(self).__name__, (type(self),), {
+            key: staticmethod(value) if inspect.isfunction(value) else value for key, value in changes.items()})
+        return changed
+
+    # ---------------------------------------------------------------- the functions and their files
 
     @property
     def function_names(self) -> tuple[str, ...]:
@@ -114,6 +140,126 @@ class Assignment:
     @property
     def statement(self) -> Path:
         return self.folder / "README.md"
+
+    @property
+    def reference_file(self) -> Path:
+        """The reference's file: selftest grades it as a student file."""
+        if self.reference is None or self.reference.__file__ is None:
+            raise AssignmentError(f"{self.name} names no reference module")
+        return Path(self.reference.__file__).resolve()
+
+    @property
+    def trusted_files(self) -> tuple[Path, ...]:
+        """Hashed by grade batch --resume, copied into the Gradescope zip: the reference, the folder, and the
+        feedback modules of other exercises that this one's feedback.py imports."""
+        return (self.reference_file, self.folder, *(f for f in self.feedback_files if f.parent != self.folder))
+
+    @property
+    def feedback_files(self) -> tuple[Path, ...]:
+        """The exercise's teaching (grader.exercise.teaching) as files the student kit ships beside the grader:
+        each at ``assignments/<its folder's name>/`` in the kit. Add another exercise's feedback.py if it imports it."""
+        found = self.folder / "feedback.py"
+        return (found,) if found.is_file() else ()
+
+    @property
+    def calibration(self) -> tuple[Path, ...]:
+        """Independent correct solutions (.py files or folders of them) that calibrate ``grade similar``'s code
+        scores: by default the course's ``tests/similarity/independent/<name>/``."""
+        return (self.folder.parent.parent / "tests" / "similarity" / "independent" / self.name,)
+
+    def _module(self, stem: str) -> ModuleType | None:
+        path = self.folder / f"{stem}.py"
+        return import_file(path, f"grader_course_{self.folder.name}_{stem}") if path.is_file() else None
+
+    # ---------------------------------------------------------------- the cases and their expected values
+
+    def build_cases(self, seed: int, params: Mapping[str, Any]) -> list[Case]:
+        """The graded cases of ``<folder>/cases.py``'s ``build_cases(seed, params)``."""
+        cases = self._module("cases")
+        if cases is None:
+            raise AssignmentError(f"no case builders at {self.folder / 'cases.py'}")
+        return cases_from_dicts(cases.build_cases(seed, dict(params)))
+
+    def expected(self, case: Any, args: tuple) -> object:
+        """The reference's value on ``args`` (a case's own or its changed args) and the case's kwargs, float64."""
+        def wide(value):
+            return np.asarray(value, dtype=np.float64) if isinstance(value, np.ndarray) and value.dtype != bool \
+                else value
+        return getattr(self.reference, case.function)(*map(wide, args),
+                                                      **{k: wide(v) for k, v in case.kwargs.items()})
+
+    # ---------------------------------------------------------------- the misconceptions
+
+    def switch_table(self) -> Mapping[str, tuple[str, Callable]]:
+        """{code: (function, implementation)} of the single-switch misconceptions (``VARIANTS``)."""
+        return getattr(self.misconceptions or self.reference, "VARIANTS", {})
+
+    @functools.cached_property
+    def _switches(self) -> dict[str, Any]:
+        source, table = self.misconceptions or self.reference, self.switch_table()
+        catalogue = getattr(source, "CATALOGUE", None)
+        if not table or catalogue is None:
+            return {}
+        return single_switches(table, catalogue, getattr(source, "SAYS", None))
+
+    def combos(self, function: str) -> list[str]:
+        """The misconception combinations' keys for ``function``, cheapest first."""
+        return self._switches["combos"](function) if self._switches else []
+
+    def combo_outputs(self, function: str, args: tuple, kwargs: dict, keys: Sequence[str]) -> dict:
+        """{key: output or "raises <Type>"} of the combinations ``keys`` on these inputs."""
+        return self._switches["combo_outputs"](function, args, kwargs, keys) if self._switches else {}
+
+    @property
+    def catalogue(self) -> Mapping[str, Explained]:
+        return self._switches.get("catalogue", {})
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return self._switches.get("variants", ())
+
+    @property
+    def run_combo(self) -> Callable[..., object] | None:
+        return self._switches.get("run_combo")
+
+    def variant_function(self, code: str) -> str:
+        return self._switches["variant_function"](code)
+
+    def variant_source(self, code: str) -> str:
+        """The misconception ``code`` as a student file (selftest)."""
+        function, implementation = self.switch_table()[code]
+        return module_with(_source_of(implementation), {function: implementation.__name__},
+                           f"Misconception {code!r}: the reference with {function} replaced by the variant.")
+
+    # ---------------------------------------------------------------- the trivial implementations
+
+    def trivial(self, function: str) -> Mapping[str, Callable]:
+        """{description: implementation} of ``function``'s trivial implementations (grader.judging.fairness)."""
+        return getattr(self.trivials or self.reference, "TRIVIAL", {}).get(function, {})
+
+    @property
+    def trivial_names(self) -> tuple[str, ...]:
+        """The trivial submissions selftest grades: the descriptions every function has an implementation for."""
+        first = self.trivial(self.functions[0].name) if self.functions else {}
+        return tuple(d for d in first if all(d in self.trivial(f) for f in self.function_names))
+
+    def trivial_source(self, name: str) -> str:
+        implementations = {f: self.trivial(f)[name] for f in self.function_names}
+        return module_with(_source_of(next(iter(implementations.values()))),
+                           {f: i.__name__ for f, i in implementations.items()},
+                           f"Trivial submission {name!r}: none of the exercise's work.")
+
+    # ---------------------------------------------------------------- diagnosis by probes
+
+    def probes(self, function: str) -> Any:
+        """``function``'s grader.judging.probes.ProbePlan from ``<folder>/probes.py``'s ``plan``, or None."""
+        module = self._module("probes")
+        return None if module is None else module.plan(function)
+
+
+def _source_of(implementation: Callable) -> str:
+    """The source of the module that defines ``implementation`` (a trusted module of the course)."""
+    return Path(sys.modules[implementation.__module__].__file__ or "").read_text(encoding="utf-8")
 
 
 class AssignmentError(Exception):

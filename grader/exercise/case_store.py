@@ -6,8 +6,8 @@ trivial implementations' verdicts (grader.judging.fairness) about 0.05 s more. T
 the same for every grade with the same configuration, so the first grade stores
 them, and later grades, and every worker of a batch, read them back.
 
-An entry is one file under ``$XDG_CACHE_HOME/mha-grader/cases`` (default
-``~/.cache/mha-grader/cases``), mapped in one piece: a JSON manifest of the cases'
+An entry is one file under ``$XDG_CACHE_HOME/course-grader/cases`` (default
+``~/.cache/course-grader/cases``), mapped in one piece: a JSON manifest of the cases'
 plain fields and of each case's stored values, then the raw bytes of their
 numeric arrays, each at an offset the manifest gives with its dtype and shape
 (views of that one copy-on-write mapping: no copy, and a process touches only
@@ -60,7 +60,7 @@ def folder() -> Path | None:
     base = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):
         base = os.path.join(os.path.expanduser("~"), ".cache")
-    where = (Path(base) / "mha-grader" / "cases").resolve()  # symbolic links followed, to the last part
+    where = (Path(base) / "course-grader" / "cases").resolve()  # symbolic links followed, to the last part
     return None if _shown_to_students(where) else where
 
 

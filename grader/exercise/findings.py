@@ -11,7 +11,7 @@ from typing import Protocol
 
 
 class Explained(Protocol):
-    """Anything with an explanation and a section, e.g. ``reference.mha.variants.Variant``."""
+    """Anything with an explanation and a section, e.g. a misconception switch of a reference."""
 
     @property
     def explanation(self) -> str: ...

@@ -2,9 +2,9 @@
 
 Each known misconception is a switch on the reference; a *combination* is one
 switch or two of different steps, keyed by its codes joined with "+"
-(``"wrong-split-order-qk+missing-scale"``). A failed test's student output is
+(``"<code>+<code>"``). A failed test's student output is
 compared with what each combination computes on the same inputs (the
-candidates, computed by ``reference.mha.variants.combo_outputs`` in the grading
+candidates, computed by the assignment's ``combo_outputs`` in the grading
 process, or shipped beside the expected values in the student kit). A
 combination that raises where the reference does not is the candidate
 ``"raises <Type>"``, which a student's call matches when it raised that type.

@@ -4,7 +4,7 @@ Some cases are passed by a trivial implementation: a one-hot entropy's expected
 value is 0, which constant zeros give; an error-contract case passes any
 function that always raises ValueError; GPT-2's count without bias is the
 placeholder 4·d². Each case is run, in this (trusted) process, against the
-trivial implementations of its function (``reference.mha.trivial`` for the course;
+trivial implementations of its function (the assignment's ``trivial``;
 the student kit stores the result); ``trivially_passed`` names the first that
 passes it. ``pay_for_work`` then keeps such a test's points only for a function
 that also passes at least one test that no trivial implementation passes.

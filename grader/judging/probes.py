@@ -33,18 +33,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from grader.exercise.teaching import Step  # an exercise's steps, declared in its feedback.py
 from grader.judging.diagnose import matches, raised_value
 
+__all__ = ["Probe", "ProbePlan", "Step", "identify", "tabulate"]
+
 RIGHT = ""  # a step's option "no switch": done right
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of a function's computation: its name, how the verdict says it, and its switches."""
-
-    name: str  # e.g. "mask"; the switches' ``switch`` field
-    label: str  # "the causal mask": "something else is wrong in the causal mask"
-    codes: tuple[str, ...]  # its misconception switches, cheapest (most common) first
 
 
 @dataclass(frozen=True)

@@ -148,22 +148,23 @@ def _loops(function: _Function, heads: set[str], lines: list[str], budget: _Budg
             for probe, line in function.loops if _names(probe, budget) & heads]
 
 
-def find_head_loops(source: str, function: str | None = None, heads_index: int = 5,
-                    heads_param: str = "h") -> list[HeadLoop]:
+def find_head_loops(source: str, function: str | None = None, *, heads_index: int,
+                    heads_param: str) -> list[HeadLoop]:
     """Loops over heads in ``function`` of this source and in the module-level helpers it calls.
 
     Returns [] when the source cannot be parsed (the sandboxed import reports
     that), has no such function, or could not be analysed within the bounds
     (``analyse`` tells that case apart). Never executes the source.
     """
-    return analyse(source, function, heads_index, heads_param).loops
+    return analyse(source, function, heads_index=heads_index, heads_param=heads_param).loops
 
 
-def analyse(source: str, function: str | None = None, heads_index: int = 5, heads_param: str = "h") -> Analysis:
+def analyse(source: str, function: str | None = None, *, heads_index: int, heads_param: str) -> Analysis:
     """``find_head_loops``, saying whether the analysis ran to the end; never raises, never runs the source.
 
     function: the function to analyse (None: the last module-level one whose parameter number
-    ``heads_index`` is called ``heads_param``); its heads are that parameter.
+    ``heads_index`` is called ``heads_param``); its heads are that parameter. Both come from the
+    exercise's source check (grader.exercise.assignment.SourceCheck): the engine assumes no signature.
     """
     if len(source) > MAX_SOURCE_CHARS:
         return Analysis(complete=False, reason=f"the source has {len(source):,} characters, more than the "

@@ -21,7 +21,7 @@ from grader.config import load_config, with_course
 from grader.exercise.assignment import load_assignment
 
 TEMPLATES = Path(__file__).parent / "templates"
-DISTRIBUTION = "mha-grader"
+DISTRIBUTION = "course-grader"
 _SKIP = ("__pycache__", ".pytest_cache", ".hypothesis")
 
 

@@ -337,7 +337,7 @@ def test_sigkill_mid_batch_then_resume_gives_the_uninterrupted_gradebook(klass, 
 
 @pytest.mark.sandbox
 def test_dask_local_cluster_gives_the_same_reports(klass, course, baseline, tmp_path):
-    distributed = pytest.importorskip("distributed", reason="the optional extra mha-grader[dask] is not installed")
+    distributed = pytest.importorskip("distributed", reason="the optional extra course-grader[dask] is not installed")
     out = tmp_path / "dask"
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         run_cli(str(klass), "-o", str(out), "--scheduler", cluster.scheduler_address, "--config", str(course))

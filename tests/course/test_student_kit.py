@@ -211,14 +211,13 @@ def test_kit_refuses_a_folder_that_is_not_empty(tmp_path, course):
 def test_kit_stores_the_outputs_of_known_mistakes_beside_the_expected(course, tmp_path, monkeypatch):
     # Where the assignment knows misconceptions (their outputs on a case's inputs, and an explanation
     # per code), the kit stores each output as a named array of the case.
-    import dataclasses
     import importlib.util
     import types
 
     from grader.exercise import assignment as interface
     mha = interface.load_assignment(ROOT / "assignments/mha")
-    monkeypatch.setitem(interface._LOADED, (ROOT / "assignments/mha").resolve(), dataclasses.replace(
-        mha, catalogue={"double-softmax": types.SimpleNamespace(explanation="Softmax applied twice.", section="§4.3",
+    monkeypatch.setitem(interface._LOADED, (ROOT / "assignments/mha").resolve(), mha.replace(
+        catalogue={"double-softmax": types.SimpleNamespace(explanation="Softmax applied twice.", section="§4.3",
                                                                 says="applies the softmax twice")},
         combo_outputs=lambda function, args, kwargs, keys: (
             {"double-softmax": np.full((2, 2), 7.0)} if function == "multi_head_attention" else {})))

@@ -10,6 +10,8 @@ import numpy as np
 
 from grader.config import load_config
 from grader.exercise.assignment import (
+    Assignment,
+    FunctionSpec,
     SourceCheck,
     cases_from_dicts,
     import_file,
@@ -42,6 +44,63 @@ def test_case_modules_of_two_assignments_do_not_collide(tmp_path):
     one = import_file(tmp_path / "one" / "cases.py", "grader_course_one_cases")
     two = import_file(tmp_path / "two" / "cases.py", "grader_course_two_cases")
     assert (one.VALUE, two.VALUE) == (1, 2)
+
+
+_REFERENCE = """
+import numpy as np
+
+
+def twice(x):
+    return 2 * x
+
+
+def thrice(x):
+    return 3 * x
+
+
+def zeros(x):
+    return np.zeros_like(x)
+
+
+VARIANTS = {"thrice": ("twice", thrice)}
+CATALOGUE = {"thrice": ("Multiplied by three.", "§1")}
+SAYS = {"thrice": "multiplies by three"}
+TRIVIAL = {"twice": {"zeros": zeros}}
+"""
+
+
+def test_an_exercise_that_follows_the_layout_writes_only_its_name_and_functions(tmp_path):
+    # The base class's defaults (as pip's VersionControl): cases.py, the reference's tables, feedback.py.
+    folder = tmp_path / "assignments" / "twice"
+    folder.mkdir(parents=True)
+    (folder / "cases.py").write_text("import numpy as np\n\n\ndef build_cases(seed, params):\n"
+                                     "    return [{'group': 'g', 'id': str(seed), 'function': 'twice',"
+                                     " 'args': [np.arange(3)], 'kwargs': {}, 'raises': None}]\n")
+    (folder / "feedback.py").write_text("STEPS = {}\n")
+    (tmp_path / "twice_reference.py").write_text(_REFERENCE)
+    reference = import_file(tmp_path / "twice_reference.py", "grader_test_twice_reference")
+
+    class Twice(Assignment):
+        name = "twice"
+        functions = (FunctionSpec("twice"),)
+
+    twice = Twice(folder, reference)
+    [case] = twice.build_cases(7, {})
+    assert (case.name, case.function) == ("g[7]", "twice")
+    expected = twice.expected(case, case.args)
+    assert expected.dtype == np.float64 and expected.tolist() == [0.0, 2.0, 4.0]
+    assert (twice.combos("twice"), twice.variants, twice.variant_function("thrice")) == (["thrice"], ("thrice",), "twice")
+    assert twice.combo_outputs("twice", (np.ones(2),), {}, ["thrice"])["thrice"].tolist() == [3.0, 3.0]
+    assert twice.catalogue["thrice"].says == "multiplies by three" and twice.run_combo(["thrice"], 2) == 6
+    assert twice.variant_source("thrice").endswith("\n\ntwice = thrice\n")
+    assert (twice.trivial_names, twice.trivial_source("zeros").endswith("\n\ntwice = zeros\n")) == (("zeros",), True)
+    assert twice.probes("twice") is None and twice.feedback_files == (folder / "feedback.py",)
+    assert twice.trusted_files == ((tmp_path / "twice_reference.py").resolve(), folder.resolve())
+    assert twice.calibration == (tmp_path / "tests" / "similarity" / "independent" / "twice",)
+    # replace: a copy with a method or a property in place of its own, the original untouched
+    changed = twice.replace(catalogue={}, build_cases=lambda seed, params: [])
+    assert (changed.catalogue, changed.build_cases(1, {}), changed.name) == ({}, [], "twice")
+    assert twice.catalogue["thrice"].section == "§1" and len(twice.build_cases(1, {})) == 1
 
 
 def test_plain_dict_cases_and_single_switches():

@@ -64,7 +64,7 @@ def test_a_second_grade_reads_the_cases_back_and_reports_alike(monkeypatch, tmp_
     first = grade_submission(SUBMISSIONS / "wrong_reshape.py", config).report
     for writer in [t for t in threading.enumerate() if t.name == "store-cases"]:
         writer.join()
-    entries = list((tmp_path / "mha-grader/cases").glob("*.cases"))
+    entries = list((tmp_path / "course-grader/cases").glob("*.cases"))
     assert [p.name for p in entries] == [f"{case_store.key(config)}.cases"]
     cases, memo = case_store.load(case_store.key(config), (config.assignment_dir,))
     assert len(cases) == 41 and sum(len(v) for v in memo.values()) == 41 + 38 + 2  # trivial, expected, changed
@@ -73,8 +73,8 @@ def test_a_second_grade_reads_the_cases_back_and_reports_alike(monkeypatch, tmp_
     monkeypatch.setattr(case_building, "_REMEMBERED", {})
     monkeypatch.setattr(grader.judging.suite, "_session", None)  # its session holds the cases it was run with
     found = assignment.load_assignment(config.assignment_dir)
-    monkeypatch.setitem(assignment._LOADED, config.assignment_dir.resolve(), dataclasses.replace(
-        found, build_cases=lambda seed, params: pytest.fail("built again"), expected=lambda case, args: pytest.fail(
+    monkeypatch.setitem(assignment._LOADED, config.assignment_dir.resolve(), found.replace(
+        build_cases=lambda seed, params: pytest.fail("built again"), expected=lambda case, args: pytest.fail(
             "expected value computed again")))
     again = grade_submission(SUBMISSIONS / "wrong_reshape.py", config).report
     assert without_times(again) == without_times(first)
@@ -85,7 +85,7 @@ def test_an_unreadable_entry_is_built_again_and_replaced(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     config = load_config(ROOT / "assignments/heads/grader.toml")
     name = case_store.key(config)
-    entry = tmp_path / "mha-grader/cases" / f"{name}.cases"
+    entry = tmp_path / "course-grader/cases" / f"{name}.cases"
     entry.parent.mkdir(parents=True)
     for broken in (b"", b"grader-cases\0\0\0\0" + (10**9).to_bytes(8, "little"), b"x" * 100):
         entry.write_bytes(broken)
@@ -104,7 +104,7 @@ def _stored_entry(monkeypatch, tmp_path):
     config = load_config(ROOT / "assignments/heads/grader.toml")
     name = case_store.key(config)
     assert case_store.save(name, _built(config), {})
-    entry = tmp_path / "mha-grader/cases" / f"{name}.cases"
+    entry = tmp_path / "course-grader/cases" / f"{name}.cases"
     data = entry.read_bytes()
     size = int.from_bytes(data[16:24], "little")
     return config, name, entry, json.loads(data[24:24 + size]), data
@@ -160,12 +160,12 @@ def test_a_crafted_entry_names_no_class_but_the_assignments_and_no_array_outside
 
 def test_the_store_is_off_where_a_link_or_a_relative_path_would_put_it(monkeypatch, tmp_path):
     shown = Path(sys.prefix)
-    (tmp_path / "mha-grader").symlink_to(shown)  # its last parts resolved too
+    (tmp_path / "course-grader").symlink_to(shown)  # its last parts resolved too
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert case_store.folder() is None
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # not absolute: the default, ~/.cache
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert case_store.folder() == (tmp_path / "home/.cache/mha-grader/cases").resolve()
+    assert case_store.folder() == (tmp_path / "home/.cache/course-grader/cases").resolve()
 
 
 def test_a_value_the_store_cannot_keep_exactly_is_not_stored(monkeypatch, tmp_path):
@@ -177,7 +177,7 @@ def test_a_value_the_store_cannot_keep_exactly_is_not_stored(monkeypatch, tmp_pa
     odd = dataclasses.replace(built[0], args=(np.asfortranarray(np.ones((3, 4))),))  # multiplies in another order
     assert not case_store.save("odd", [odd], {})
     assert not case_store.save("odd", built, {built[0].name: {"expected": object()}})
-    assert not (tmp_path / "mha-grader/cases/odd.cases").exists()
+    assert not (tmp_path / "course-grader/cases/odd.cases").exists()
     monkeypatch.setenv("GRADER_NO_CASE_STORE", "1")
     assert not case_store.save("off", built, {}) and case_store.load("off") is None
 
@@ -189,7 +189,7 @@ def test_no_store_where_the_sandbox_shows_files(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", "/usr/share")
     assert case_store.folder() is None
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert case_store.folder() == tmp_path.resolve() / "mha-grader/cases"
+    assert case_store.folder() == tmp_path.resolve() / "course-grader/cases"
 
 
 def test_only_the_newest_entries_are_kept(monkeypatch, tmp_path):
@@ -197,6 +197,6 @@ def test_only_the_newest_entries_are_kept(monkeypatch, tmp_path):
     built = _built(load_config(ROOT / "assignments/heads/grader.toml"))
     for i in range(case_store.KEPT_ENTRIES + 3):
         assert case_store.save(f"entry{i:02d}", built, {})
-    kept = sorted(p.name for p in (tmp_path / "mha-grader/cases").iterdir())
+    kept = sorted(p.name for p in (tmp_path / "course-grader/cases").iterdir())
     assert len(kept) == case_store.KEPT_ENTRIES and "entry10.cases" in kept
 

@@ -102,7 +102,10 @@ def test_selftest_passes(name):
 def test_student_kit_built_and_graded(name, tmp_path):
     kit = build_kit(select_assignment(COURSE, name), tmp_path / "kit")
     assert kit.cases > 0
-    assert not (tmp_path / "kit" / "reference").exists() and not (tmp_path / "kit" / "assignments").exists()
+    assert not (tmp_path / "kit" / "reference").exists()
+    # of the course's folders, only the exercises' feedback.py (steps and pictures; its own and mha's, which it draws with)
+    assert sorted(p.relative_to(tmp_path / "kit").as_posix() for p in (tmp_path / "kit" / "assignments").rglob("*")
+                  if p.is_file()) == sorted({f"assignments/{name}/feedback.py", "assignments/mha/feedback.py"})
     kit_config = load_config(tmp_path / "kit" / "grader.toml")
     right = grade_submission(EXAMPLES / name / f"{CORRECT[name][0]}.py", kit_config).report
     assert right["status"] == "graded" and right["score"] == right["max_score"] > 0

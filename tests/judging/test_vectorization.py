@@ -6,11 +6,12 @@ from conftest import SUBMISSIONS
 
 from grader.judging.vectorization import MAX_SOURCE_CHARS, HeadLoop, find_head_loops
 
+HEADS = {"heads_index": 5, "heads_param": "h"}  # mha's source check: its heads are h, the sixth parameter
 HEADER = "import numpy as np\n\n\ndef multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):\n"
 
 
 def loops(body: str, before: str = "") -> list[tuple[str, int, str]]:
-    return [(loop.function, loop.line, loop.text) for loop in find_head_loops(before + HEADER + body)]
+    return [(loop.function, loop.line, loop.text) for loop in find_head_loops(before + HEADER + body, **HEADS)]
 
 
 def test_loops_over_heads_in_each_form():
@@ -40,21 +41,21 @@ def test_other_loops_and_vectorized_code_are_not_flagged():
     styles = SUBMISSIONS.parent.parent / "reference/mha/styles"  # correct solutions in other styles
     for path in (SUBMISSIONS / "correct.py", styles / "einsum.py", styles / "np_split.py", styles / "float32.py",
                  styles / "in_place.py"):
-        assert find_head_loops(path.read_text(encoding="utf-8")) == [], path.name
+        assert find_head_loops(path.read_text(encoding="utf-8"), **HEADS) == [], path.name
 
 
 def test_the_last_definition_wins_and_unparsable_sources_give_nothing():
     redefined = HEADER + "    for i in range(h):\n        pass\n\n\n" + HEADER + "    return X\n"
-    assert find_head_loops(redefined) == []
-    assert find_head_loops("def multi_head_attention(:\n") == []
-    assert find_head_loops("x = (" * 300 + ")" * 300) == []  # too deeply nested to parse: no crash
-    assert find_head_loops("#" * (MAX_SOURCE_CHARS + 1)) == []
+    assert find_head_loops(redefined, **HEADS) == []
+    assert find_head_loops("def multi_head_attention(:\n", **HEADS) == []
+    assert find_head_loops("x = (" * 300 + ")" * 300, **HEADS) == []  # too deeply nested to parse: no crash
+    assert find_head_loops("#" * (MAX_SOURCE_CHARS + 1), **HEADS) == []
 
 
 def test_the_source_is_never_run(tmp_path):
     marker = tmp_path / "ran"
     source = f"open({str(marker)!r}, 'w').close()\nraise SystemExit(3)\n" + HEADER + "    for i in range(h):\n        pass\n"
-    assert find_head_loops(source) == [HeadLoop("multi_head_attention", 7, "for i in range(h):")]
+    assert find_head_loops(source, **HEADS) == [HeadLoop("multi_head_attention", 7, "for i in range(h):")]
     assert not marker.exists()
 
 
@@ -65,9 +66,9 @@ def test_vectorization_points_are_read_from_grader_toml(tmp_path):
 
     (tmp_path / "suite").mkdir()
     path = tmp_path / "grader.toml"
-    path.write_text('[assignment]\nsuite = "suite"\n[grading]\nvectorization_points = 2\n')
+    path.write_text('[assignment]\nname = "mha"\nsuite = "suite"\n[grading]\nvectorization_points = 2\n')
     assert load_config(path).vectorization_points == 2.0
-    path.write_text('[assignment]\nsuite = "suite"\n[grading]\nvectorization_points = -1\n')
+    path.write_text('[assignment]\nname = "mha"\nsuite = "suite"\n[grading]\nvectorization_points = -1\n')
     with pytest.raises(ConfigError, match="grading.vectorization_points must be ≥ 0"):
         load_config(path)
 
@@ -80,20 +81,20 @@ def test_the_search_of_helpers_is_bounded():
     helpers = "".join(f"def helper{i}(a, b):\n    for j in range(b):\n        pass\n\n" for i in range(60))
     calls = "".join(f"    helper{i}(X, h)\n" for i in range(60))
     source = f"{helpers}def multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):\n{calls}    return X\n"
-    assert len(find_head_loops(source)) == MAX_HELPER_SEARCHES == 16
+    assert len(find_head_loops(source, **HEADS)) == MAX_HELPER_SEARCHES == 16
 
 
 def test_an_analysis_over_its_budget_finds_nothing_and_says_why(monkeypatch):
     from grader.judging import vectorization
     source = HEADER + "    for i in range(h):\n        pass\n" + "    x = [a for a in [b for b in [c for c in d]]]\n" * 50
-    assert vectorization.analyse(source).loops == [HeadLoop("multi_head_attention", 5, "for i in range(h):")]
+    assert vectorization.analyse(source, **HEADS).loops == [HeadLoop("multi_head_attention", 5, "for i in range(h):")]
     monkeypatch.setattr(vectorization, "MAX_NODES", 300)
-    assert vectorization.analyse(source) == vectorization.Analysis(
+    assert vectorization.analyse(source, **HEADS) == vectorization.Analysis(
         [], complete=False, reason="it visited more than 300 syntax nodes")
     monkeypatch.setattr(vectorization, "MAX_NODES", 2_000_000)
     monkeypatch.setattr(vectorization, "MAX_SECONDS", 0.0)
-    assert vectorization.analyse(source).reason in ("parsing it took more than 0 s", "it ran for more than 0 s")
-    assert vectorization.analyse("#" * (MAX_SOURCE_CHARS + 1)).reason == (
+    assert vectorization.analyse(source, **HEADS).reason in ("parsing it took more than 0 s", "it ran for more than 0 s")
+    assert vectorization.analyse("#" * (MAX_SOURCE_CHARS + 1), **HEADS).reason == (
         "the source has 100,001 characters, more than the 100,000 the analysis reads")
 
 
@@ -108,7 +109,7 @@ def test_an_analysis_that_stopped_pays_no_vectorization_points(monkeypatch):
     from grader.judging.score import Score
     from grader.judging.session import TestOutcome
 
-    config = replace(Config(), vectorization_points=2.0)
+    config = replace(Config(), assignment="mha", vectorization_points=2.0)
     passed = [TestOutcome("t", "g", "multi_head_attention", "passed", "", "")]
     start = Score([(Fraction(1), Fraction(1))], Fraction(1), Fraction(1))
     vectorized = HEADER + "    return X\n"

@@ -101,14 +101,14 @@ def test_setup_stores_the_cases_that_each_run_reads_back(autograder_zip, tmp_pat
                             env=dict(os.environ, XDG_CACHE_HOME=str(cache)), capture_output=True, text=True,
                             timeout=180, check=False)
     assert stored.returncode == 0, stored.stderr
-    assert stored.stdout.startswith(f"graded starter.py once (0 / 100): its cases go to {cache}/mha-grader/cases")
-    [entry] = (cache / "mha-grader" / "cases").glob("*.cases")
+    assert stored.stdout.startswith(f"graded starter.py once (0 / 100): its cases go to {cache}/course-grader/cases")
+    [entry] = (cache / "course-grader" / "cases").glob("*.cases")
     before = entry.stat()
     results, _ = run_autograder(root, XDG_CACHE_HOME=str(cache))
     assert results["score"] == 100
     after = entry.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
-    assert list((cache / "mha-grader" / "cases").glob("*.cases")) == [entry]
+    assert list((cache / "course-grader" / "cases").glob("*.cases")) == [entry]
 
 
 @pytest.mark.parametrize(("files", "score"), [

@@ -20,14 +20,17 @@ from example_reports import graded
 
 from grader.cli import main
 from grader.config import load_config
+from grader.exercise.teaching import load_feedback
 from grader.grade import grade_submission
 from grader.judging.evidence import MAX_ELEMENTS, decode, encode, evidence
 from grader.report import prairielearn
 from grader.report.html import feedback_html
-from grader.report.pictures import head_shape, head_sources, report_pictures
+from grader.report.pictures import report_pictures
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "tests" / "submissions"
+MHA_FEEDBACK = load_feedback(ROOT / "assignments" / "mha")  # the head map is the exercise's (its feedback.py)
+head_shape, head_sources = MHA_FEEDBACK.head_shape, MHA_FEEDBACK.head_sources
 HIDDEN = {"mha_reshape": "hidden", "mha_stability": "after_due_date", "entropy": "after_published"}
 
 

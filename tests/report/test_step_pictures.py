@@ -1,4 +1,7 @@
-"""The feedback page's step sections (grader.report.steps): each named misconception's step, with its picture."""
+"""The feedback page's step sections (grader.report.steps): each named misconception's step, with its exercise's picture.
+
+The steps and pictures are the exercises' (assignments/<name>/feedback.py); these tests hold them to the references.
+"""
 
 from __future__ import annotations
 
@@ -13,23 +16,21 @@ import pytest
 from example_reports import graded
 
 from grader.config import load_config
+from grader.exercise.teaching import load_feedback
 from grader.grade import grade_submission
-from grader.report import steps
 from grader.report.html import feedback_html
 from grader.report.pictures import report_pictures
-from grader.report.steps import (
-    NO_PICTURE,
-    NOT_DRAWN,
-    STEP_OF,
-    STEP_TITLES,
-    attention_weights,
-    example_scores,
-    key_sources,
-    step_sections,
-)
+from grader.report.steps import NO_PICTURE, NOT_DRAWN, step_sections
+from reference.heads import solution as heads_reference
 from reference.mha import variants
+from reference.sdpa import solution as sdpa_reference
 
 ROOT = Path(__file__).resolve().parents[2]
+steps = load_feedback(ROOT / "assignments" / "mha")  # mha's steps and pictures
+HEADS = load_feedback(ROOT / "assignments" / "heads")
+SDPA = load_feedback(ROOT / "assignments" / "sdpa")
+STEP_OF = {code: step.name for function in steps.STEPS.values() for step in function for code in step.codes}
+attention_weights, example_scores, key_sources = steps.attention_weights, steps.example_scores, steps.key_sources
 MISCONCEPTIONS = ROOT / "tests" / "misconceptions"
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -116,8 +117,9 @@ def test_a_code_without_a_picture_falls_back_to_the_tests_pictures():
 # ------------------------------------------------------------------ step_sections on reports built here
 
 def _report(codes_per_test: list[list[str]], visibility: str = "visible", assignment: str = "mha") -> dict:
-    """A graded report with one failed multi_head_attention test per entry, diagnosed with those codes."""
-    tests = [{"function": "multi_head_attention", "name": f"t{i}", "group": "g", "status": "failed",
+    """A graded report with one failed test per entry, of the first code's function, diagnosed with those codes."""
+    tests = [{"function": variants.CATALOGUE[codes[0]].function if codes[0] in variants.CATALOGUE else
+              "multi_head_attention", "name": f"t{i}", "group": "g", "status": "failed",
               "visibility": visibility, "message": "", "output": "",
               "diagnosis": {"code": codes[0], "codes": codes, "explanation": "", "section": "§4.5"}}
              for i, codes in enumerate(codes_per_test)]
@@ -128,10 +130,14 @@ def _report(codes_per_test: list[list[str]], visibility: str = "visible", assign
 def test_every_code_of_the_catalogue_has_its_switchs_step():
     # Each MHA misconception is in the step its switch names: a picture of that step, or the fallback note.
     assert STEP_OF == {code: v.switch for code, v in variants.CATALOGUE.items()}
-    assert steps._SPLITS == variants.SPLITS  # which projections each split code splits wrongly
-    assert set(STEP_OF.values()) <= set(STEP_TITLES)
+    assert steps.SPLITS == variants.SPLITS  # which projections each split code splits wrongly
+    for function, declared in steps.STEPS.items():  # each step's codes in the switches' order
+        assert [(s.name, s.codes) for s in declared] == sorted(
+            [(name, tuple(v.code for v in variants.VARIANTS if v.function == function and v.switch == name))
+             for name in {v.switch for v in variants.VARIANTS if v.function == function}],
+            key=lambda step: [s.name for s in declared].index(step[0]))
     for code in variants.CATALOGUE:
-        (section,) = step_sections(_report([[code]]))["multi_head_attention"]
+        (section,) = step_sections(_report([[code]]))[variants.CATALOGUE[code].function]
         assert section.codes == (code,) and section.step == STEP_OF[code]
         if section.step in steps.DRAWN:
             assert section.picture is not None and section.note == "", code
@@ -152,7 +158,8 @@ def test_codes_of_one_step_share_its_section_and_steps_follow_the_computation():
 
 def test_hidden_tests_other_exercises_and_generic_findings_name_no_step():
     assert step_sections(_report([["missing-scale"]], visibility="hidden")) == {}
-    assert step_sections(_report([["missing-scale"]], assignment="sdpa")) == {}
+    assert step_sections(_report([["missing-scale"]], assignment="sdpa")) == {}  # sdpa has no multi_head_attention
+    assert step_sections(_report([["missing-scale"]], assignment="no-such-exercise")) == {}
     assert step_sections(_report([["something-else"], ["wrong-shape"]])) == {}
     assert step_sections({"status": "error", "assignment": "mha", "tests": []}) == {}
 
@@ -161,7 +168,7 @@ def test_a_step_picture_that_cannot_be_drawn_is_left_out_with_a_note(monkeypatch
     def broken(*args, **kwargs):
         raise OverflowError("what a student's shapes could do to matplotlib")
 
-    monkeypatch.setattr(steps, "_draw", broken)
+    monkeypatch.setattr(steps, "draw", broken)
     report = _report([["missing-scale"]])
     (section,) = step_sections(report)["multi_head_attention"]
     assert section.picture is None and section.note == NOT_DRAWN
@@ -219,3 +226,53 @@ def test_the_mask_pictures_show_what_their_captions_say():
     assert np.allclose(attention_weights(low, ("mask-value-1e4",))[0][:4][above[:4]].reshape(-1).sum(), 4.0)
     sums = attention_weights(scores, ("softmax-wrong-axis",), causal=False)[0].sum(axis=0)
     assert np.allclose(sums, 1.0)
+
+
+# ------------------------------------------------------------------ the other exercises' steps and pictures
+
+def _one_test(assignment: str, function: str, codes: list[str], inputs: list[dict]) -> dict:
+    return {"status": "graded", "assignment": assignment, "tests": [
+        {"function": function, "name": "t0", "group": "g", "status": "failed", "visibility": "visible", "message": "",
+         "output": "", "evidence": {"inputs": inputs},
+         "diagnosis": {"code": codes[0], "codes": codes, "explanation": "", "section": "§0.1"}}]}
+
+
+def test_the_exercises_declare_the_steps_of_their_references():
+    # heads: one step per function, holding its variants; sdpa: the reference's STEPS, in its catalogue's order
+    assert {f: [(s.name, s.codes) for s in declared] for f, declared in HEADS.STEPS.items()} == {
+        f: [(f, tuple(c for c, (g, _) in heads_reference.VARIANTS.items() if g == f))]
+        for f in (heads_reference.SPLIT, heads_reference.MERGE)}
+    assert [(s.name, s.codes) for s in SDPA.STEPS[sdpa_reference.SDPA]] == [
+        (name, tuple(c for c in sdpa_reference.CATALOGUE if sdpa_reference.STEPS[c] == name))
+        for name in dict.fromkeys(sdpa_reference.STEPS.values())]
+
+
+def test_heads_draws_its_own_split_and_merge():
+    split = _one_test("heads", "split_heads", ["wrong-split-order"], [{"shape": [3, 8]}, {"value": 2}])
+    (section,) = step_sections(split)["split_heads"]
+    assert (section.step, section.title, section.codes, section.note) == (
+        "split_heads", "the head split", ("wrong-split-order",), "")
+    assert section.picture.label == "How your code split X into heads, for T=3, h=2, d_k=4 (t0)"
+    assert base64.b64decode(section.picture.url.split(",", 1)[1])[:8] == PNG
+    merge = _one_test("heads", "merge_heads", ["wrong-merge-order"], [{"shape": [5, 2, 3, 4]}])
+    assert step_sections(merge)["merge_heads"][0].picture.label == (
+        "How your code merged heads, for T=3, h=2, d_k=4 (t0)")
+    # a mistake that is not a straight reshape has no picture: its section says so
+    (other,) = step_sections(_one_test("heads", "split_heads", ["split-by-d_k"], [{"shape": [3, 8]}, {"value": 2}])
+                             )["split_heads"]
+    assert (other.picture, other.note) == (None, NO_PICTURE)
+
+
+@pytest.mark.parametrize("code", [c for c, step in sdpa_reference.STEPS.items() if step != "scale"])
+def test_sdpa_draws_its_weights_with_mhas_panels_and_the_references_arithmetic(code):
+    T = SDPA.EXAMPLE_T
+    mask = np.tril(np.ones((T, T), dtype=bool))
+    for scores in (example_scores(T=T)[0], example_scores(T=T, spread=400.0, shift=600.0)[0]):
+        for shown in (mask, None):
+            with np.errstate(all="ignore"):  # Q·Kᵀ/√d_k = scores with K = I, d_k = T
+                _, want = sdpa_reference.variant_of((code,))(scores * np.sqrt(T), np.eye(T), np.eye(T), shown)
+            np.testing.assert_allclose(SDPA.attention_weights(scores, (code,), shown), want, rtol=1e-9, atol=1e-12)
+    report = _one_test("sdpa", sdpa_reference.SDPA, [code], [])
+    (section,) = step_sections(report)[sdpa_reference.SDPA]
+    assert section.note == "" and section.picture.label.endswith(f"done right and with {code}: {SDPA.SHOWS[code]}")
+    assert base64.b64decode(section.picture.url.split(",", 1)[1])[:8] == PNG

@@ -422,14 +422,14 @@ def test_the_analysis_of_a_crafted_source_stops_at_its_budget(graded, monkeypatc
     budgets = ("parsing it took more than 1 s", "it ran for more than 1 s", "it visited more than 2,000,000 syntax nodes")
     assert report["warnings"] in [[stopped.format(reason)] for reason in budgets]
     source = (HOSTILE / "slow_analysis.py").read_text()
-    analysis = analyse(source)
+    analysis = analyse(source, heads_index=5, heads_param="h")  # mha's source check
     assert MAX_SECONDS == 1.0
     assert not analysis.complete and analysis.loops == []
     assert analysis.reason in budgets
     bigger = source.replace("    if X is None:", "    if X is None:\n" + "        _ = 0\n" * 10_000, 1)
     with monkeypatch.context() as patched:  # refused before ast.parse: parsing is never started
         patched.setattr(vectorization.ast, "parse", _must_not_run("ast.parse"))
-        assert analyse(bigger).reason == (f"the source has {len(bigger):,} characters, more than the 100,000 "
+        assert analyse(bigger, heads_index=5, heads_param="h").reason == (f"the source has {len(bigger):,} characters, more than the 100,000 "
                                           "the analysis reads")
 
 

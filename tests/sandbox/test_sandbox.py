@@ -298,7 +298,7 @@ def test_a_path_hook_on_the_zygotes_path_is_no_visible_folder(monkeypatch, tmp_p
     """An editable install puts its finder's name on sys.path. Taken for a folder relative to the grader's
     working directory, it would be bound into the child's root, and under /tmp would cost every restart its tree."""
     monkeypatch.chdir("/tmp")
-    hook = "__editable__.mha_grader-0.1.0.finder.__path_hook__"
+    hook = "__editable__.course_grader-0.1.0.finder.__path_hook__"
     visible = isolation._visible_paths((hook, str(tmp_path)))
     assert not any(hook in p for p in visible) and str(tmp_path.resolve()) in visible
 
