@@ -79,7 +79,8 @@ def test_canvas_csv_round_trips_through_a_canvas_shaped_export(reports_dir):
     assert canvas.read_gradebook(text) == students
     assert export.unmatched == [
         ("stranger.json (Nobody Here)", ("no student in the gradebook has its student email 'nobody@else.org', "
-                                         "student name 'Nobody Here', file name 'stranger'")),
+                                         "student name 'Nobody Here', file name 'stranger'"))]
+    assert export.superseded == [  # listed apart: their student's later submission counts
         ("a-old.json (1001)", "Lovelace, Ada (1001) has the later submission a.json"),
         ("broken.json (1002)", "Turing, Alan (1002) has the later submission b.json")]
     assert export.conflicts == []
@@ -123,15 +124,18 @@ def test_cli_export_canvas(reports_dir, tmp_path):
     out = tmp_path / "canvas.csv"
     result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
                                        "--assignment", ASSIGNMENT, "-o", str(out)])
-    assert result.exit_code == 0, result.output
+    # Written, but a report whose grade lands nowhere makes the export exit 1, naming it.
+    assert result.exit_code == 1, result.output
     assert out.read_text().splitlines()[1] == "\"Lovelace, Ada\",1001,S001,ada@uni.edu,Section A,100"
     assert "unmatched report stranger.json (Nobody Here): no student in the gradebook" in result.stderr
-    assert "1 student(s) of the gradebook have no report (score left blank): Student, Test (1099)" in result.stderr
-    assert f"4 score(s) for {ASSIGNMENT} written to {out}; 3 report(s) unmatched." in result.stderr
+    assert "superseded report a-old.json (1001): Lovelace, Ada (1001) has the later submission a.json" in result.stderr
+    assert "1 student(s) of the Canvas list have no report (left as they were): Student, Test (1099)" in result.stderr
+    assert f"4 score(s) for {ASSIGNMENT} written to {out}; 1 report(s) unmatched." in result.stderr
+    assert result.stderr.endswith("Error: 1 report(s) have no grade in the export: stranger.json (Nobody Here)\n")
     assert "note:" not in result.stderr  # 100 points in Canvas, as in the reports
     result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
                                        "--assignment", "Homework 1 (111)", "-o", str(tmp_path / "hw1.csv")])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # stranger.json again
     assert ("note: Homework 1 (111) is worth 10 points in Canvas; the reports are out of 100 "
             "(scores are exported as they are)") in result.stderr
     result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
@@ -151,15 +155,18 @@ def test_moodle_by_email_and_by_id_number(reports_dir):
     assert by_id.rows == [("", "1001", "Ada Lovelace", 100), ("", "hopperg_1003_5551_solution", "", 92.5),
                           ("", "S004", "", 100)]  # sorted by the key, case-blind
     assert ("broken.json (1002)", "the grader failed on it (internal grader error); no score exported") in by_id.unmatched
+    assert by_id.superseded == [("a-old.json (1001)", "1001 has the later submission a.json")]
     assert moodle.to_csv(by_id).splitlines()[:2] == ["Email address,ID number,Full name,Grade", ",1001,Ada Lovelace,100"]
 
 
 @pytest.mark.sandbox
 def test_cli_export_moodle(reports_dir, tmp_path):
     result = CliRunner().invoke(main, ["export", "moodle", str(reports_dir), "-o", "-", "--column", "MHA"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # written, but five reports have no email address
     assert result.stdout == "Email address,ID number,Full name,MHA\nAlan@uni.edu,,,39.1667\nnobody@else.org,,Nobody Here,100\n"
     assert "2 grade(s); 5 report(s) unmatched." in result.stderr
+    assert result.stderr.endswith("Error: 5 report(s) have no grade in the export: S004.json; a-old.json (1001); "
+                                  "a.json (Ada Lovelace); broken.json (1002); hopperg_1003_5551_solution.json\n")
 
 
 def test_a_group_submission_counts_for_each_member(tmp_path):
@@ -191,7 +198,7 @@ def test_canvas_title_typo_is_refused_naming_the_export_columns(reports_dir, tmp
     assert not out.exists()
     result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
                                        "--assignment", "Attention, again (333)", "--new-column", "-o", str(out)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # stranger.json has no row
     assert out.read_text().splitlines()[0] == 'Student,ID,SIS User ID,SIS Login ID,Section,"Attention, again (333)"'
 
 
@@ -207,7 +214,8 @@ def test_exports_choose_by_gradescope_created_at_never_by_grading_time():
                    started_at="2026-11-30T08:00:00+00:00")
     export = canvas.match([early, late], students)
     assert export.scores == {"1001": 90}
-    assert export.unmatched == [("early.json (1001)", "Lovelace, Ada (1001) has the later submission late.json")]
+    assert export.unmatched == []
+    assert export.superseded == [("early.json (1001)", "Lovelace, Ada (1001) has the later submission late.json")]
     by_id = moodle.build([early, late], "idnumber")
     assert by_id.rows == [("", "1001", "", 90)]
 
@@ -315,8 +323,8 @@ def test_cli_canvas_writes_nothing_on_a_contradiction_and_matches_names_on_reque
         "student id '1003' is not that row's; not matched by name\n"
         f"Error: 1 contradiction(s) between the reports and the students; nothing written ({out} is left as it was)\n")
     assert not out.exists()
-    result = CliRunner().invoke(main, args)  # without --match-names: listed, not matched, not an error
-    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(main, args)  # without --match-names: listed, not matched, nothing scored: exit 1
+    assert result.exit_code == 1, result.output
     assert "unmatched report grace.json (Grace Hopper): no student in the gradebook has its student id '1003'" in result.stderr
     assert out.read_text().splitlines()[3] == '"Hopper, Grace",2001,S201,ghopper@uni.edu,Section B,'
     # A report with a name alone, matched by name on request.
