@@ -237,7 +237,9 @@ def fill_worksheet(reports: list[GradedReport], sheet: Worksheet, grade_column: 
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(sheet.header)
-    writer.writerows([cell if i in kept else neutralize(cell) for i, cell in enumerate(row)] for row in cells)
+    # Moodle writes "-" for a date it has not got: no spreadsheet runs that, so it stays as Moodle wrote it.
+    writer.writerows([cell if i in kept or cell == "-" else neutralize(cell) for i, cell in enumerate(row)]
+                     for row in cells)
     result.text = ("\ufeff" if sheet.bom else "") + out.getvalue()
     return result
 

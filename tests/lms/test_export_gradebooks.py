@@ -362,3 +362,36 @@ def test_moodle_refuses_reports_whose_email_and_id_number_disagree(tmp_path):
         "email addresses 'ghopper@uni.edu' and 'grace@uni.edu'\n"
         f"Error: 1 contradiction(s) between the reports and the students; nothing written ({out} is left as it was)\n")
     assert not out.exists()
+
+
+def test_canvas_download_names_outside_ascii_match_their_row_and_unmatched_reports_exit_1(tmp_path):
+    # A report named by Canvas's download (no student object): the id after the name is the student's,
+    # whatever letters the name part holds. A report that matches no row is named and the export exits 1.
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    report = {"schema_version": 1, "status": "graded", "score": 80, "max_score": 100}
+    (folder / "lovelaceada_1001_7001_mha.json").write_text(json.dumps(report))
+    (folder / "o'neilcathy_LATE_1002_7002_mha.json").write_text(json.dumps(dict(report, score=70)))
+    (folder / "müllerjörg_4242_7003_mha.json").write_text(json.dumps(dict(report, score=60)))
+    (tmp_path / "export.csv").write_text(CANVAS_EXPORT, encoding="utf-8")
+    out = tmp_path / "canvas.csv"
+    result = CliRunner().invoke(main, ["export", "canvas", str(folder), "--gradebook", str(tmp_path / "export.csv"),
+                                       "--assignment", ASSIGNMENT, "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert [line.split(",")[-1] for line in out.read_text().splitlines()[1:]] == ["80", "70", "", "", ""]
+    assert result.stderr.endswith(
+        "unmatched report müllerjörg_4242_7003_mha.json: no student in the gradebook has its file name "
+        "'müllerjörg_4242_7003_mha'\n"
+        "3 student(s) of the Canvas list have no report (left as they were): Hopper, Grace (1003), "
+        "Johnson, Katherine (1004), Student, Test (1099)\n"
+        f"2 score(s) for {ASSIGNMENT} written to {out}; 1 report(s) unmatched.\n"
+        "Error: 1 report(s) have no grade in the export: müllerjörg_4242_7003_mha.json\n")
+
+
+def test_an_export_that_writes_no_grade_exits_1(tmp_path):
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    result = CliRunner().invoke(main, ["export", "moodle", str(folder), "-o", str(tmp_path / "m.csv")])
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (f"0 grade(s) written to {tmp_path / 'm.csv'}; 0 report(s) unmatched.\n"
+                             "Error: no grade written: none of the 0 report(s) matched a student\n")
