@@ -2,7 +2,7 @@
 
 **Download.** Moodle's assignment names each student's folder
 ``<Full name>_<participant id>_<plugin>_`` (the full name with "_" turned into
-spaces; ``assignsubmission_file`` for files, ``assignsubmission_onlinetext`` for
+spaces and ``&<>"`|':\\/`` dropped; ``assignsubmission_file`` for files, ``assignsubmission_onlinetext`` for
 online text, whose ``onlinetext.html`` is no code), or, when the teacher unticks
 "Download submissions in folders", prefixes each file so:
 ``<Full name>_<participant id>_assignsubmission_file_hw.py``. The participant id
@@ -44,9 +44,10 @@ from grader.lms.reports import GradedReport, choose
 from grader.report.csvcells import csv_text, neutralize
 from grader.report.native import printable
 
-# "<full name>_<participant id>_<plugin subtype>_<plugin type>_[<file name>]": Moodle's clean_filename keeps
-# letters of any script and spaces, and the full name holds no "_" (Moodle turns them into spaces).
-DOWNLOAD_NAME = re.compile(r"^(?P<name>[^_]+)_(?P<participant>\d+)_(?P<plugin>assignsubmission_[a-z]+)_(?P<file>.*)$")
+# "<full name>_<participant id>_<plugin subtype>_<plugin type>_[<file name>]". Moodle turns the full name's
+# "_" into spaces, then its clean_filename drops & < > " ` | ' : \\ / and control characters; letters of any
+# script stay ("Zoë ONeil-Brown"). With blind marking the name is "Participant".
+DOWNLOAD_NAME = re.compile(r"^(?P<name>[^_]*)_(?P<participant>\d+)_(?P<plugin>assignsubmission_[a-z]+)_(?P<file>.*)$")
 # The worksheet's columns (English Moodle; the upload finds them by these names in the site's language).
 IDENTIFIER, GRADE, GRADE_MODIFIED = "Identifier", "Grade", "Last modified (grade)"
 MAXIMUM, CHANGEABLE = "Maximum Grade", "Grade can be changed"

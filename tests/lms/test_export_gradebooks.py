@@ -395,3 +395,24 @@ def test_an_export_that_writes_no_grade_exits_1(tmp_path):
     assert result.exit_code == 1, result.output
     assert result.stderr == (f"0 grade(s) written to {tmp_path / 'm.csv'}; 0 report(s) unmatched.\n"
                              "Error: no grade written: none of the 0 report(s) matched a student\n")
+
+
+def test_one_loader_for_a_folder_of_reports(tmp_path):
+    # read_reports: one per file, keyed as the batch keys them; batch_reports: a batch's output folder;
+    # load_reports (exports): a group report once per member. Non-reports are listed, never dropped.
+    from grader.lms.reports import batch_reports, read_reports
+
+    folder = tmp_path / "out" / "reports"
+    (folder / "canvas").mkdir(parents=True)
+    report = {"schema_version": 1, "status": "graded", "score": 80, "max_score": 100}
+    (folder / "canvas" / "a.json").write_text(json.dumps(report))
+    (folder / "g.json").write_text(json.dumps(dict(report, student={"id": "1", "source": "gradescope",
+                                                                      "group": [{"id": "1"}, {"id": "2"}]})))
+    (folder / "bad.json").write_text("{")
+    assert [(r.key, r.file) for r in read_reports(folder).reports] == [("canvas/a", "canvas/a.json"), ("g", "g.json")]
+    assert [r.key for r in batch_reports(tmp_path / "out").reports] == ["canvas/a", "g"]
+    assert [name for name, _ in batch_reports(tmp_path / "out").skipped] == ["bad.json"]
+    assert [(r.key, r.student.get("id")) for r in load_reports(folder).reports] == [
+        ("canvas/a", None), ("g", "1"), ("g", "2")]
+    with pytest.raises(FileNotFoundError, match="holds no reports/ folder: not the output folder of `grade batch`"):
+        batch_reports(tmp_path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -41,6 +42,13 @@ WORKSHEET = [
 ]
 
 
+def folder_name(full_name: str, participant: int, plugin: str) -> str:
+    """Moodle's name for a student's folder (mod/assign's download): "_" in the name become spaces, then
+    clean_filename drops & < > " ` | ' : \\ / and control characters."""
+    prefix = re.sub(r"[\x00-\x1f\x7f&<>\"`|':\\/]", "", f"{full_name.replace('_', ' ')}_{participant}")
+    return f"{prefix}_assignsubmission_{plugin}_"
+
+
 def make_download(root: Path) -> Path:
     """Moodle's zip unpacked: folders per student and plugin, as Moodle names them."""
     def put(folder: str, name: str, source: Path | str) -> None:
@@ -50,14 +58,19 @@ def make_download(root: Path) -> Path:
         else:
             (root / folder / name).write_text(source, encoding="utf-8")
 
-    put("Ada Lovelace_4101_assignsubmission_file_", "hw.py", SUBMISSIONS / "correct.py")
+    put(folder_name("Ada Lovelace", 4101, "file"), "hw.py", SUBMISSIONS / "correct.py")
     # Two files: the main file imports its neighbour.
-    put("Jörg Müller_4102_assignsubmission_file_", "mha.py", SUBMISSIONS / "with_helper" / "mha.py")
-    put("Jörg Müller_4102_assignsubmission_file_", "attention_utils.py", SUBMISSIONS / "with_helper" / "attention_utils.py")
-    put("Zoë O'Neil-Brown_4103_assignsubmission_file_", "attention.py", SUBMISSIONS / "nan_entropy.py")
-    put("Zoë O'Neil-Brown_4103_assignsubmission_onlinetext_", "onlinetext.html", "<p>I used a mask.</p>")
-    put("Chen Wei_4104_assignsubmission_onlinetext_", "onlinetext.html", "<p>See my code below: def f(): ...</p>")
+    put(folder_name("Jörg Müller", 4102, "file"), "mha.py", SUBMISSIONS / "with_helper" / "mha.py")
+    put(folder_name("Jörg Müller", 4102, "file"), "attention_utils.py", SUBMISSIONS / "with_helper" / "attention_utils.py")
+    put(folder_name("Zoë O'Neil-Brown", 4103, "file"), "attention.py", SUBMISSIONS / "nan_entropy.py")
+    put(folder_name("Zoë O'Neil-Brown", 4103, "onlinetext"), "onlinetext.html", "<p>I used a mask.</p>")
+    put(folder_name("Chen_Wei", 4104, "onlinetext"), "onlinetext.html", "<p>See my code below: def f(): ...</p>")
     return root
+
+
+def test_folder_names_are_moodles():
+    assert folder_name("Zoë O'Neil-Brown", 4103, "file") == "Zoë ONeil-Brown_4103_assignsubmission_file_"
+    assert folder_name("Chen_Wei", 4104, "onlinetext") == "Chen Wei_4104_assignsubmission_onlinetext_"
 
 
 def test_discover_reads_moodle_folders_with_names_ids_and_several_files(tmp_path):
@@ -67,7 +80,8 @@ def test_discover_reads_moodle_folders_with_names_ids_and_several_files(tmp_path
     assert entries["4101"].student == {"id": "4101", "name": "Ada Lovelace", "source": "moodle"}
     assert entries["4102"].student == {"id": "4102", "name": "Jörg Müller", "source": "moodle"}
     assert entries["4102"].path.name == "mha.py" and [n for n, _ in entries["4102"].helpers] == ["attention_utils.py"]
-    assert entries["4103"].student["name"] == "Zoë O'Neil-Brown"
+    assert entries["4103"].student["name"] == "Zoë ONeil-Brown"  # as Moodle wrote it; the id is what matters
+    assert entries["4104"].student["name"] == "Chen Wei"
     assert entries["4103"].path.name == "attention.py" and entries["4103"].skip is None  # the online text is no code
     # Online text alone: that participant's row, refused with the reason, never someone else's.
     assert entries["4104"].skip == "not a submission: .html extension, expected .py or .ipynb"
