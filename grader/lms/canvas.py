@@ -183,7 +183,8 @@ def _find(report: GradedReport, students: list[CanvasStudent], match_names: bool
     if student.get("source") not in (None, "canvas", "gradescope"):
         sid = ""
     stem = report.stem
-    download = DOWNLOAD_NAME.match(stem)
+    # A batch report of source "file": the batch read no Canvas identity from that name (it may have said why)
+    download = DOWNLOAD_NAME.match(stem) if student.get("source") != "file" else None
     canvas_user = download["user_id"] if download else ""
     # (what, value, does this row have it?, may it contradict a row found by name?)
     identifiers = [

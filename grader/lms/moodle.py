@@ -171,8 +171,9 @@ def read_worksheet(text: str, grade_column: str = GRADE) -> Worksheet:
     missing = [c for c in (IDENTIFIER, grade_column, GRADE_MODIFIED) if c not in header]
     if missing:
         raise ExportError(f"the grading worksheet has no {', '.join(repr(c) for c in missing)} column (its header is: "
-                          f"{', '.join(header[:8])}); Moodle's upload needs them: download the worksheet again "
-                          "(a Moodle in another language names the grade column otherwise: give it with --column)")
+                          f"{', '.join(header[:8])}); Moodle's upload needs {IDENTIFIER}, {GRADE} and {GRADE_MODIFIED}: "
+                          "download the worksheet again (an English one: a Moodle in another language names its "
+                          "columns otherwise)")
     return Worksheet(header, [row + [""] * (len(header) - len(row)) for row in rows[1:] if any(row)], bom)
 
 

@@ -416,3 +416,17 @@ def test_one_loader_for_a_folder_of_reports(tmp_path):
         ("canvas/a", None), ("g", "1"), ("g", "2")]
     with pytest.raises(FileNotFoundError, match="holds no reports/ folder: not the output folder of `grade batch`"):
         batch_reports(tmp_path)
+
+
+def test_a_report_whose_name_the_batch_could_not_read_is_never_matched_by_that_name():
+    # grade batch refused to read a student from "muller, jorg_1003_9003_mha.py" (a name part Canvas never
+    # writes): its report is of source "file", and the export does not guess the student from its key either.
+    students = canvas.read_gradebook(CANVAS_EXPORT)
+    refused = _report("muller_jorg_1003_9003_mha.py.json", 0, {"id": "muller, jorg_1003_9003_mha", "source": "file"})
+    export = canvas.match([refused], students)
+    assert export.scores == {}
+    assert export.unmatched == [("muller_jorg_1003_9003_mha.py.json (muller, jorg_1003_9003_mha)",
+                                 "no student in the gradebook has its file name 'muller_jorg_1003_9003_mha.py'")]
+    # The same name without a student object (a report graded alone and named by hand) is Canvas's naming.
+    named = _report("hopperg_1003_9003_mha.json", 90, {})
+    assert canvas.match([named], students).scores == {"1003": 90}
