@@ -381,7 +381,7 @@ def gradescope_zip_command(output: Path, config_path: Path | None, course: Path 
 
 @main.group("export")
 def export_group() -> None:
-    """Turn a folder of JSON reports into a gradebook CSV for an LMS (Canvas, Moodle)."""
+    """Turn a folder of JSON reports into a gradebook CSV for an LMS (one command per LMS)."""
 
 
 def _write_csv(text: str, output: str) -> None:
@@ -426,63 +426,6 @@ def _only_changed(reports: list, diff: Path) -> list:
 ONLY_CHANGED_HELP = "Export only the students whose score the diff.csv of `grade diff` says changed."
 
 
-@export_group.command("canvas")
-@click.argument("reports_dir", type=click.Path(path_type=Path))
-@click.option("--gradebook", type=click.Path(path_type=Path), required=True,
-              help="The gradebook CSV exported from Canvas (Grades → Export), to match students.")
-@click.option("--assignment", required=True,
-              help='The assignment column, "Title (assignment id)", as it is in the export.')
-@click.option("--new-column", is_flag=True, help="Allow an --assignment that is not a column of the export "
-                                                 "(Canvas then creates a new assignment on import).")
-@click.option("--match-names", is_flag=True,
-              help="Match a report whose IDs and email are in no row by its student's name, when one row has it "
-                   "and no ID or email of the report contradicts that row.")
-@click.option("-o", "--output", default="canvas.csv", show_default=True, help="Where to write the CSV; - for stdout.")
-@click.option("--only-changed", type=click.Path(path_type=Path), default=None, metavar="DIFF_CSV", help=ONLY_CHANGED_HELP)
-def export_canvas_command(reports_dir: Path, gradebook: Path, assignment: str, new_column: bool, match_names: bool,
-                          output: str, only_changed: Path | None) -> None:
-    """Write a CSV that Canvas's gradebook import accepts.
-
-    Columns Student, ID, SIS User ID, SIS Login ID, Section and one named
-    "Title (assignment id)", one row per student of the gradebook export (blank
-    score: no report). Reports are matched by Canvas's identifiers (ID, SIS User
-    ID, SIS Login ID) in their student object or file name; by name only with
-    --match-names. Every report that matches nobody is listed, never dropped.
-    A contradiction (a report whose ID, email or name point to two rows, two
-    reports for one row that no submission time orders) is an error line and
-    nothing is written (exit 1). The column must already be in the export unless
-    --new-column.
-    """
-    from grader.lms import canvas
-    try:
-        assignment = canvas.check_assignment(assignment)
-        text = gradebook.read_text(encoding="utf-8-sig")
-        students = canvas.read_gradebook(text)
-        canvas.check_column(text, assignment, new_column)
-    except canvas.GradebookError as exc:
-        raise click.ClickException(str(exc)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.ClickException(f"cannot read the gradebook {gradebook}: {exc}") from None
-    reports = _load_reports(reports_dir, only_changed)
-    export = canvas.match(reports, students, match_names=match_names)
-    errors = [*export.contradictions,
-              *(f"{student.name} ({student.id}): {why}" for student, why in export.conflicts)]
-    _refuse_contradictions(errors, output)
-    possible = canvas.points_possible(text, assignment)
-    maxima = sorted({r.report["max_score"] for r in reports if r.report.get("status") == "graded"})
-    if possible is not None and maxima and maxima != [possible]:
-        click.echo(f"note: {assignment} is worth {possible:g} points in Canvas; the reports are out of "
-                   f"{', '.join(f'{m:g}' for m in maxima)} (scores are exported as they are)", err=True)
-    _write_csv(canvas.to_csv(export, assignment), output)
-    for label, why in export.unmatched:
-        click.echo(f"unmatched report {one_line(label)}: {one_line(why)}", err=True)
-    if export.without_report:
-        click.echo(f"{len(export.without_report)} student(s) of the gradebook have no report (score left blank): "
-                   + ", ".join(one_line(f"{s.name} ({s.id})") for s in export.without_report), err=True)
-    click.echo(f"{len(export.scores)} score(s) for {assignment}" + ("" if output == "-" else f" written to {output}")
-               + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
-
-
 def _refuse_contradictions(errors: list[str], output: str) -> None:
     """One error line per contradiction between the reports and the LMS's students, then exit 1: nothing written."""
     for error in errors:
@@ -492,30 +435,64 @@ def _refuse_contradictions(errors: list[str], output: str) -> None:
                                    f"nothing written{'' if output == '-' else f' ({output} is left as it was)'}")
 
 
-@export_group.command("moodle")
-@click.argument("reports_dir", type=click.Path(path_type=Path))
-@click.option("--key", type=click.Choice(["email", "idnumber"]), default="email", show_default=True,
-              help="The user field Moodle matches rows by.")
-@click.option("--column", default="Grade", show_default=True, help="Name of the grade column.")
-@click.option("-o", "--output", default="moodle.csv", show_default=True, help="Where to write the CSV; - for stdout.")
-@click.option("--only-changed", type=click.Path(path_type=Path), default=None, metavar="DIFF_CSV", help=ONLY_CHANGED_HELP)
-def export_moodle_command(reports_dir: Path, key: str, column: str, output: str, only_changed: Path | None) -> None:
-    """Write a CSV for Moodle's grade import, keyed by email address or ID number.
+def _run_export(lms, reports_dir: Path, output: str, only_changed: Path | None, options: dict) -> None:
+    """One LMS's export: contradictions write nothing; a grade that lands nowhere, or none written, exits 1."""
+    from grader.lms.base import ExportError
 
-    Columns "Email address", "ID number", "Full name" and the grade; every report
-    without the key is listed, never dropped. Reports whose email address and ID
-    number contradict each other (two ID numbers for one address, one ID number
-    for two addresses), or several reports of one student that no submission
-    time orders, are error lines and nothing is written (exit 1).
-    """
-    from grader.lms import moodle
-    export = moodle.build(_load_reports(reports_dir, only_changed), key)
-    _refuse_contradictions([*export.contradictions, *(f"{value}: {why}" for value, why in export.conflicts)], output)
-    _write_csv(moodle.to_csv(export, column), output)
-    for label, why in export.unmatched:
+    reports = _load_reports(reports_dir, only_changed)
+    try:
+        result = lms.export(reports, options)
+    except ExportError as exc:
+        raise click.ClickException(str(exc)) from None
+    _refuse_contradictions(result.errors, output)
+    for note in result.notes:
+        click.echo(f"note: {one_line(note)}", err=True)
+    _write_csv(result.text, output)
+    for label, why in result.superseded:
+        click.echo(f"superseded report {one_line(label)}: {one_line(why)}", err=True)
+    for label, why in result.unmatched:
         click.echo(f"unmatched report {one_line(label)}: {one_line(why)}", err=True)
-    click.echo(f"{len(export.rows)} grade(s)" + ("" if output == "-" else f" written to {output}")
-               + f"; {len(export.unmatched)} report(s) unmatched.", err=True)
+    if result.without_report:
+        click.echo(f"{len(result.without_report)} student(s) of the {lms.title} list have no report (left as they "
+                   "were): " + ", ".join(one_line(s) for s in result.without_report), err=True)
+    where = "" if output == "-" else f" written to {output}"
+    click.echo(f"{result.written} {result.what}{where}; {len(result.unmatched)} report(s) unmatched.", err=True)
+    if result.unmatched:
+        raise click.ClickException(f"{len(result.unmatched)} report(s) have no grade in the export: "
+                                   + "; ".join(one_line(label) for label, _ in result.unmatched))
+    if result.written == 0:
+        raise click.ClickException(f"no grade written: none of the {len(reports)} report(s) matched a student")
+
+
+def _export_command(lms) -> click.Command:
+    """``grade export NAME``: REPORTS_DIR, the options the LMS declares, -o and --only-changed."""
+    params: list[click.Parameter] = [click.Argument(["reports_dir"], type=click.Path(path_type=Path))]
+    for option in lms.export_options:
+        kinds = {"path": click.Path(path_type=Path), "choice": click.Choice(list(option.choices)), "text": None}
+        params.append(click.Option([option.flag, option.name], is_flag=option.kind == "flag", required=option.required,
+                                   default=option.default, show_default=option.default is not None,
+                                   type=kinds.get(option.kind), metavar=option.metavar, help=option.help))
+    params += [
+        click.Option(["-o", "--output"], default=lms.export_output, show_default=True,
+                     help="Where to write the CSV; - for stdout."),
+        click.Option(["--only-changed"], type=click.Path(path_type=Path), default=None, metavar="DIFF_CSV",
+                     help=ONLY_CHANGED_HELP),
+    ]
+
+    def command(reports_dir: Path, output: str, only_changed: Path | None, **options: object) -> None:
+        _run_export(lms, reports_dir, output, only_changed, options)
+
+    return click.Command(lms.name, callback=command, params=params, help=lms.export_help)
+
+
+def _add_export_commands() -> None:
+    from grader.lms.registry import exporters
+
+    for lms in exporters():
+        export_group.add_command(_export_command(lms))
+
+
+_add_export_commands()
 
 
 @main.command("student-kit")

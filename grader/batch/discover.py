@@ -1,10 +1,12 @@
 """Find the submissions of a class, and who wrote each, in the folders an instructor downloaded.
 
-``discover(paths)`` turns folders and files into ``Entry`` objects, reading the
-student's identity from Gradescope's "export submissions" layout (a
-``submission_metadata.yml`` beside one folder per submission) and from Canvas's
-"download submissions" file names (``name[_LATE]_userid_submissionid_file.py``);
-any other file stands for itself. Files that cannot be submissions say why.
+``discover(paths)`` turns folders and files into ``Entry`` objects. Who wrote a
+submission is the registered LMSs' business (``grader.lms.registry``): each
+reads its own download layout, a file beside the submission folders
+(Gradescope's ``submission_metadata.yml``) or the names of files and folders
+(Canvas's ``name[_LATE]_userid_submissionid_file.py``, Moodle's
+``Full Name_participantid_assignsubmission_file_/``); this walk names no LMS.
+Any other file stands for itself. Files that cannot be submissions say why.
 Nothing is executed or imported here: files are only listed and read.
 """
 
@@ -15,9 +17,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
+from grader.lms.base import Identity, LayoutError
+from grader.lms.registry import layouts
 from grader.report.native import printable
 from grader.submission.load import (
     AMBIGUOUS,
@@ -31,14 +34,7 @@ from grader.submission.load import (
     may_be_main,
 )
 
-GRADESCOPE_METADATA = "submission_metadata.yml"
-METADATA_LIMIT = 8 << 20  # bytes of submission_metadata.yml read at most
 MAX_DEPTH = 32  # folders below a path given that are searched for submissions
-_GRADESCOPE_TIME = re.compile(r"^(?P<date>\d{4}-\d\d-\d\d)[ T](?P<time>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?"
-                              r"\s*(?P<zone>Z|[+-]\d\d:?\d\d)?$")
-# Canvas names each downloaded file "<name>[_LATE]_<user id>_<submission id>_<original file name>",
-# where <name> is the student's sortable name squashed to lowercase letters (e.g. "doejane").
-CANVAS_NAME = re.compile(r"^(?P<name>[a-z0-9]+?)(?P<late>_LATE)?_(?P<user_id>\d+)_(?P<submission_id>\d+)_(?P<file>.+)$")
 
 
 class BatchError(Exception):
@@ -79,11 +75,12 @@ def discover(paths: Iterable[Path], exclude: Path | None = None, main_file: str 
              functions: Sequence[str] = ()) -> list[Entry]:
     """Every submission under ``paths`` as an Entry, in a fixed order (sorted paths); raises BatchError.
 
-    A folder holding ``submission_metadata.yml``, given on the command line or
-    directly inside one given, is read as a Gradescope export: each of its
-    submission folders is one submission. Files named the Canvas way get the
-    Canvas identity, and the files of one Canvas submission are one submission.
-    Any other file is graded under its file name. Links are never followed (each
+    A folder holding an LMS's students file (Gradescope's ``submission_metadata.yml``),
+    given on the command line or directly inside one given, is read as that LMS's
+    export: each of its submission folders is one submission. Files and folders an
+    LMS names as a student's (Canvas's file names, Moodle's folder names) get that
+    student, and all those of one submission are one submission; a name with an
+    LMS's ids that it cannot read is a row that says so. Any other file is graded under its file name. Links are never followed (each
     gets a not-a-submission row). Hidden files and folders, ``__pycache__`` and
     ``exclude`` (the output folder) are ignored. ``main_file``: grader.toml's
     assignment.main_file. A file reached through several of ``paths`` (a folder
@@ -145,55 +142,81 @@ class _Walk:
             return
         files, folders, odd = self._children(root, folder)
         yield from odd
-        metadata = None
-        metadata_path = folder / GRADESCOPE_METADATA
-        if metadata_path in files and depth <= 1:  # an export's root: never a file inside a student's folder
-            files.remove(metadata_path)
+        students: dict[str, dict] = {}  # submission folder name -> its student, from a students file beside them
+        for lms in layouts():
+            path = folder / lms.students_file if lms.students_file else None
+            if path is None or path not in files or depth > 1:  # an export's root, never inside a student's folder
+                continue
+            files.remove(path)
             try:
-                metadata = gradescope_metadata(metadata_path)
-            except BatchError as exc:
+                students.update(lms.read_students(path))
+            except LayoutError as exc:
                 if depth == 0:
-                    raise
-                yield Entry(metadata_path, _safe_key(_relative(root, metadata_path)), _file_student(metadata_path),
-                            f"not a submission: {exc}")
-        yield from self.files(root, files)
+                    raise BatchError(str(exc)) from None
+                yield Entry(path, _safe_key(_relative(root, path)), _file_student(path), f"not a submission: {exc}")
+        by_folders: dict[tuple[str, str], tuple[dict, list[tuple[str, Path]], Path]] = {}  # see files()
+        rest: list[Path] = []
         for child in folders:
-            if metadata is not None and child.name in metadata:
-                yield from self.submission_folder(root, child, _gradescope_student(child, metadata[child.name]))
+            found = None if child.name in students else _identify(child)
+            if found is None:
+                rest.append(child)
+                continue
+            mine = by_folders.setdefault(found[0], (found[1].student, [], child))
+            inside, odd = self._collect(root, child)
+            yield from (Entry(e.path, e.key, mine[0], e.skip) for e in odd)
+            mine[1].extend(inside)
+        yield from self.files(root, files, by_folders)
+        for child in rest:
+            if child.name in students:
+                yield from self.submission_folder(root, child, students[child.name])
             else:
                 yield from self.folder(root, child, depth + 1)
 
-    def submission_folder(self, root: Path, folder: Path, student: dict) -> Iterator[Entry]:
-        """A Gradescope submission's folder: one submission, graded through its main file."""
+    def _collect(self, root: Path, folder: Path) -> tuple[list[tuple[str, Path]], list[Entry]]:
+        """Every file under a submission's folder as (name, path), and rows for its links and unreadable folders."""
         files: list[Path] = []
+        rows: list[Entry] = []
         pending = [folder]
         for _ in range(10_000):  # folders searched in one submission, at most
             if not pending:
                 break
             found, folders, odd = self._children(root, pending.pop())
-            for entry in odd:
-                yield Entry(entry.path, entry.key, student, entry.skip)
+            rows += odd
             files += found
             pending += folders
-        yield from self._one_submission(root, [(p.name, p) for p in sorted(files)], student, folder)
+        return [(p.name, p) for p in sorted(files)], rows
 
-    def files(self, root: Path, files: list[Path]) -> Iterator[Entry]:
-        """The files of one folder: one entry per file, but one per Canvas submission (its files together)."""
-        canvas: dict[tuple[str, str], list[tuple[str, Path]]] = {}
+    def submission_folder(self, root: Path, folder: Path, student: dict) -> Iterator[Entry]:
+        """A submission's folder (named in a students file): one submission, graded through its main file."""
+        named, odd = self._collect(root, folder)
+        yield from (Entry(e.path, e.key, student, e.skip) for e in odd)
+        yield from self._one_submission(root, named, student, folder)
+
+    def files(self, root: Path, files: list[Path],
+              folders: dict[tuple[str, str], tuple[dict, list[tuple[str, Path]], Path]] | None = None) -> Iterator[Entry]:
+        """The files of one folder: one entry per file, but one per submission an LMS names (its files together).
+
+        ``folders``: the submissions an LMS named by their folders in the same folder, by (LMS, submission key):
+        (student, [(name, path)], first path); a file the LMS names as the same submission joins them.
+        """
+        named: dict[tuple[str, str], tuple[dict, list[tuple[str, Path]], Path]] = {}
         for path in files:
-            match = CANVAS_NAME.match(path.name)
-            if match:
-                canvas.setdefault((match["user_id"], match["submission_id"]), []).append((match["file"], path))
-            else:  # a plain file: its name is its student only when it can be a submission
-                why = _not_a_submission(path)
-                yield Entry(path, _safe_key(_relative(root, path)), _file_student(path), why,
-                            skip_status=IGNORED if why else NOT_A_SUBMISSION)
-        for group in canvas.values():
-            match = CANVAS_NAME.match(group[0][1].name)
-            assert match is not None
-            student = {"id": match["user_id"], "name": match["name"], "source": "canvas",
-                       "submission_id": match["submission_id"], "late": bool(match["late"])}
-            yield from self._one_submission(root, group, student, group[0][1])
+            found = _identify(path)
+            if found is not None:
+                named.setdefault(found[0], (found[1].student, [], path))[1].append((found[1].file or path.name, path))
+                continue
+            unreadable = next((why for lms in layouts() if (why := lms.unreadable(path))), None)
+            if unreadable:  # an LMS's download name it cannot read: listed as such, never graded as someone else
+                yield Entry(path, _safe_key(_relative(root, path)), _file_student(path), unreadable)
+                continue
+            why = _not_a_submission(path)  # a plain file: its name is its student only when it can be a submission
+            yield Entry(path, _safe_key(_relative(root, path)), _file_student(path), why,
+                        skip_status=IGNORED if why else NOT_A_SUBMISSION)
+        for key, (student, group, first) in (folders or {}).items():
+            mine = named.setdefault(key, (student, [], first))
+            mine[1].extend(group)
+        for student, group, first in named.values():
+            yield from self._one_submission(root, sorted(group, key=lambda f: f[1]), student, first)
 
     def _one_submission(self, root: Path, named: list[tuple[str, Path]], student: dict, fallback: Path) -> Iterator[Entry]:
         """One submission made of ``named`` (name, path) files: its main file, with the .py files beside it."""
@@ -231,77 +254,13 @@ class _Walk:
         yield Entry(main, _safe_key(_relative(root, main)), student, None, helpers, files=kept)
 
 
-def gradescope_metadata(path: Path) -> dict:
-    """Gradescope's submission_metadata.yml: {"submission_<id>": {":submitters": [{":name", ":sid", ":email"}], ...}}.
-
-    Read with a loader that refuses YAML aliases (a few lines of them can expand
-    to billions of items) and files over METADATA_LIMIT bytes; raises BatchError.
-    """
-    import yaml
-
-    class _Loader(yaml.SafeLoader):
-        def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
-            if self.check_event(yaml.AliasEvent):
-                mark = self.peek_event().start_mark
-                raise yaml.YAMLError(f"it uses a YAML alias (line {mark.line + 1}, column {mark.column + 1}), "
-                                     "which Gradescope's exports never do")
-            return super().compose_node(parent, index)
-
-    # Exports may carry Ruby object tags; read their content as plain mappings and values.
-    def _plain(loader, suffix, node):
-        if isinstance(node, yaml.MappingNode):
-            return loader.construct_mapping(node, deep=True)
-        if isinstance(node, yaml.SequenceNode):
-            return loader.construct_sequence(node, deep=True)
-        return loader.construct_scalar(node)
-
-    _Loader.add_multi_constructor("!", _plain)
-    # Times stay text (they are compared as UTC ISO 8601, see _utc).
-    _Loader.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-                                       for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-    try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            too_big = size > METADATA_LIMIT
-            raw = b"" if too_big else handle.read(size + 1)
-        if too_big or len(raw) > METADATA_LIMIT:
-            raise BatchError(f"cannot read the Gradescope metadata {path}: over {METADATA_LIMIT >> 20} MiB")
-        data = yaml.load(raw.decode("utf-8"), Loader=_Loader)  # a SafeLoader without aliases
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
-        raise BatchError(f"cannot read the Gradescope metadata {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise BatchError(f"{path} is not a Gradescope submission_metadata.yml (expected a mapping of submission folders)")
-    return {str(k): v for k, v in data.items() if isinstance(v, dict)}
-
-
-def _gradescope_student(folder: Path, record: dict) -> dict:
-    submitters = [s for s in (record.get(":submitters") or []) if isinstance(s, dict)]
-    people = [_drop_none({"id": _text(s.get(":sid")) or _text(s.get(":email")) or _text(folder.name),
-                          "name": _text(s.get(":name")), "email": _text(s.get(":email"))}) for s in submitters]
-    if not people:
-        people = [{"id": printable(folder.name, newlines=False)}]
-    student = dict(people[0], source="gradescope", submission_id=folder.name.removeprefix("submission_"))
-    submitted = _utc(record.get(":created_at"))
-    if submitted:
-        student["submitted_at"] = submitted
-    if len(people) > 1:
-        student["group"] = people
-    return student
-
-
-def _utc(value: object) -> str | None:
-    """Gradescope's ``:created_at:`` ("2026-11-20 10:00:00.123456789 -08:00") as UTC ISO 8601, or None."""
-    match = _GRADESCOPE_TIME.match(str(value or "").strip())
-    if not match:
-        return None
-    fraction = (match["fraction"] or "0")[:6].ljust(6, "0")
-    try:
-        when = datetime.fromisoformat(f"{match['date']}T{match['time']}.{fraction}{match['zone'] or '+00:00'}")
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).isoformat(timespec="microseconds")
+def _identify(path: Path) -> tuple[tuple[str, str], Identity] | None:
+    """((LMS, submission key), identity) of the first registered LMS that names ``path`` a student's, or None."""
+    for lms in layouts():
+        found = lms.identify(path)
+        if found is not None:
+            return (lms.name, found.submission), found
+    return None
 
 
 def _file_student(path: Path) -> dict:
@@ -341,12 +300,3 @@ def _unique_keys(entries: list[Entry]) -> list[Entry]:
             entry = replace(entry, key=f"{entry.key}-{seen[entry.key]}")
         unique.append(entry)
     return unique
-
-
-def _text(value: object) -> str | None:
-    """A metadata value as printable text: the submitter may have typed control characters into it."""
-    return None if value is None or value == "" else printable(str(value), newlines=False)
-
-
-def _drop_none(values: dict) -> dict:
-    return {k: v for k, v in values.items() if v is not None}

@@ -1,4 +1,6 @@
-"""Learning management systems: Canvas and Moodle gradebooks, Gradescope's zip and its entry point.
+"""Learning management systems: one module per LMS behind ``base.LMS``, listed once in ``registry``.
 
-Modules: autograder, canvas, gradescope_zip, moodle, reports.
+Modules: base (the interface), registry (the list discovery and the export group ask), reports (a folder
+of reports), gradescope, canvas, moodle, prairielearn (one per LMS), gradescope_zip and autograder
+(Gradescope's zip and its entry point).
 """

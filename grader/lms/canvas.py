@@ -10,7 +10,7 @@ id)"; a blank cell leaves the grade unchanged.
 Matching goes by Canvas's own identifiers, never by a guess: the report's
 ``student.id`` with ID, SIS User ID or SIS Login ID; ``student.email`` with SIS
 Login ID; the report's file name with the same three; Canvas's download naming
-(``name_userid_...`` or ``name_LATE_userid_...``) with ID. Every identifier a
+(``name_userid_...`` or ``name_LATE_userid_...``, see DOWNLOAD_NAME) with ID. Every identifier a
 report carries must point to the same row, and its ``student.name``, when it is
 the name of a row, to that row too. Matching by name alone is opt-in
 (``match_names``) and refused when the report's ID or email is not that row's.
@@ -30,9 +30,22 @@ import csv
 import io
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from grader.lms.base import LMS, ExportError, ExportResult, Identity, Option
 from grader.lms.reports import GradedReport, choose, normal_name
 from grader.report.csvcells import csv_text
+from grader.report.native import printable
+
+# Canvas names each file of "Download Submissions" "<name>[_LATE]_<user id>_<submission id>_<original file name>".
+# Canvas builds <name> from the sortable name ("Müller, Jörg"), lowercased, every non-word character
+# stripped ("müllerjörg"): Unicode letters and digits stay. The name part read here is any run of
+# Unicode word characters, hyphens, apostrophes and dots (a renamed or older download may keep those),
+# and the ids are what identifies the student, whatever the name holds.
+DOWNLOAD_NAME = re.compile(r"^(?P<name>[\w'’.-]+?)(?P<late>_LATE)?_(?P<user_id>\d+)_(?P<submission_id>\d+)_(?P<file>.+)$")
+# A name with Canvas's two numeric ids in it that DOWNLOAD_NAME cannot read: listed, never guessed.
+_LOOKS_LIKE = re.compile(r"^.+_\d+_\d+_.+$")
 
 IDENTITY_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 _ASSIGNMENT = re.compile(r"^.+ \((\d+)\)$")
@@ -61,6 +74,7 @@ class Export:
     scores: dict[str, int | float]  # Canvas ID -> points
     matched: dict[str, str] = field(default_factory=dict)  # Canvas ID -> report file
     unmatched: list[tuple[str, str]] = field(default_factory=list)  # (report, why) for reports given no row
+    superseded: list[tuple[str, str]] = field(default_factory=list)  # (report, whose later submission counts)
     conflicts: list[tuple[CanvasStudent, str]] = field(default_factory=list)  # students whose reports no rule orders
     contradictions: list[str] = field(default_factory=list)  # reports whose identity points to two rows, or to a row it is not
     without_report: list[CanvasStudent] = field(default_factory=list)  # gradebook students with no score
@@ -137,7 +151,7 @@ def match(reports: list[GradedReport], students: list[CanvasStudent], match_name
         if chosen is None:
             export.conflicts.append((student, why))
             continue
-        export.unmatched += [(r.label, f"{_row(student)} has the later submission {chosen.file}")
+        export.superseded += [(r.label, f"{_row(student)} has the later submission {chosen.file}")
                              for r in mine if r is not chosen]
         if chosen.report.get("status") != "graded":
             failed = f"the grader failed on it ({chosen.report.get('error')}); no score exported"
@@ -165,13 +179,13 @@ def _find(report: GradedReport, students: list[CanvasStudent], match_names: bool
     """The one row ``report`` belongs to, or ("unmatched" | "contradiction", why)."""
     student = report.student
     sid, email, name = str(student.get("id") or ""), str(student.get("email") or ""), str(student.get("name") or "")
-    if student.get("source") == "file":  # batch grading's stand-in: the file name, not an identity
+    # batch grading's stand-in ("file": the file name) and another LMS's id (a Moodle participant) are no Canvas id
+    if student.get("source") not in (None, "canvas", "gradescope"):
         sid = ""
     stem = report.stem
-    tokens = stem.split("_")
-    canvas_user = tokens[2] if len(tokens) > 2 and tokens[1] == "LATE" else tokens[1] if len(tokens) > 1 else ""
-    if not canvas_user.isdigit():
-        canvas_user = ""
+    # A batch report of source "file": the batch read no Canvas identity from that name (it may have said why)
+    download = DOWNLOAD_NAME.match(stem) if student.get("source") != "file" else None
+    canvas_user = download["user_id"] if download else ""
     # (what, value, does this row have it?, may it contradict a row found by name?)
     identifiers = [
         ("student id", sid, lambda s: sid in (s.id, s.sis_user_id) or _same_login(sid, s),
@@ -243,3 +257,70 @@ def check_column(text: str, assignment: str, new_column: bool = False) -> None:
         return
     raise GradebookError(f"the gradebook export has no column {assignment!r}; its assignment columns are: "
                          f"{', '.join(repr(c) for c in columns) or 'none'} (--new-column makes a new one on purpose)")
+
+
+class Canvas(LMS):
+    name = "canvas"
+    title = "Canvas"
+    export_output = "canvas.csv"
+    export_options = (
+        Option("--gradebook", "gradebook", "The gradebook CSV exported from Canvas (Grades → Export), to match students.",
+               kind="path", required=True),
+        Option("--assignment", "assignment", 'The assignment column, "Title (assignment id)", as it is in the export.',
+               required=True),
+        Option("--new-column", "new_column", "Allow an --assignment that is not a column of the export "
+                                             "(Canvas then creates a new assignment on import).", kind="flag"),
+        Option("--match-names", "match_names",
+               "Match a report whose IDs and email are in no row by its student's name, when one row has it "
+               "and no ID or email of the report contradicts that row.", kind="flag"),
+    )
+    export_help = """Write a CSV that Canvas's gradebook import accepts.
+
+    Columns Student, ID, SIS User ID, SIS Login ID, Section and one named
+    "Title (assignment id)", one row per student of the gradebook export (blank
+    score: no report). Reports are matched by Canvas's identifiers (ID, SIS User
+    ID, SIS Login ID) in their student object or file name; by name only with
+    --match-names. A contradiction (a report whose ID, email or name point to two
+    rows, two reports for one row that no submission time orders) is an error line
+    and nothing is written (exit 1). Reports that match nobody, or that the grader
+    failed on, are listed and the command exits 1 after writing the others; so
+    does an export with no score. The column must already be in the export unless
+    --new-column.
+    """
+
+    def identify(self, path: Path) -> Identity | None:
+        match = DOWNLOAD_NAME.match(path.name)
+        if match is None or path.is_dir():
+            return None
+        student = {"id": match["user_id"], "name": printable(match["name"], newlines=False), "source": "canvas",
+                   "submission_id": match["submission_id"], "late": bool(match["late"])}
+        return Identity(student, f"{match['user_id']}_{match['submission_id']}", match["file"])
+
+    def unreadable(self, path: Path) -> str | None:
+        if path.is_dir() or DOWNLOAD_NAME.match(path.name) or not _LOOKS_LIKE.match(path.name):
+            return None
+        return ("not graded: its name has Canvas's ids (name_userid_submissionid_file) but its name part holds "
+                "characters Canvas never writes, so the student cannot be read from it; rename it "
+                "<name>_<user id>_<submission id>_<file> to grade it as that student's")
+
+    def export(self, reports: list[GradedReport], options: dict[str, Any]) -> ExportResult:
+        gradebook: Path = options["gradebook"]
+        try:
+            assignment = check_assignment(options["assignment"])
+            text = gradebook.read_text(encoding="utf-8-sig")
+            students = read_gradebook(text)
+            check_column(text, assignment, bool(options.get("new_column")))
+        except GradebookError as exc:
+            raise ExportError(str(exc)) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ExportError(f"cannot read the gradebook {gradebook}: {exc}") from None
+        export = match(reports, students, match_names=bool(options.get("match_names")))
+        result = ExportResult(to_csv(export, assignment), len(export.scores), f"score(s) for {assignment}",
+                              [*export.contradictions, *(f"{_row(s)}: {why}" for s, why in export.conflicts)],
+                              export.unmatched, export.superseded, [_row(s) for s in export.without_report])
+        possible = points_possible(text, assignment)
+        maxima = sorted({r.report["max_score"] for r in reports if r.report.get("status") == "graded"})
+        if possible is not None and maxima and maxima != [possible]:
+            result.notes.append(f"{assignment} is worth {possible:g} points in Canvas; the reports are out of "
+                                f"{', '.join(f'{m:g}' for m in maxima)} (scores are exported as they are)")
+        return result

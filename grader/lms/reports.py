@@ -1,10 +1,18 @@
 """A folder of native JSON reports (one per submission, as batch grading writes them) and who each is for.
 
+The one definition of "a folder of reports": every ``*.json`` under it, sorted by
+path, that is a native report (``schema_version`` 1 with ``score`` and
+``status``); anything else (other JSON, summary.json, unreadable files) is listed
+in ``skipped`` with the reason, never silently dropped. ``read_reports`` gives one
+``GradedReport`` per file (its ``key`` is the batch's: the path under the folder
+without ``.json``); ``batch_reports`` reads a ``grade batch`` output folder's
+``reports/``; ``load_reports`` is what exports read, a group report counted once
+per member.
+
 Identity: a report may carry an optional top-level ``student`` object
 (``{id, name, email}``, any of them; with ``group``, a list of such objects,
 the report counts once for each member); otherwise the report's file name
-stands for the student. Files that are not native reports (other JSON, summary.json,
-unreadable files) are listed with the reason, never silently skipped.
+stands for the student.
 """
 
 from __future__ import annotations
@@ -26,6 +34,11 @@ class GradedReport:
         return student if isinstance(student, dict) else {}
 
     @property
+    def key(self) -> str:
+        """The batch's key: the path under the reports folder without ``.json``."""
+        return self.file.removesuffix(".json")
+
+    @property
     def stem(self) -> str:
         return Path(self.file).stem
 
@@ -43,8 +56,8 @@ class ReportFolder:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why it is not a report)
 
 
-def load_reports(folder: Path) -> ReportFolder:
-    """Every native report under ``folder`` (recursively, sorted by path); raises FileNotFoundError if absent."""
+def read_reports(folder: Path) -> ReportFolder:
+    """Every native report under ``folder``, one per file (recursively, sorted by path); raises FileNotFoundError."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no such folder: {folder}")
@@ -59,15 +72,33 @@ def load_reports(folder: Path) -> ReportFolder:
         if not (isinstance(data, dict) and data.get("schema_version") == 1 and "score" in data and "status" in data):
             found.skipped.append((name, "not a grading report (no schema_version 1, score and status)"))
             continue
+        found.reports.append(GradedReport(name, data))
+    return found
+
+
+def batch_reports(outdir: Path) -> ReportFolder:
+    """The reports of a ``grade batch`` output folder (its ``reports/``); raises FileNotFoundError without one."""
+    folder = Path(outdir) / "reports"
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{outdir} holds no reports/ folder: not the output folder of `grade batch`")
+    return read_reports(folder)
+
+
+def load_reports(folder: Path) -> ReportFolder:
+    """The reports under ``folder`` as exports count them: a group report once per member; raises FileNotFoundError."""
+    found = read_reports(folder)
+    each: list[GradedReport] = []
+    for report in found.reports:
+        data = report.report
         student = data.get("student")
         group = student.get("group") if isinstance(student, dict) else None
         if isinstance(student, dict) and isinstance(group, list) and group:  # counts for each member
             shared = {k: v for k, v in student.items() if k not in ("group", "id", "name", "email")}
-            found.reports += [GradedReport(name, dict(data, student={**shared, **member}))
-                              for member in group if isinstance(member, dict)]
+            each += [GradedReport(report.file, dict(data, student={**shared, **member}))
+                     for member in group if isinstance(member, dict)]
         else:
-            found.reports.append(GradedReport(name, data))
-    return found
+            each.append(report)
+    return ReportFolder(each, found.skipped)
 
 
 def normal_name(name: str) -> str:

@@ -79,7 +79,8 @@ def test_canvas_csv_round_trips_through_a_canvas_shaped_export(reports_dir):
     assert canvas.read_gradebook(text) == students
     assert export.unmatched == [
         ("stranger.json (Nobody Here)", ("no student in the gradebook has its student email 'nobody@else.org', "
-                                         "student name 'Nobody Here', file name 'stranger'")),
+                                         "student name 'Nobody Here', file name 'stranger'"))]
+    assert export.superseded == [  # listed apart: their student's later submission counts
         ("a-old.json (1001)", "Lovelace, Ada (1001) has the later submission a.json"),
         ("broken.json (1002)", "Turing, Alan (1002) has the later submission b.json")]
     assert export.conflicts == []
@@ -123,15 +124,18 @@ def test_cli_export_canvas(reports_dir, tmp_path):
     out = tmp_path / "canvas.csv"
     result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
                                        "--assignment", ASSIGNMENT, "-o", str(out)])
-    assert result.exit_code == 0, result.output
+    # Written, but a report whose grade lands nowhere makes the export exit 1, naming it.
+    assert result.exit_code == 1, result.output
     assert out.read_text().splitlines()[1] == "\"Lovelace, Ada\",1001,S001,ada@uni.edu,Section A,100"
     assert "unmatched report stranger.json (Nobody Here): no student in the gradebook" in result.stderr
-    assert "1 student(s) of the gradebook have no report (score left blank): Student, Test (1099)" in result.stderr
-    assert f"4 score(s) for {ASSIGNMENT} written to {out}; 3 report(s) unmatched." in result.stderr
+    assert "superseded report a-old.json (1001): Lovelace, Ada (1001) has the later submission a.json" in result.stderr
+    assert "1 student(s) of the Canvas list have no report (left as they were): Student, Test (1099)" in result.stderr
+    assert f"4 score(s) for {ASSIGNMENT} written to {out}; 1 report(s) unmatched." in result.stderr
+    assert result.stderr.endswith("Error: 1 report(s) have no grade in the export: stranger.json (Nobody Here)\n")
     assert "note:" not in result.stderr  # 100 points in Canvas, as in the reports
     result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
                                        "--assignment", "Homework 1 (111)", "-o", str(tmp_path / "hw1.csv")])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # stranger.json again
     assert ("note: Homework 1 (111) is worth 10 points in Canvas; the reports are out of 100 "
             "(scores are exported as they are)") in result.stderr
     result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
@@ -151,15 +155,18 @@ def test_moodle_by_email_and_by_id_number(reports_dir):
     assert by_id.rows == [("", "1001", "Ada Lovelace", 100), ("", "hopperg_1003_5551_solution", "", 92.5),
                           ("", "S004", "", 100)]  # sorted by the key, case-blind
     assert ("broken.json (1002)", "the grader failed on it (internal grader error); no score exported") in by_id.unmatched
+    assert by_id.superseded == [("a-old.json (1001)", "1001 has the later submission a.json")]
     assert moodle.to_csv(by_id).splitlines()[:2] == ["Email address,ID number,Full name,Grade", ",1001,Ada Lovelace,100"]
 
 
 @pytest.mark.sandbox
 def test_cli_export_moodle(reports_dir, tmp_path):
     result = CliRunner().invoke(main, ["export", "moodle", str(reports_dir), "-o", "-", "--column", "MHA"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # written, but five reports have no email address
     assert result.stdout == "Email address,ID number,Full name,MHA\nAlan@uni.edu,,,39.1667\nnobody@else.org,,Nobody Here,100\n"
     assert "2 grade(s); 5 report(s) unmatched." in result.stderr
+    assert result.stderr.endswith("Error: 5 report(s) have no grade in the export: S004.json; a-old.json (1001); "
+                                  "a.json (Ada Lovelace); broken.json (1002); hopperg_1003_5551_solution.json\n")
 
 
 def test_a_group_submission_counts_for_each_member(tmp_path):
@@ -191,7 +198,7 @@ def test_canvas_title_typo_is_refused_naming_the_export_columns(reports_dir, tmp
     assert not out.exists()
     result = CliRunner().invoke(main, ["export", "canvas", str(reports_dir), "--gradebook", str(gradebook),
                                        "--assignment", "Attention, again (333)", "--new-column", "-o", str(out)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # stranger.json has no row
     assert out.read_text().splitlines()[0] == 'Student,ID,SIS User ID,SIS Login ID,Section,"Attention, again (333)"'
 
 
@@ -207,7 +214,8 @@ def test_exports_choose_by_gradescope_created_at_never_by_grading_time():
                    started_at="2026-11-30T08:00:00+00:00")
     export = canvas.match([early, late], students)
     assert export.scores == {"1001": 90}
-    assert export.unmatched == [("early.json (1001)", "Lovelace, Ada (1001) has the later submission late.json")]
+    assert export.unmatched == []
+    assert export.superseded == [("early.json (1001)", "Lovelace, Ada (1001) has the later submission late.json")]
     by_id = moodle.build([early, late], "idnumber")
     assert by_id.rows == [("", "1001", "", 90)]
 
@@ -315,8 +323,8 @@ def test_cli_canvas_writes_nothing_on_a_contradiction_and_matches_names_on_reque
         "student id '1003' is not that row's; not matched by name\n"
         f"Error: 1 contradiction(s) between the reports and the students; nothing written ({out} is left as it was)\n")
     assert not out.exists()
-    result = CliRunner().invoke(main, args)  # without --match-names: listed, not matched, not an error
-    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(main, args)  # without --match-names: listed, not matched, nothing scored: exit 1
+    assert result.exit_code == 1, result.output
     assert "unmatched report grace.json (Grace Hopper): no student in the gradebook has its student id '1003'" in result.stderr
     assert out.read_text().splitlines()[3] == '"Hopper, Grace",2001,S201,ghopper@uni.edu,Section B,'
     # A report with a name alone, matched by name on request.
@@ -354,3 +362,71 @@ def test_moodle_refuses_reports_whose_email_and_id_number_disagree(tmp_path):
         "email addresses 'ghopper@uni.edu' and 'grace@uni.edu'\n"
         f"Error: 1 contradiction(s) between the reports and the students; nothing written ({out} is left as it was)\n")
     assert not out.exists()
+
+
+def test_canvas_download_names_outside_ascii_match_their_row_and_unmatched_reports_exit_1(tmp_path):
+    # A report named by Canvas's download (no student object): the id after the name is the student's,
+    # whatever letters the name part holds. A report that matches no row is named and the export exits 1.
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    report = {"schema_version": 1, "status": "graded", "score": 80, "max_score": 100}
+    (folder / "lovelaceada_1001_7001_mha.json").write_text(json.dumps(report))
+    (folder / "o'neilcathy_LATE_1002_7002_mha.json").write_text(json.dumps(dict(report, score=70)))
+    (folder / "müllerjörg_4242_7003_mha.json").write_text(json.dumps(dict(report, score=60)))
+    (tmp_path / "export.csv").write_text(CANVAS_EXPORT, encoding="utf-8")
+    out = tmp_path / "canvas.csv"
+    result = CliRunner().invoke(main, ["export", "canvas", str(folder), "--gradebook", str(tmp_path / "export.csv"),
+                                       "--assignment", ASSIGNMENT, "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert [line.split(",")[-1] for line in out.read_text().splitlines()[1:]] == ["80", "70", "", "", ""]
+    assert result.stderr.endswith(
+        "unmatched report müllerjörg_4242_7003_mha.json: no student in the gradebook has its file name "
+        "'müllerjörg_4242_7003_mha'\n"
+        "3 student(s) of the Canvas list have no report (left as they were): Hopper, Grace (1003), "
+        "Johnson, Katherine (1004), Student, Test (1099)\n"
+        f"2 score(s) for {ASSIGNMENT} written to {out}; 1 report(s) unmatched.\n"
+        "Error: 1 report(s) have no grade in the export: müllerjörg_4242_7003_mha.json\n")
+
+
+def test_an_export_that_writes_no_grade_exits_1(tmp_path):
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    result = CliRunner().invoke(main, ["export", "moodle", str(folder), "-o", str(tmp_path / "m.csv")])
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (f"0 grade(s) written to {tmp_path / 'm.csv'}; 0 report(s) unmatched.\n"
+                             "Error: no grade written: none of the 0 report(s) matched a student\n")
+
+
+def test_one_loader_for_a_folder_of_reports(tmp_path):
+    # read_reports: one per file, keyed as the batch keys them; batch_reports: a batch's output folder;
+    # load_reports (exports): a group report once per member. Non-reports are listed, never dropped.
+    from grader.lms.reports import batch_reports, read_reports
+
+    folder = tmp_path / "out" / "reports"
+    (folder / "canvas").mkdir(parents=True)
+    report = {"schema_version": 1, "status": "graded", "score": 80, "max_score": 100}
+    (folder / "canvas" / "a.json").write_text(json.dumps(report))
+    (folder / "g.json").write_text(json.dumps(dict(report, student={"id": "1", "source": "gradescope",
+                                                                      "group": [{"id": "1"}, {"id": "2"}]})))
+    (folder / "bad.json").write_text("{")
+    assert [(r.key, r.file) for r in read_reports(folder).reports] == [("canvas/a", "canvas/a.json"), ("g", "g.json")]
+    assert [r.key for r in batch_reports(tmp_path / "out").reports] == ["canvas/a", "g"]
+    assert [name for name, _ in batch_reports(tmp_path / "out").skipped] == ["bad.json"]
+    assert [(r.key, r.student.get("id")) for r in load_reports(folder).reports] == [
+        ("canvas/a", None), ("g", "1"), ("g", "2")]
+    with pytest.raises(FileNotFoundError, match="holds no reports/ folder: not the output folder of `grade batch`"):
+        batch_reports(tmp_path)
+
+
+def test_a_report_whose_name_the_batch_could_not_read_is_never_matched_by_that_name():
+    # grade batch refused to read a student from "muller, jorg_1003_9003_mha.py" (a name part Canvas never
+    # writes): its report is of source "file", and the export does not guess the student from its key either.
+    students = canvas.read_gradebook(CANVAS_EXPORT)
+    refused = _report("muller_jorg_1003_9003_mha.py.json", 0, {"id": "muller, jorg_1003_9003_mha", "source": "file"})
+    export = canvas.match([refused], students)
+    assert export.scores == {}
+    assert export.unmatched == [("muller_jorg_1003_9003_mha.py.json (muller, jorg_1003_9003_mha)",
+                                 "no student in the gradebook has its file name 'muller_jorg_1003_9003_mha.py'")]
+    # The same name without a student object (a report graded alone and named by hand) is Canvas's naming.
+    named = _report("hopperg_1003_9003_mha.json", 90, {})
+    assert canvas.match([named], students).scores == {"1003": 90}
