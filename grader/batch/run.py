@@ -33,7 +33,7 @@ from grader.exercise.assignment import describe
 from grader.exercise.cases import prebuild
 from grader.exercise.fingerprint import config_hash
 from grader.report.formats import FORMATS, render
-from grader.report.native import build_report, printable, to_json, write_atomic
+from grader.report.native import build_report, printable, shown_name, to_json, write_atomic
 from grader.sandbox import Handed, Started, adopt, get_zygote, hand_over, keep_trees
 from grader.submission.load import (
     Submission,
@@ -550,8 +550,8 @@ def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
 
 def log_line(entry: Entry, graded: Graded | None, done: int, total: int) -> str:
     """One plain progress line, for logs (no terminal)."""
-    who = entry.student.get("name") or entry.student.get("id", "")
-    key = printable(entry.key, newlines=False)  # a file name may hold control characters too
+    who = shown_name(str(entry.student.get("name") or entry.student.get("id", "")))
+    key = shown_name(entry.key)  # a file name may hold control characters too
     if graded is None:
         return f"[{done}/{total}] {key} ({who}): kept the existing report (--resume)"
     report = graded.report

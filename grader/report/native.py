@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import tempfile
+import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def summary_text(report: dict, *, every: bool = False) -> str:
     notebook warnings, messages, notes) goes through ``printable`` here too, so
     a report read back from disk prints as safely as a fresh one.
     """
-    name = one_line(Path(report["submission"]["path"]).name)
+    name = shown_name(Path(report["submission"]["path"]).name)
     if report["status"] == "error":
         return f"{report['assignment']}: {name} could not be graded: {one_line(report['error'])}\n"
     lines = [f"{report['assignment']}: {name} scored {_num(report['score'])} / {_num(report['max_score'])}"]
@@ -155,6 +156,17 @@ def printable(text: str, *, newlines: bool) -> str:
     """Student-controlled ``text`` made safe to print: control characters escaped; newlines too unless ``newlines``."""
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text)
     return text if newlines else text.replace("\n", "\\n")
+
+
+def shown_name(name: str) -> str:
+    """A file or student name as a person sees it (a page's title, a table, the terminal), safe to show.
+
+    Drops the characters that are invisible yet change how a name reads: Unicode's format characters (category
+    Cf: the bidirectional embeddings, overrides and isolates U+202A-U+202E and U+2066-U+2069, the marks U+200E
+    and U+200F, the zero-width U+200B-U+200D, the byte-order mark U+FEFF, ...), with which "gpj.py" can
+    show as "yp.jpg"; escapes the other control characters (``one_line``). The report's JSON keeps the exact name.
+    """
+    return one_line("".join(c for c in str(name) if unicodedata.category(c) != "Cf"))
 
 
 def one_line(text: object) -> str:

@@ -789,3 +789,11 @@ def test_one_students_notebook_never_stops_the_class(tmp_path):
         ("Ada Lovelace", "submission_1__mha.py", "100", "graded", ""),
         ("Alan Turing", "submission_2__hw.ipynb", "0", "over-limits", message),
         ("Grace Hopper", "submission_3__mha.py", "39.1667", "graded", "")]
+
+
+def test_a_log_line_shows_names_without_bidirectional_or_zero_width_characters():
+    from grader.batch.discover import Entry
+    from grader.batch.run import log_line
+
+    entry = Entry(Path("ann.py"), "ann\u202e.py", {"id": "7", "name": "Ann\u2066\u200bLee"})
+    assert log_line(entry, None, 1, 2) == "[1/2] ann.py (AnnLee): kept the existing report (--resume)"
