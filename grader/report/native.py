@@ -194,9 +194,18 @@ def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: readers see old or new, never half.
 
     A path that is not a regular file (``-o /dev/null``, a pipe) is written in place: a rename would put a
-    file where the device or the pipe was (as root, /dev/null itself).
+    file where the device or the pipe was (as root, /dev/null itself). Raises OSError with ``path`` as its
+    filename whatever step failed (a full disk's failed write names no file; mkstemp's names the temporary one).
     """
-    path = Path(path)
+    try:
+        _write_atomic(Path(path), text)
+    except OSError as exc:
+        if exc.filename == str(path):
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def _write_atomic(path: Path, text: str) -> None:
     try:
         special = not stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:

@@ -743,6 +743,7 @@ def _class_with_a_heavy_second_file(root: Path) -> Path:
     return export
 
 
+@pytest.mark.slow
 def test_discovery_reads_a_students_second_file_within_the_bounds(tmp_path):
     """Discovery parses each candidate of a several-file submission in the batch's main process, to choose the
     file to grade: a notebook there is measured before it is parsed, and its outputs are never validated."""

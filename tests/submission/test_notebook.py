@@ -230,10 +230,12 @@ try:
     print(script.source == Path(sys.argv[2]).read_text(), script.warnings)
 except NotebookError as exc:
     print("refused:", exc)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)
+# this process's own peak (ru_maxrss would count the forking process's resident memory before exec)
+print(int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) >> 10)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("outputs", [40_000, 499_000])  # the second: as many as MAX_VALUES allows
 def test_invalid_outputs_are_dropped_before_validation_in_bounded_memory(tmp_path, outputs):
     """Read under a 300 MB address-space cap in a process of its own: the code is extracted whole, the outputs
@@ -244,7 +246,7 @@ def test_invalid_outputs_are_dropped_before_validation_in_bounded_memory(tmp_pat
     path = tmp_path / "outputs.ipynb"
     path.write_text(notebook_json([code_cell((SUBMISSIONS / "correct.py").read_text().rstrip("\n"), [{}] * outputs)]))
     done = subprocess.run([sys.executable, "-c", CAPPED, str(path), str(SUBMISSIONS / "correct.py")],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     printed, peak = done.stdout.splitlines()
     assert printed == "True []"
