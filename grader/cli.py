@@ -262,8 +262,9 @@ def submission_command(path: Path, output: str | None, config_path: Path | None,
     else:
         try:
             write_atomic(Path(output), text)
-        except OSError as exc:
-            raise click.ClickException(f"cannot write the report to {output}: {exc.strerror}") from None
+        except OSError as exc:  # written atomically: an earlier report there is left whole
+            raise click.ClickException(f"cannot write the report to {output}: {exc.strerror}; nothing was written "
+                                       f"({output} is as it was), grade again once it can be written") from None
         click.echo(summary, nl=False)
         click.echo(f"Report written to {output}")
     if result.grader_error:
@@ -603,6 +604,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
         click.echo(f"interrupted: the reports written so far are in {outdir}/reports, and --resume grades the rest",
                    err=True)
         sys.exit(130)
+    _say_pages(outdir, result.formats_kept, result.removed, similarity, regrade_of is not None)
     if result.summary.get("ignored"):  # files that name no student (grader.batch.discover.IGNORED): never a row
         names = [f["file"] for f in result.summary["ignored"]]
         click.echo(f"ignored {len(names)} file(s) that are not .py or .ipynb and belong to no student's "
@@ -619,6 +621,22 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
                                    f"see {outdir}/gradebook.csv")
 
 
+def _say_pages(outdir: Path, formats_kept: tuple[str, ...], removed: tuple[str, ...], similarity: bool,
+               diff: bool) -> None:
+    """What a batch did to the pages an earlier run left in its folder (grader.batch.run: no page older than its report)."""
+    if formats_kept:
+        click.echo(f"wrote {', '.join(f + '/' for f in formats_kept)} again for every report: {outdir} held "
+                   "it from an earlier run", err=True)
+    gone = [name for name in removed if not (similarity and name.startswith("similarity."))
+            and not (diff and name.startswith("diff."))]
+    if gone:
+        again = [command for prefix, command in (("similarity.", f"`grade similar {outdir}`"),
+                                                 ("diff.", f"`grade diff OLD {outdir}`"))
+                 if any(name.startswith(prefix) for name in gone)]
+        click.echo(f"removed {', '.join(gone)} of an earlier run: they described the reports as they were "
+                   f"({' and '.join(again)} writes them again)", err=True)
+
+
 def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibration: tuple[Path, ...],
              known: dict[str, bytes] | None = None) -> None:
     from grader.batch.similarity_run import SimilarityError, run_similarity, terminal_lines
@@ -627,6 +645,10 @@ def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibratio
         data = run_similarity(outdir, config, against=against, calibration=calibration, known=known)
     except SimilarityError as exc:
         raise click.ClickException(str(exc)) from None
+    except OSError as exc:  # a full disk, a read-only folder: the reports and the gradebook are kept as they were
+        raise click.ClickException(f"cannot write the similarity evidence: {exc.filename or outdir}: "
+                                   f"{exc.strerror or exc}; run `grade similar {outdir}` again once it can be "
+                                   "written") from None
     for line in terminal_lines(data):
         click.echo(line)
     click.echo(f"wrote {outdir}/similarity.json and similarity.html")

@@ -28,8 +28,16 @@ from grader.judging.session import Progress, SuiteError, TestOutcome
 from grader.judging.suite import session_for
 from grader.judging.vectorization import analyse
 from grader.report.native import build_report, printable, summary_text
-from grader.submission.load import Submission, load_submission, read_submission
-from grader.submission.notebook import NotebookError, NotRun, Script, sandbox_for, script_for, script_name
+from grader.submission.load import OVER_LIMITS, Submission, load_submission, read_submission
+from grader.submission.notebook import (
+    NotebookError,
+    NotRun,
+    OverLimits,
+    Script,
+    sandbox_for,
+    script_for,
+    script_name,
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,8 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
         load_feedback(config.assignment_dir)  # the exercise's step pictures, for the formats that draw them
         # a notebook is parsed and validated once; a refused file is not even parsed
         script = None if submission.refused else script_for(submission.path, config.limits, submission.data)
+        if isinstance(script, OverLimits):  # refused as an empty file is: nothing of it is parsed further or run
+            submission = replace(submission, kind=OVER_LIMITS, problem=str(script))
         running: contextlib.AbstractContextManager = (
             contextlib.nullcontext((NotRun(submission.problem), [])) if submission.refused else
             sandbox_for(submission.path, config.limits, submission.data, [(name, s.data) for name, s in extra], script))

@@ -218,3 +218,23 @@ def test_assignment_option_selects_the_course_default_or_refuses_an_unknown_one(
                                        "-o", str(out), "--config", CONFIG])
     assert result.exit_code == 1
     assert "no assignment 'nope' in [course] assignments (the course's assignments: mha" in result.output
+
+
+@pytest.mark.sandbox
+def test_a_full_disk_at_the_report_is_one_line_and_leaves_the_old_report(tmp_path, monkeypatch):
+    import errno
+
+    import grader.report.native
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    output = tmp_path / "report.json"
+    output.write_text("the earlier report\n")
+    (tmp_path / "empty.py").write_text("")  # refused: nothing runs, the write is what is tested
+    monkeypatch.setattr(grader.report.native, "write_atomic", full)
+    result = CliRunner().invoke(main, [str(tmp_path / "empty.py"), "-o", str(output), "--config", CONFIG])
+    assert (result.exit_code, result.output) == (1, (
+        f"Error: cannot write the report to {output}: No space left on device; nothing was written ({output} is as it "
+        "was), grade again once it can be written\n"))
+    assert output.read_text() == "the earlier report\n"

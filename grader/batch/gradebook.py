@@ -2,8 +2,8 @@
 
 Pure functions of the discovered entries and their reports; no I/O. A report's
 status in the gradebook is "graded", "import-error" (nothing could be imported;
-score 0), "empty" or "not-text" (the file was refused without running: score 0,
-grader.submission.load.classify) or "error" (the grader itself failed); a file that
+score 0), "empty", "not-text" or "over-limits" (the file was refused without running: score 0,
+grader.submission.load) or "error" (the grader itself failed); a file that
 is not a submission is "not-a-submission". A graded submission some of whose
 tests timed out, ran out of memory or crashed says so in its status, e.g.
 "graded (6 timeout)", and its message names the function, e.g. "<function>:
@@ -40,7 +40,7 @@ TROUBLES = {"timeout": "timed out", "memory": "ran out of memory", "crashed": "c
 
 
 def _status(report: dict) -> str:
-    """The report's status: "graded", "import-error", a refused file's "empty" or "not-text", or "error"."""
+    """The report's status: "graded", "import-error", a refused file's "empty", "not-text" or "over-limits", or "error"."""
     if report["status"] == "error":
         return "error"
     refused = report.get("refused")
@@ -162,7 +162,7 @@ def build_summary(entries: list[Entry], reports: dict[str, dict], config: Config
         "assignment": config.assignment, "seed": config.seed, "grader_version": __version__,
         "grader_config_sha256": fingerprint,
         "files": len(entries), "graded": statuses["graded"], "import_errors": statuses["import-error"],
-        "refused": statuses["empty"] + statuses["not-text"],
+        "refused": statuses["empty"] + statuses["not-text"] + statuses["over-limits"],
         "errors": statuses["error"],
         # a student's submission with no file to grade: another type, no file, or several no rule separates
         "not_submissions": sum(1 for e in entries if e.skip),

@@ -12,6 +12,7 @@ same gradebook as an uninterrupted one. Each output file has this one writer.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ParamSpec
 
 from grader import __version__
 from grader.batch.discover import IGNORED, BatchError, Entry, discover
@@ -34,7 +36,7 @@ from grader.exercise.cases import prebuild
 from grader.exercise.fingerprint import config_hash
 from grader.exercise.teaching import load_feedback
 from grader.report.formats import FORMATS, render
-from grader.report.native import build_report, printable, to_json, write_atomic
+from grader.report.native import build_report, printable, shown_name, to_json, write_atomic
 from grader.sandbox import Handed, Started, adopt, get_zygote, hand_over, keep_trees
 from grader.submission.load import (
     Submission,
@@ -69,6 +71,9 @@ class BatchResult:
     peak_child_rss_mb: float = 0.0
     rows: list[dict] = field(default_factory=list)
     sources: dict[str, bytes] = field(default_factory=dict)  # sha256 → bytes of each file graded (keep_sources)
+    # The formats an earlier run left in the folder and this run was not asked for: written again for every report
+    formats_kept: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()  # an earlier run's class pages (STALE_PAGES) removed, for the caller to say so
 
 
 # ---------------------------------------------------------------- hashing
@@ -149,6 +154,38 @@ def _error_report(path: str, config: Config, error: str, seconds: float, sha: st
 # ---------------------------------------------------------------- running the batch
 
 
+P = ParamSpec("P")
+
+
+def _faults_as_errors(run: Callable[P, BatchResult]) -> Callable[P, BatchResult]:
+    """``run`` (run_batch) with a fault of the machine (a full disk, a read-only or vanished output folder) as one
+    BatchError: what failed, what is kept, and that --resume finishes. Reports are written atomically, so each one
+    already written is whole."""
+
+    @functools.wraps(run)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> BatchResult:
+        try:
+            return run(*args, **kwargs)
+        except OSError as exc:
+            outdir = Path(kwargs["outdir"] if "outdir" in kwargs else args[1])  # type: ignore[arg-type]
+            raise BatchError(fault_message(exc, outdir)) from None
+
+    return wrapped
+
+
+def fault_message(exc: OSError, outdir: Path) -> str:
+    """One line for a batch stopped by ``exc``: what failed, the reports kept in ``outdir``, and --resume."""
+    what = f"{exc.filename}: {exc.strerror or exc}" if exc.filename else f"{exc.strerror or exc}"
+    try:
+        kept = sum(1 for p in (outdir / "reports").iterdir() if p.suffix == ".json" and not p.name.startswith("."))
+        reports = f"the {kept} report(s) in {outdir / 'reports'} are whole and kept"
+    except OSError:
+        reports = "every report written so far is whole and kept"
+    return (f"{what}; the batch stopped there, and {reports}: once {outdir} can be written, run the same command "
+            "with --resume to finish")
+
+
+@_faults_as_errors
 def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | None = None, resume: bool = False,
               scheduler: str | None = None,
               progress: Callable[[Entry | None, Graded | None, int, int], None] | None = None,
@@ -165,18 +202,26 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     starts, then after each entry (graded None: its report was kept by ``resume``).
     ``formats``: LMS formats also written per submission, as OUTDIR/<format>/<key>.json
     (``.txt`` for text, ``.html`` for html: the student's feedback page).
+    A format whose folder an earlier run left in ``outdir`` (OUTDIR/html/, say) is written too, for every report,
+    kept or graded now (``formats_kept``): no page there is older than its report. The pages of ``grade similar`` and
+    ``grade diff`` (STALE_PAGES) compared the reports as they were: they are removed before grading starts
+    (``removed``), for the caller to write again or to say so.
     ``allow_unisolated``: grade even where the sandbox cannot isolate submissions from each other.
     Each submission is read once, here (``read_entry``): its hash for ``resume``, and the bytes the
     worker grades. ``keep_sources``: keep those bytes in the result's ``sources`` (by sha256) for
     ``grade similar``, which then reads no submission again.
     Raises BatchError when the inputs or the output folder are unusable, or when the sandbox
-    would run unisolated and ``allow_unisolated`` is not set.
+    would run unisolated and ``allow_unisolated`` is not set; and at whatever point a file of ``outdir`` cannot
+    be written (a full disk, a read-only folder: ``fault_message``), the reports written until then kept whole.
     """
     # Local workers' fork server starts (and imports the grader) while the inputs are read and hashed, then
     # the sandbox is asked how it isolates (its zygote, started first thing, has imported numpy by then).
     context = worker_context() if scheduler is None else None
     outdir = Path(outdir)
     clock = time.monotonic()
+    _renderer(formats)  # an unknown format is refused before the folder is looked at
+    formats_kept = tuple(f for f in FORMATS if f != "native" and f not in formats and (outdir / f).is_dir())
+    formats = (*formats, *formats_kept)
     render = _renderer(formats)
     load_feedback(config.assignment_dir)  # the exercise's step pictures, for --format html and the like
     entries = discover(paths, exclude=outdir, main_file=config.main_file,
@@ -192,7 +237,7 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
         reports_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BatchError(f"cannot create {reports_dir}: {exc.strerror}") from None
-    result = BatchResult(outdir, entries, {}, {})
+    result = BatchResult(outdir, entries, {}, {}, formats_kept=formats_kept, removed=_remove_stale_pages(outdir))
     reads: dict[str, Read | None] = {}
 
     def read(entry: Entry) -> Read | None:
@@ -231,6 +276,8 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
         write_atomic(reports_dir / f"{entry.key}.json", to_json(graded.report))
         try:
             _write_formats(outdir, entry.key, graded.report, formats, render)
+        except OSError:  # the machine's fault (a full disk), not the student's: the batch stops (_faults_as_errors)
+            raise
         except Exception as exc:  # noqa: BLE001 - one student's output the exporters cannot render: the rest go on
             print(f"grade batch: {printable(entry.key, newlines=False)}: a format could not be written "
                   f"({type(exc).__name__}: {printable(str(exc), newlines=False)[:200]}); its native report is written",
@@ -268,6 +315,21 @@ def run_batch(paths: list[Path], outdir: Path, config: Config, *, jobs: int | No
     write_atomic(outdir / "summary.json", json.dumps(result.summary, indent=2, allow_nan=False) + "\n")
     write_atomic(outdir / "summary.html", render_html(result.summary, feedback="html" in formats))
     return result
+
+
+# What `grade similar` and `grade diff` write into a batch's folder: they describe its reports as they were, so a
+# later run into the folder removes them first (grade batch --similarity, --regrade-of then write them anew).
+STALE_PAGES = ("similarity.json", "similarity.html", "diff.csv", "diff.html")
+
+
+def _remove_stale_pages(outdir: Path) -> tuple[str, ...]:
+    """Remove the STALE_PAGES an earlier run left in ``outdir``; returns the names removed."""
+    removed = []
+    for name in STALE_PAGES:
+        if os.path.lexists(outdir / name):  # unlink says EROFS, not ENOENT, on a read-only folder
+            (outdir / name).unlink()
+            removed.append(name)
+    return tuple(removed)
 
 
 def _refuse_unisolated() -> None:
@@ -310,6 +372,8 @@ def _kept_usable(outdir: Path, entry: Entry, report: dict, config: Config, finge
         gradebook_rows([entry], {entry.key: report})
         build_summary([entry], {entry.key: report}, config, fingerprint)
         _write_formats(outdir, entry.key, report, formats, render)
+    except OSError:  # the page could not be written (a full disk): the machine's fault, not the report's
+        raise
     except Exception:  # noqa: BLE001 - a kept file is data: whatever it breaks, it is regraded, never a crash
         return False
     return True
@@ -552,8 +616,8 @@ def _run_dask(address: str, todo: list[Entry], config: Config, fingerprint: str,
 
 def log_line(entry: Entry, graded: Graded | None, done: int, total: int) -> str:
     """One plain progress line, for logs (no terminal)."""
-    who = entry.student.get("name") or entry.student.get("id", "")
-    key = printable(entry.key, newlines=False)  # a file name may hold control characters too
+    who = shown_name(str(entry.student.get("name") or entry.student.get("id", "")))
+    key = shown_name(entry.key)  # a file name may hold control characters too
     if graded is None:
         return f"[{done}/{total}] {key} ({who}): kept the existing report (--resume)"
     report = graded.report

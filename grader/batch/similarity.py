@@ -34,7 +34,7 @@ import numpy as np
 
 from grader.batch.fingerprints import Fingerprint, fingerprint
 from grader.judging.diagnose import GENERIC
-from grader.report.native import one_line
+from grader.report.native import one_line, shown_name
 
 MIN_FINGERPRINTS = 8  # a file with fewer (an almost empty submission) has no code score
 MARGIN = 0.05  # a flagged code score lies this far above the highest independent one
@@ -307,7 +307,7 @@ def load_works(outdir: Path, term: str = "", known: Mapping[str, bytes] | None =
         key = file.relative_to(reports).as_posix()[: -len(".json")]
         student: dict = report["student"] if isinstance(report.get("student"), dict) else {}
         who = student.get("name") or student.get("email") or student.get("id") or ""
-        label = one_line(f"{term + ': ' if term else ''}{key}{f' ({who})' if who and who != Path(key).stem else ''}")
+        label = shown_name(f"{term + ': ' if term else ''}{key}{f' ({who})' if who and who != Path(key).stem else ''}")
         work = Work(key=f"{term}/{key}" if term else key, label=label, term=term, report=report)
         _attach_source(work, report, Path(outdir), known or {})
         works.append(work)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import html
 
+from grader.report.native import shown_name
+
 
 def _histogram(summary: dict) -> str:
     """The score histogram as columns of bars, each with its count above and its range below."""
@@ -92,7 +94,7 @@ def _students(summary: dict, feedback: bool = False) -> str:
                    f"{html.escape(h).replace('_', '_<wbr>')}</th>" for h in headers)  # long names may wrap
     rows = []
     for s in students:
-        cells = [s["file"], s["student_id"], s["name"]]
+        cells = [shown_name(s["file"]), shown_name(s["student_id"]), shown_name(s["name"])]
         values: list[object] = [s["score"], *(s["functions"].get(f) for f in functions)]
         link = (f"<a href='{html.escape(s['report'], quote=True)}'>json</a>" if s.get("report") else "")
         if feedback and s.get("report"):  # reports/<file>.json → html/<file>.html
@@ -115,7 +117,7 @@ def _ignored(summary: dict) -> str:
     if not ignored:
         return ""
     return (f"<p class='hint'>Ignored, no student's ({len(ignored)}): "
-            f"{html.escape(', '.join(f['file'] for f in ignored))}</p>")
+            f"{html.escape(', '.join(shown_name(f['file']) for f in ignored))}</p>")
 
 
 def _legend(summary: dict) -> str:
@@ -168,9 +170,11 @@ def render_html(summary: dict, feedback: bool = False) -> str:
     facts_html = "".join(f"<div class='fact'><b>{html.escape(str(v))}</b><span>{html.escape(k)}</span></div>"
                          for k, v in facts)
     slowest = _table(["file", "student id", "seconds"],
-                     [[s["file"], s["student_id"], f"{s['duration_s']:.2f}"] for s in summary["slowest"]])
+                     [[shown_name(s["file"]), shown_name(s["student_id"]), f"{s['duration_s']:.2f}"]
+                      for s in summary["slowest"]])
     failed = _table(["file", "student id", "status", "why"],
-                    [[f["file"], f["student_id"], f["status"], f["message"]] for f in summary["failed_to_grade"]])
+                    [[shown_name(f["file"]), shown_name(f["student_id"]), f["status"], f["message"]]
+                     for f in summary["failed_to_grade"]])
     functions = _table(["function", "mean", "median", "out of", "submissions"],
                        [[f, _number(v["mean"]), _number(v["median"]), _number(v["max_score"]), v["count"]]
                         for f, v in summary.get("functions", {}).items()])
@@ -256,8 +260,8 @@ def summary_table(summary: dict) -> str:
     lines += [f"warning: {w}" for w in summary.get("warnings", [])]
     if summary["failed_to_grade"]:
         lines.append("failed to grade or not submissions:")
-        lines += [f"  {f['file']} [{f['status']}]: {f['message']}" for f in summary["failed_to_grade"]]
+        lines += [f"  {shown_name(f['file'])} [{f['status']}]: {f['message']}" for f in summary["failed_to_grade"]]
     if summary["slowest"]:
         lines.append("slowest:")
-        lines += [f"  {s['duration_s']:6.2f} s  {s['file']}" for s in summary["slowest"][:5]]
+        lines += [f"  {s['duration_s']:6.2f} s  {shown_name(s['file'])}" for s in summary["slowest"][:5]]
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from grader.report.native import diagnosis_codes, verdict_shown
+from grader.report.native import diagnosis_codes, shown_name, verdict_shown
 from grader.report.pictures import Picture, ReportPictures, report_pictures
 from grader.report.steps import StepSection, step_sections
 from grader.report.visibility import is_visible
@@ -48,7 +48,7 @@ def feedback_html(report: dict, pictures: ReportPictures | None = None) -> str:
 
     ``pictures``: what grader.report.pictures drew for this report (drawn here when not given).
     """
-    name = Path(report["submission"]["path"]).name
+    name = shown_name(Path(report["submission"]["path"]).name)  # a right-to-left override is no title's
     title = f"{report['assignment']}: feedback on {name}"
     if report["status"] != "graded":
         body = f"<p class='bad'>This submission could not be graded: {_e(report['error'] or '')}</p>"

@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import tempfile
+import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def summary_text(report: dict, *, every: bool = False) -> str:
     notebook warnings, messages, notes) goes through ``printable`` here too, so
     a report read back from disk prints as safely as a fresh one.
     """
-    name = one_line(Path(report["submission"]["path"]).name)
+    name = shown_name(Path(report["submission"]["path"]).name)
     if report["status"] == "error":
         return f"{report['assignment']}: {name} could not be graded: {one_line(report['error'])}\n"
     lines = [f"{report['assignment']}: {name} scored {_num(report['score'])} / {_num(report['max_score'])}"]
@@ -157,6 +158,17 @@ def printable(text: str, *, newlines: bool) -> str:
     return text if newlines else text.replace("\n", "\\n")
 
 
+def shown_name(name: str) -> str:
+    """A file or student name as a person sees it (a page's title, a table, the terminal), safe to show.
+
+    Drops the characters that are invisible yet change how a name reads: Unicode's format characters (category
+    Cf: the bidirectional embeddings, overrides and isolates U+202A-U+202E and U+2066-U+2069, the marks U+200E
+    and U+200F, the zero-width U+200B-U+200D, the byte-order mark U+FEFF, ...), with which "gpj.py" can
+    show as "yp.jpg"; escapes the other control characters (``one_line``). The report's JSON keeps the exact name.
+    """
+    return one_line("".join(c for c in str(name) if unicodedata.category(c) != "Cf"))
+
+
 def one_line(text: object) -> str:
     """One line of possibly student-controlled text (a file name, a message), safe to print (see ``printable``)."""
     return printable(str(text), newlines=False)
@@ -182,9 +194,18 @@ def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: readers see old or new, never half.
 
     A path that is not a regular file (``-o /dev/null``, a pipe) is written in place: a rename would put a
-    file where the device or the pipe was (as root, /dev/null itself).
+    file where the device or the pipe was (as root, /dev/null itself). Raises OSError with ``path`` as its
+    filename whatever step failed (a full disk's failed write names no file; mkstemp's names the temporary one).
     """
-    path = Path(path)
+    try:
+        _write_atomic(Path(path), text)
+    except OSError as exc:
+        if exc.filename == str(path):
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def _write_atomic(path: Path, text: str) -> None:
     try:
         special = not stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:

@@ -41,7 +41,10 @@ class SubmissionError(Exception):
 # download), none at all, or several that no rule separates (grader.batch.discover, grader.lms.autograder).
 PYTHON, NOTEBOOK, EMPTY, NOT_TEXT = "python", "notebook", "empty", "not-text"
 NOT_A_SUBMISSION, AMBIGUOUS = "not-a-submission", "ambiguous"
-REFUSED_KINDS = (EMPTY, NOT_TEXT, NOT_A_SUBMISSION, AMBIGUOUS)
+# A notebook over a bound the grader reads notebooks within (its size, JSON values, nesting, cells): told when its
+# script is read (grader.submission.notebook.OverLimits), before it is parsed further.
+OVER_LIMITS = "over-limits"
+REFUSED_KINDS = (EMPTY, NOT_TEXT, NOT_A_SUBMISSION, AMBIGUOUS, OVER_LIMITS)
 REFUSED_HASH_BYTES = 64 << 20  # bytes of a NOT_A_SUBMISSION file hashed at most (refused_submission)
 _BOM = b"\xef\xbb\xbf"
 

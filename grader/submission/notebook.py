@@ -12,6 +12,7 @@ the .py of the same code are graded the same.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import re
 import tempfile
@@ -29,6 +30,13 @@ _IPYTHON_LINE = re.compile(r"^\s*(%|!(?!=)|[\w.]+\s*=\s*[%!](?!=))")
 _LINE_STARTS = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT)
 MAX_WARNINGS = 20  # dropped-line warnings kept in the report; the rest are counted
 MAX_CELLS = 5_000  # cells a notebook may have (homework has tens): checked before nbformat validates them
+# Bounds measured on a notebook's bytes before it is parsed (check_bounds): what json.loads builds, and how deep
+# anything after it recurses, then costs at most a fixed amount, whatever the file holds.
+MAX_VALUES = 500_000  # JSON objects, arrays and items (outputs, cells, metadata, lines of text) a notebook may hold
+MAX_NESTING = 64  # levels of JSON nesting a notebook may have (nbformat's own structure is 6 to 10 deep)
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_STRING = re.compile(rb'"[^"]*"')  # a JSON string once its escaped backslashes and quotes are gone
+_DEPTH_STEP = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")  # +1 and -1, once 1 is subtracted
 TOKENIZE_CHARS = 1_000_000  # characters of cells tokenized at most; the rest are judged line by line
 # Cell magics whose cell IPython runs once, in the notebook's own namespace: the code is kept (its functions
 # exist afterwards). Every other cell magic's cell is dropped: %%timeit runs it in a namespace of its own,
@@ -38,6 +46,11 @@ KEPT_CELL_MAGICS = ("time", "capture")
 
 class NotebookError(Exception):
     """The file is not a readable Jupyter notebook; the message says why."""
+
+
+class OverLimits(NotebookError):
+    """The notebook is over a bound the grader reads notebooks within (limits.file_size_mb, MAX_VALUES,
+    MAX_NESTING, MAX_CELLS): it is refused, as grader.submission.load's OVER_LIMITS, without being parsed further."""
 
 
 @dataclass(frozen=True)
@@ -66,25 +79,27 @@ def extract_script(path: Path, data: bytes | None = None, max_bytes: int | None 
     """The code cells of the notebook at ``path`` as one script; raises NotebookError when unreadable.
 
     Cells are named in warnings by their position among all cells, from 1
-    ("cell 3"), as Jupyter shows them. A file over ``max_bytes`` is refused
-    before anything is parsed; the JSON is parsed once and validated once
-    against nbformat's schema.
+    ("cell 3"), as Jupyter shows them. A file over ``max_bytes``, or whose JSON is over MAX_VALUES or
+    MAX_NESTING (``check_bounds``), or that has more than MAX_CELLS cells, raises OverLimits before it is
+    parsed or validated. The JSON is parsed once; what the grader never reads (outputs, attachments,
+    metadata) is dropped, and the rest validated once against nbformat's schema.
     """
     path = Path(path)
     try:
         size = len(data) if data is not None else path.stat().st_size
         if max_bytes is not None and size > max_bytes:
-            raise NotebookError(f"{path.name} is {size / (1 << 20):.1f} MiB, more than the "
+            raise OverLimits(f"{path.name} is {size / (1 << 20):.1f} MiB, more than the "
                                 f"{max_bytes / (1 << 20):g} MiB a submission may have (limits.file_size_mb)")
         if data is None:
             with path.open("rb") as handle:  # at most max_bytes + 1, should it grow meanwhile
                 data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
             if max_bytes is not None and len(data) > max_bytes:
-                raise NotebookError(f"{path.name} is more than the {max_bytes / (1 << 20):g} MiB a submission may "
+                raise OverLimits(f"{path.name} is more than the {max_bytes / (1 << 20):g} MiB a submission may "
                                     "have (limits.file_size_mb)")
         text = data.decode("utf-8-sig")  # a byte-order mark, which some editors write, is not the notebook's
     except (OSError, UnicodeDecodeError) as exc:
         raise NotebookError(f"cannot read {path.name} as UTF-8 text: {exc}") from None
+    check_bounds(data, path.name)
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -111,6 +126,35 @@ def extract_script(path: Path, data: bytes | None = None, max_bytes: int | None 
     if len(warnings) > MAX_WARNINGS:  # keep the report small whatever the notebook holds
         warnings = [*warnings[:MAX_WARNINGS], f"… and {len(warnings) - MAX_WARNINGS} more IPython lines dropped"]
     return Script("\n".join(lines_out) + "\n", warnings, tuple(origins))
+
+
+def check_bounds(data: bytes, name: str) -> None:
+    """Raise OverLimits when the JSON in ``data`` (a notebook's bytes) holds more than MAX_VALUES values or nests
+    deeper than MAX_NESTING; ``name`` is the file's, for the message.
+
+    Measured on the bytes before anything parses them, at C speed, in a few copies of ``data`` at most: escaped
+    backslashes and quotes are removed, each string becomes one character, and the structure left is counted
+    (the root, and an item for each comma and each non-empty object or array; keys are not values). Bytes that
+    are not JSON may be miscounted, but only past the point where json.loads then refuses them. Nothing it
+    passes can make json.loads, nbformat or jsonschema cost more than a fixed amount, whatever the file holds.
+    """
+    plain = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    advice = "clear its outputs (Jupyter: Edit, Clear Outputs of All Cells) and submit it again"
+    if plain.count(b'"') > 4 * MAX_VALUES:  # a value is at most two strings (an object's key and its value)
+        raise OverLimits(f"{name} holds more than the {MAX_VALUES:,} JSON values (objects, arrays, strings, numbers) "
+                         f"a notebook may hold; {advice}")
+    tokens = _STRING.sub(b"0", plain).translate(None, b" \t\r\n")  # a string stands as one character
+    del plain
+    empty = tokens.count(b"[]") + tokens.count(b"{}")
+    values = 1 + tokens.count(b",") + tokens.count(b"[") + tokens.count(b"{") - empty  # the root, then each item
+    if values > MAX_VALUES:
+        raise OverLimits(f"{name} holds {values:,} JSON values (objects, arrays, strings, numbers), more than the "
+                         f"{MAX_VALUES:,} a notebook may hold; {advice}")
+    brackets = tokens.translate(None, _NOT_BRACKET)
+    del tokens
+    depth = max(itertools.accumulate(step - 1 for step in brackets.translate(_DEPTH_STEP)), default=0)
+    if depth > MAX_NESTING:
+        raise OverLimits(f"{name} nests its JSON {depth:,} levels deep, more than the {MAX_NESTING} a notebook may")
 
 
 def _python_lines(source: str) -> list[str]:
@@ -161,16 +205,41 @@ def _validated(data: object, name: str):
                 raise NotebookError("the file holds JSON, but not an object")
             cells = _count_cells(data)
             if cells > MAX_CELLS:
-                raise NotebookError(f"it has {cells:,} cells, more than the {MAX_CELLS:,} a notebook may have")
+                raise OverLimits(f"{name} has {cells:,} cells, more than the {MAX_CELLS:,} a notebook may have")
+            _drop_unread(data)
             major, minor = reader.get_version(data)
             if major not in nbformat.versions:
                 raise NotebookError(f"unsupported nbformat version {major}")
             notebook = nbformat.convert(nbformat.versions[major].to_notebook_json(data, minor=minor), 4)
             nbformat.validate(notebook)
+    except OverLimits:
+        raise
     except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds on malformed structure
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise NotebookError(f"{name} is not a valid Jupyter notebook: {first}") from None
     return notebook
+
+
+def _drop_unread(data: dict) -> None:
+    """Empty, in place, what of a notebook's JSON the grader never reads, before nbformat converts and validates it:
+    each cell's outputs, attachments and metadata, and (nbformat 4) the notebook's metadata.
+
+    Only the cells' types and sources are graded. Validation then costs what the cells' code costs: jsonschema
+    keeps every failed branch's errors of a ``oneOf`` (an output's type), which made 40,000 invalid outputs cost
+    1.8 GB; invalid outputs are no reason to refuse code.
+    """
+    sheets = data.get("worksheets")  # nbformat 3
+    groups = [data.get("cells"), *(s.get("cells") for s in (sheets if isinstance(sheets, list) else []) if isinstance(s, dict))]
+    for cells in groups:
+        for cell in cells if isinstance(cells, list) else []:
+            if isinstance(cell, dict):
+                if "outputs" in cell:
+                    cell["outputs"] = []
+                if "metadata" in cell:
+                    cell["metadata"] = {}
+                cell.pop("attachments", None)
+    if data.get("nbformat") == 4 and "metadata" in data:
+        data["metadata"] = {}
 
 
 def _count_cells(data: dict) -> int:

@@ -715,3 +715,86 @@ def test_a_submission_that_exhausts_memory_costs_only_its_own_tests(tmp_path):
         assert reports[name]["score"] == alone["score"]
         assert verdicts(reports[name]) == verdicts(alone)
     assert reports["ada"]["score"] == 100
+
+
+def _outputs_notebook(path: Path, outputs: int) -> Path:
+    """A notebook whose one cell defines nothing of the exercise and has ``outputs`` empty (invalid) outputs:
+    0.12 MiB for 40,000, which nbformat's validation turned into 1.8 GB (grader.submission.notebook)."""
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": "notes = 1", "outputs": [{}] * outputs}
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}))
+    return path
+
+
+def _class_with_a_heavy_second_file(root: Path) -> Path:
+    """A Gradescope export: Ada's mha.py beside a scratch notebook of 40,000 outputs and one nested 100,000 deep;
+    Alan's one notebook of 600,000 outputs (over the bounds: refused); Grace's mha.py alone."""
+    export = root / "export"
+    for number in (1, 2, 3):
+        (export / f"submission_{number}").mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text("".join(
+        f"submission_{n}:\n  :submitters:\n  - :name: {name}\n    :sid: '{n}'\n"
+        for n, name in ((1, "Ada Lovelace"), (2, "Alan Turing"), (3, "Grace Hopper"))))
+    shutil.copy(SUBMISSIONS / "correct.py", export / "submission_1" / "mha.py")
+    _outputs_notebook(export / "submission_1" / "scratch.ipynb", 40_000)
+    (export / "submission_1" / "deep.ipynb").write_text('{"cells": [], "nbformat": 4, "nbformat_minor": 4, '
+                                                        '"metadata": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    _outputs_notebook(export / "submission_2" / "hw.ipynb", 600_000)
+    shutil.copy(SUBMISSIONS / "wrong_reshape.py", export / "submission_3" / "mha.py")
+    return export
+
+
+@pytest.mark.slow
+def test_discovery_reads_a_students_second_file_within_the_bounds(tmp_path):
+    """Discovery parses each candidate of a several-file submission in the batch's main process, to choose the
+    file to grade: a notebook there is measured before it is parsed, and its outputs are never validated."""
+    import tracemalloc
+
+    export = _class_with_a_heavy_second_file(tmp_path)
+    tracemalloc.start()
+    entries = discover([export], functions=MHA_FUNCTIONS)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [(e.key, [n for n, _ in e.helpers], e.skip) for e in entries] == [
+        ("submission_1__mha.py", [], None), ("submission_2__hw.ipynb", [], None), ("submission_3__mha.py", [], None)]
+    assert peak < 64 << 20, f"discovery allocated {peak >> 20} MiB at its peak"
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_one_students_notebook_never_stops_the_class(tmp_path):
+    """The batch in a 1.5 GiB memory cgroup, as an LMS's container would hold it: before, discovery alone took
+    1.8 GB for Ada's scratch notebook and the kernel killed the batch, with no gradebook for anyone."""
+    group = _memory_cgroup_for_batch(f"batch-notebook-{os.getpid()}", 1536 << 20)
+    if group is None:
+        pytest.skip("needs root and a memory cgroup to put the batch in")
+    export = _class_with_a_heavy_second_file(tmp_path)
+    config_file = tmp_path / "grader.toml"
+    config_file.write_text((ROOT / "tests/hostile/grader.toml").read_text()
+                           .replace('suite = "../../assignments/mha"', f'suite = "{ROOT / "assignments/mha"}"'))
+    out = tmp_path / "out"
+    command = (f"echo $$ > {group / 'cgroup.procs'} && exec {sys.executable} -m grader batch {export} -o {out} "
+               f"--jobs 1 --config {config_file}")
+    try:
+        run = subprocess.run(["sh", "-c", command], check=False, capture_output=True, text=True, timeout=600)
+    finally:
+        for _ in range(100):
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.05)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    message = ("hw.ipynb holds 600,011 JSON values (objects, arrays, strings, numbers), more than the 500,000 a "
+               "notebook may hold; clear its outputs (Jupyter: Edit, Clear Outputs of All Cells) and submit it again")
+    assert [(r["name"], r["file"], r["score"], r["status"], r["message"]) for r in gradebook(out)] == [
+        ("Ada Lovelace", "submission_1__mha.py", "100", "graded", ""),
+        ("Alan Turing", "submission_2__hw.ipynb", "0", "over-limits", message),
+        ("Grace Hopper", "submission_3__mha.py", "39.1667", "graded", "")]
+
+
+def test_a_log_line_shows_names_without_bidirectional_or_zero_width_characters():
+    from grader.batch.discover import Entry
+    from grader.batch.run import log_line
+
+    entry = Entry(Path("ann.py"), "ann\u202e.py", {"id": "7", "name": "Ann\u2066\u200bLee"})
+    assert log_line(entry, None, 1, 2) == "[1/2] ann.py (AnnLee): kept the existing report (--resume)"

@@ -159,3 +159,21 @@ def test_summary_table_text():
         "slowest:\n"
         "    3.25 s  canvas__slow_1_2_mha.py\n"
     )
+
+
+def test_names_are_shown_without_bidirectional_or_zero_width_characters():
+    """Every file and student name of the page and the text table goes through grader.report.native.shown_name."""
+    summary = make_summary()
+    override = "\u202e\u2066\u200b\ufeff"
+    summary["students"][0].update(file=f"ada{override}.py", student_id=f"1{override}", name=f"ada{override}")
+    summary["slowest"][0].update(file=f"slow{override}.py", student_id=f"1{override}")
+    summary["failed_to_grade"][0].update(file=f"broken{override}.py", student_id=f"3{override}")
+    summary["ignored"] = [{"file": f"notes{override}.txt", "message": "not a submission"}]
+    page, text = render_html(summary), summary_table(summary)
+    for shown in (page, text):
+        assert not any(c in shown for c in override)
+    assert "<td>ada.py</td><td>1</td><td>ada</td>" in page
+    assert "<td>slow.py</td><td>1</td><td>3.25</td>" in page and "<td>broken.py</td><td>3</td><td>error</td>" in page
+    assert "Ignored, no student's (1): notes.txt</p>" in page
+    assert "  broken.py [error]: internal grader error: <b>boom</b>\n" in text
+    assert "    3.25 s  slow.py\n" in text

@@ -198,3 +198,15 @@ def test_against_a_past_term(batch, tmp_path):
     assert data["pairs_compared"] == 21 + 7
     past_pair = next(p for p in data["pairs"] if p["b"] == "fall2025/old_submission.py" and p["flagged"])
     assert (past_pair["a"], past_pair["b_term"]) == ("correct.py", "fall2025")
+
+
+def test_a_label_shows_the_name_without_bidirectional_or_zero_width_characters(tmp_path):
+    """The page's labels (grader.report.native.shown_name); similarity.json's ``submissions`` keep each key."""
+    from grader.batch.similarity import load_works
+
+    (tmp_path / "reports").mkdir()
+    report = {"schema_version": 1, "student": {"id": "7", "name": "Ann\u202e\u200bGpj"},
+              "submission": {"path": "", "sha256": "0" * 64}}
+    (tmp_path / "reports" / "ann.py.json").write_text(json.dumps(report))
+    [work] = load_works(tmp_path)
+    assert (work.key, work.label, work.note) == ("ann.py", "ann.py (AnnGpj)", "the report names no submission file")

@@ -56,7 +56,8 @@ def test_the_summary_escapes_what_a_report_read_from_disk_may_hold():
     text = summary_text(report)
     assert not _has_control(text)
     assert text.count(ESCAPED) == 3  # the warning, the test's message, the note
-    assert text.startswith("mha:  100\\u202e.py scored 0 / 0\n")  # the file name (its last path component)
+    # The file name (its last path component) as a person sees it: its right-to-left override dropped (shown_name)
+    assert text.startswith("mha:  100.py scored 0 / 0\n")
     assert not _has_control(summary_text(dict(report, status="error", error=ESCAPES)))
 
 
@@ -92,3 +93,30 @@ def test_a_path_that_is_not_a_regular_file_is_written_in_place(tmp_path):
     assert read == ["the report"]
     assert stat.S_ISFIFO(os.stat(pipe).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]  # no temporary file left either
+
+
+# A file or student name as a person sees it (grader.report.native.shown_name): a right-to-left override makes
+# "ann<U+202E>gpj.py" read as "annyp.jpg"; zero-width characters make two names that look alike differ.
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200c\u200d\u200e\u200f\ufeff\u061c\u2060"
+
+
+def test_a_shown_name_drops_bidirectional_and_zero_width_characters():
+    from grader.report.native import shown_name
+
+    assert shown_name("ann\u202egpj.py") == "anngpj.py"
+    assert shown_name(f"a{BIDI}b.py") == "ab.py"
+    assert shown_name("Zoë Åström-Núñez, 李小龙, محمد.py") == "Zoë Åström-Núñez, 李小龙, محمد.py"  # letters stay
+    assert shown_name("x\x1b[2J\ry\n.py") == "x\\x1b[2J\\x0dy\\n.py"  # other controls escaped, as one_line does
+
+
+def test_the_feedback_page_and_the_summary_show_the_name_without_them_and_the_report_keeps_it():
+    from grader.report.html import feedback_html
+    from grader.report.native import summary_text
+
+    report = _report(submission={"path": "/class/ann\u202egpj\u200b.py", "sha256": "0" * 64},
+                     error="the graded suite did not run")
+    assert report["submission"]["path"] == "/class/ann\u202egpj\u200b.py"
+    page = feedback_html(report)
+    assert "<title>mha: feedback on anngpj.py</title>" in page and "<h1>mha: feedback on anngpj.py</h1>" in page
+    assert not any(c in page for c in BIDI)
+    assert summary_text(report) == "mha: anngpj.py could not be graded: the graded suite did not run\n"

@@ -3,6 +3,8 @@ warning naming the cell, graded exactly like the .py of the same code."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -12,7 +14,7 @@ from example_reports import graded
 
 from grader.cli import main
 from grader.grade import grade_submission
-from grader.submission.notebook import NotebookError, extract_script
+from grader.submission.notebook import NotebookError, OverLimits, extract_script
 
 SUBMISSIONS = Path(__file__).resolve().parents[1] / "submissions"
 ROOT = SUBMISSIONS.parent.parent
@@ -175,7 +177,8 @@ def test_a_notebook_is_read_and_validated_once(tmp_path, config, monkeypatch):
     assert calls == [1]
 
 
-def test_a_notebook_over_the_file_size_limit_is_refused_before_it_is_parsed(tmp_path, config, monkeypatch):
+def test_a_notebook_over_the_file_size_limit_is_refused_before_it_is_parsed(tmp_path, config, monkeypatch,
+                                                                            validate_report):
     from dataclasses import replace
 
     import grader.submission.notebook
@@ -183,10 +186,11 @@ def test_a_notebook_over_the_file_size_limit_is_refused_before_it_is_parsed(tmp_
     path = write_notebook(tmp_path / "big.ipynb", "x = 1\n" + "#" * (2 << 20))
     monkeypatch.setattr(grader.submission.notebook.json, "loads", lambda *a, **k: pytest.fail("parsed"))
     small = replace(config, limits=replace(config.limits, file_size_mb=1))
-    report = grade_submission(path, small).report
-    assert {t["status"] for t in report["tests"]} == {"import-error"}
-    assert report["tests"][0]["message"] == ("importing the notebook failed: big.ipynb is 2.0 MiB, more than the "
-                                             "1 MiB a submission may have (limits.file_size_mb)")
+    report = validate_report(grade_submission(path, small).report)
+    message = "big.ipynb is 2.0 MiB, more than the 1 MiB a submission may have (limits.file_size_mb)"
+    assert report["refused"] == {"status": "over-limits", "message": message}
+    assert (report["score"], {t["status"] for t in report["tests"]}) == (0, {"import-error"})
+    assert report["tests"][0]["message"] == message
 
 
 def test_a_notebook_of_too_many_cells_is_refused_before_it_is_validated(tmp_path, monkeypatch):
@@ -198,10 +202,99 @@ def test_a_notebook_of_too_many_cells_is_refused_before_it_is_validated(tmp_path
     path = tmp_path / "cells.ipynb"
     path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}))
     monkeypatch.setattr("nbformat.validate", lambda *a, **k: pytest.fail("validated"))
-    with pytest.raises(NotebookError, match="cells.ipynb is not a valid Jupyter notebook: it has 5,001 cells, "
-                                            "more than the 5,000 a notebook may have"):
+    with pytest.raises(OverLimits, match="^cells.ipynb has 5,001 cells, more than the 5,000 a notebook may have$"):
         extract_script(path)
     assert grader.submission.notebook.MAX_CELLS == 5000
+
+
+# Bounds before parsing (docs/security.md). A notebook's outputs are never graded: 40,000 empty (invalid) outputs
+# in one cell, 0.12 MiB, cost the grading process 1.8 GB and 10 s in nbformat.validate, whose jsonschema keeps
+# every failed branch's errors of an output's ``oneOf``; the 16 MiB a submission may have admitted about 250 GB.
+
+def notebook_json(cells: list[dict], **metadata) -> str:
+    return json.dumps({"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 4},
+                      separators=(",", ":"))
+
+
+def code_cell(source: str, outputs: list | None = None) -> dict:
+    return {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": outputs or [], "source": source}
+
+
+CAPPED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (300 << 20, resource.RLIM_INFINITY))  # far below the 1.8 GB it cost
+from pathlib import Path
+from grader.submission.notebook import NotebookError, OverLimits, extract_script
+try:
+    script = extract_script(Path(sys.argv[1]))
+    print(script.source == Path(sys.argv[2]).read_text(), script.warnings)
+except NotebookError as exc:
+    print("refused:", exc)
+# this process's own peak (ru_maxrss would count the forking process's resident memory before exec)
+print(int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) >> 10)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("outputs", [40_000, 499_000])  # the second: as many as MAX_VALUES allows
+def test_invalid_outputs_are_dropped_before_validation_in_bounded_memory(tmp_path, outputs):
+    """Read under a 300 MB address-space cap in a process of its own: the code is extracted whole, the outputs
+    never validated; the process's peak resident memory stays far below what validating them cost."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "outputs.ipynb"
+    path.write_text(notebook_json([code_cell((SUBMISSIONS / "correct.py").read_text().rstrip("\n"), [{}] * outputs)]))
+    done = subprocess.run([sys.executable, "-c", CAPPED, str(path), str(SUBMISSIONS / "correct.py")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    printed, peak = done.stdout.splitlines()
+    assert printed == "True []"
+    assert int(peak) < 200, f"peak resident memory {peak} MiB"
+
+
+def test_a_notebook_is_measured_before_it_is_parsed(tmp_path, monkeypatch):
+    """Too many values, or nesting too deep: refused on its bytes, before json.loads builds anything."""
+    import grader.submission.notebook
+
+    monkeypatch.setattr(grader.submission.notebook.json, "loads", lambda *a, **k: pytest.fail("parsed"))
+    many = tmp_path / "many.ipynb"  # the root and its 4 keys' values, a cell and its 5, and 600,000 outputs
+    many.write_text(notebook_json([code_cell("x = 1", [{}] * 600_000)]))
+    with pytest.raises(OverLimits, match=re.escape(
+            "many.ipynb holds 600,011 JSON values (objects, arrays, strings, numbers), more than the 500,000 a "
+            "notebook may hold; clear its outputs (Jupyter: Edit, Clear Outputs of All Cells) and submit it again")):
+        extract_script(many)
+    strings = tmp_path / "strings.ipynb"  # each string a value: counted from the quotes, before anything else
+    strings.write_text(notebook_json([code_cell("x = 1", [{"output_type": "stream", "name": "stdout",
+                                                           "text": ["a"] * 1_000_001}])]))
+    with pytest.raises(OverLimits, match=re.escape(
+            "strings.ipynb holds more than the 500,000 JSON values (objects, arrays, strings, numbers) a notebook "
+            "may hold; clear its outputs")):
+        extract_script(strings)
+    deep = tmp_path / "deep.ipynb"
+    deep.write_text('{"cells": [], "nbformat": 4, "nbformat_minor": 4, "metadata": {"a": '
+                    + "[" * 100_000 + "]" * 100_000 + "}}")
+    with pytest.raises(OverLimits, match="^deep.ipynb nests its JSON 100,002 levels deep, more than the 64 a "
+                                         "notebook may$"):
+        extract_script(deep)
+    assert (grader.submission.notebook.MAX_VALUES, grader.submission.notebook.MAX_NESTING) == (500_000, 64)
+
+
+def test_what_is_counted_is_the_json_not_the_text_in_its_strings(tmp_path):
+    """Brackets, commas and escaped quotes inside strings are text: a source full of them is one value."""
+    source = ('def f():\n    return [{"a": "\\"[{,"}] * 3  ' + "[[[[,,,," * 200_000 + "\n")
+    path = tmp_path / "text.ipynb"
+    path.write_text(notebook_json([code_cell(source)]))
+    assert extract_script(path).source == source
+
+
+def test_a_notebook_over_the_bounds_is_refused_with_its_status(tmp_path, config, validate_report):
+    path = tmp_path / "deep.ipynb"
+    path.write_text('{"cells": [], "nbformat": 4, "nbformat_minor": 4, "metadata": ' + "[" * 65 + "]" * 65 + "}")
+    report = validate_report(grade_submission(path, config).report)
+    message = "deep.ipynb nests its JSON 66 levels deep, more than the 64 a notebook may"
+    assert report["refused"] == {"status": "over-limits", "message": message}
+    assert (report["score"], {t["status"] for t in report["tests"]}) == (0, {"import-error"})
 
 
 @pytest.mark.sandbox
