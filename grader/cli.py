@@ -412,7 +412,7 @@ def _load_reports(folder: Path, only_changed: Path | None = None):
 
 def _only_changed(reports: list, diff: Path) -> list:
     """The reports whose score diff.csv (`grade diff`) says changed, or that only its new run has."""
-    from grader.batch.regrade import changed_keys
+    from grader.regrade import changed_keys
 
     try:
         keys = changed_keys(diff.read_text(encoding="utf-8"))
@@ -644,7 +644,7 @@ def batch_command(paths: tuple[Path, ...], outdir: Path, jobs: int | None, resum
 
 def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibration: tuple[Path, ...],
              known: dict[str, bytes] | None = None) -> None:
-    from grader.batch.similarity_run import SimilarityError, run_similarity, terminal_lines
+    from grader.similarity import SimilarityError, run_similarity, terminal_lines
 
     try:
         data = run_similarity(outdir, config, against=against, calibration=calibration, known=known)
@@ -688,8 +688,7 @@ def _batch_assignment(outdir: Path) -> str | None:
 
 
 def _diff(old: Path, new: Path, output: Path) -> None:
-    from grader.batch.regrade import changed, terminal_line
-    from grader.batch.regrade_html import run_diff
+    from grader.regrade import changed, run_diff, terminal_line
 
     try:
         data = run_diff(old, new, output)

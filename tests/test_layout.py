@@ -19,7 +19,7 @@ LAYERS = [
     {"judging"},
     {"report"},
     {"grade"},
-    {"batch", "lms", "course"},
+    {"batch", "similarity", "regrade", "lms", "course"},
     {"cli"},
     {"launch", "__main__"},
 ]

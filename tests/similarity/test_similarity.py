@@ -20,9 +20,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.batch.fingerprints import fingerprint, normalize, starter_hashes
-from grader.batch.similarity import Work, analyse, calibrate, clusters, wrong_outputs
 from grader.cli import main
+from grader.similarity import Work, analyse, calibrate, clusters, fingerprint, normalize, starter_hashes, wrong_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "similarity"
@@ -198,3 +197,4 @@ def test_against_a_past_term(batch, tmp_path):
     assert data["pairs_compared"] == 21 + 7
     past_pair = next(p for p in data["pairs"] if p["b"] == "fall2025/old_submission.py" and p["flagged"])
     assert (past_pair["a"], past_pair["b_term"]) == ("correct.py", "fall2025")
+

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.batch.regrade import changed_keys, histogram
 from grader.cli import main
+from grader.regrade import changed_keys
+from grader.regrade.changes import histogram
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -132,7 +133,7 @@ def test_export_only_changed_keeps_the_students_whose_score_moved(runs):
 
 
 def test_a_cell_that_would_run_as_a_formula_is_neutralized_and_read_back(tmp_path):
-    from grader.batch.regrade import compare, diff_csv, load
+    from grader.regrade import compare, diff_csv, load
 
     for run, score in (("A", 1), ("B", 2)):
         (tmp_path / run / "reports").mkdir(parents=True)
@@ -150,3 +151,4 @@ def test_histogram_of_the_deltas():
     found = histogram([-10, 0.5, 10])
     assert found["counts"] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 1]
     assert found["edges"][0] == -10 and found["edges"][-1] == 10
+

@@ -13,12 +13,12 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from grader.batch.fingerprints import starter_hashes
-from grader.batch.similarity import Work, analyse, calibrate, calibration_sources, load_works
-from grader.batch.similarity_html import render_html
 from grader.config import Config
 from grader.report.csvcells import csv_text
 from grader.report.native import one_line, write_atomic
+from grader.similarity.analysis import Work, analyse, calibrate, calibration_sources, load_works
+from grader.similarity.fingerprints import starter_hashes
+from grader.similarity.page import render_html
 
 GRADEBOOK_COLUMN = "similarity"
 INDENTED_PAIRS = 1000  # similarity.json is indented when it lists at most this many pairs
@@ -34,7 +34,7 @@ def run_similarity(outdir: Path, config: Config, *, against: Sequence[Path] = ()
     """Compare the submissions of ``outdir`` (and with those of each ``against`` folder); returns similarity.json's data.
 
     calibration: more independent solutions (files or folders of .py) to calibrate the code scores on,
-    besides the course's own (grader.batch.similarity.CALIBRATION_PATHS). known: {sha256: bytes} of the
+    besides the course's own (grader.similarity.analysis.CALIBRATION_PATHS). known: {sha256: bytes} of the
     submissions read already (grader.batch.run.BatchResult.sources): not read again. Raises SimilarityError.
     """
     outdir = Path(outdir)
