@@ -662,9 +662,10 @@ def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibratio
 @click.option("--calibration", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
               help="More independent solutions (a .py file or a folder of them) to calibrate on; repeatable.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
+@course_option
 @assignment_option
 def similar_command(outdir: Path, against: tuple[Path, ...], calibration: tuple[Path, ...], config_path: Path | None,
-                    assignment: str | None) -> None:
+                    course: Path | None, assignment: str | None) -> None:
     """Find pairs of a batch's submissions that share code or wrong outputs: evidence to look at.
 
     Reads OUTDIR (a `grade batch` output folder) and the files its reports name;
@@ -672,7 +673,7 @@ def similar_command(outdir: Path, against: tuple[Path, ...], calibration: tuple[
     gradebook.csv and a link to summary.html. Code scores are calibrated on
     independent solutions of the exercise; a flag is a reason to look, not a finding.
     """
-    config = _config(config_path, None, assignment=assignment or _batch_assignment(outdir))
+    config = _config(config_path, None, assignment=assignment or _batch_assignment(outdir), course=course)
     _similar(outdir, config, against, calibration)
 
 
@@ -709,7 +710,7 @@ def _diff(old: Path, new: Path, output: Path) -> None:
 @click.argument("old", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Folder for diff.csv and diff.html (default: NEW).")
+              help="Folder for diff.csv and diff.html, made if missing (default: NEW).")
 def diff_command(old: Path, new: Path, output: Path | None) -> None:
     """Show what a regrade changed between two `grade batch` output folders of the same class.
 

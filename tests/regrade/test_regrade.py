@@ -152,3 +152,16 @@ def test_histogram_of_the_deltas():
     assert found["counts"] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 1]
     assert found["edges"][0] == -10 and found["edges"][-1] == 10
 
+
+def test_grade_diff_makes_its_output_folder(tmp_path):
+    # As `grade batch -o` does: a folder that does not exist yet, parents and all, is made (no student code runs).
+    old, new = tmp_path / "old", tmp_path / "new"
+    for folder, name in ((old, "wrong_reshape"), (new, "correct")):
+        (folder / "reports").mkdir(parents=True)
+        shutil.copy(ROOT / "tests" / "data" / f"mha_{name}_report.json", folder / "reports" / "student.py.json")
+    output = tmp_path / "not" / "yet" / "here"
+    printed = invoke("diff", str(old), str(new), "-o", str(output))
+    assert sorted(p.name for p in output.iterdir()) == ["diff.csv", "diff.html"]
+    assert rows(output)["student.py"]["kind"] == "submission-changed"
+    assert printed.endswith(f"0 up, 0 down, 0 unchanged, 1 with a changed submission, 0 only in {old}, "
+                            f"0 only in {new}; wrote {output}/diff.csv and diff.html\n")

@@ -198,3 +198,34 @@ def test_against_a_past_term(batch, tmp_path):
     past_pair = next(p for p in data["pairs"] if p["b"] == "fall2025/old_submission.py" and p["flagged"])
     assert (past_pair["a"], past_pair["b_term"]) == ("correct.py", "fall2025")
 
+
+def _batch_folder(root: Path) -> Path:
+    """A `grade batch` output folder made of two stored reports (no student code runs)."""
+    outdir = root / "batch"
+    (outdir / "reports").mkdir(parents=True)
+    for name in ("correct", "wrong_reshape"):
+        shutil.copy(ROOT / "tests" / "data" / f"mha_{name}_report.json", outdir / "reports" / f"{name}.py.json")
+    return outdir
+
+
+def test_grade_similar_reads_the_course_given_by_course(tmp_path, monkeypatch):
+    # The course decides the calibration set: a copy of it elsewhere, named by --course, is the one read,
+    # whatever folder the command runs from.
+    course = tmp_path / "course"
+    for part in ("grader.toml", "assignments", "reference/mha", "tests/submissions/correct.py",
+                 "tests/similarity/independent"):
+        source, target = ROOT / part, course / part
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, target)
+    outdir = _batch_folder(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = CliRunner().invoke(main, ["similar", "--course", str(course), str(outdir)])
+    assert result.exit_code == 0, result.output
+    files = json.loads((outdir / "similarity.json").read_text())["calibration"]["files"]
+    assert len(files) == len(INDEPENDENT) and all(f.startswith(course.as_posix() + "/") for f in files)
+    assert "0 of 1 pair(s) flagged as a reason to look" in result.output
