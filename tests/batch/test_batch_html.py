@@ -88,8 +88,9 @@ def test_summary_page_renders_in_headless_chromium(tmp_path):
     page = tmp_path / "summary.html"
     page.write_text(render_html(make_summary()), encoding="utf-8")
     url = page.as_uri()
-    dom = chromium(tmp_path, "--virtual-time-budget=5000", "--dump-dom", url)
+    dom = chromium(tmp_path, "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0", "--dump-dom", url)
     assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
+    assert "Content Security Policy" not in dom.stderr.decode(errors="replace")  # the policy refused nothing
     text = dom.stdout.decode()
     # The histogram: one column per score range, its bar's height relative to the tallest (2 submissions).
     # (a class of grader.report.page.PERCENT_RULES: whole percent, as the page's policy refuses style="...")
