@@ -7,7 +7,7 @@ file's names renamed per student (so no two files are equal) and a few lines shu
 report per student copied from a real report of the same origin when --reports DIR (a `grade batch`
 output folder of the corpus, e.g. from benchmarks/similarity_eval.py --keep) is given, else a
 minimal one. Then, in turn for --rounds rounds, times reading every submission and report (the
-floor) and the whole of `grade similar` (grader.batch.similarity_run.run_similarity: fingerprints,
+floor) and the whole of `grade similar` (grader.similarity.run.run_similarity: fingerprints,
 every pair, similarity.json and similarity.html), and prints the medians and their ratio.
 """
 
@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 from corpus import build
 from obfuscate import rename
 
-from grader.batch.similarity_run import run_similarity
 from grader.config import load_config
+from grader.similarity import run_similarity
 
 
 def make_class(folder: Path, students: int, reports: Path | None) -> Path:

@@ -30,8 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from corpus import INDEPENDENT, build, planted
 
-from grader.batch.fingerprints import starter_hashes
-from grader.batch.similarity import analyse, calibrate, load_works
+from grader.similarity import analyse, calibrate, load_works, starter_hashes
 
 
 def scores(flagged: set[frozenset[str]], truth: set[frozenset[str]]) -> str:

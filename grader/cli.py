@@ -413,7 +413,7 @@ def _load_reports(folder: Path, only_changed: Path | None = None):
 
 def _only_changed(reports: list, diff: Path) -> list:
     """The reports whose score diff.csv (`grade diff`) says changed, or that only its new run has."""
-    from grader.batch.regrade import changed_keys
+    from grader.regrade import changed_keys
 
     try:
         keys = changed_keys(diff.read_text(encoding="utf-8"))
@@ -639,7 +639,7 @@ def _say_pages(outdir: Path, formats_kept: tuple[str, ...], removed: tuple[str, 
 
 def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibration: tuple[Path, ...],
              known: dict[str, bytes] | None = None) -> None:
-    from grader.batch.similarity_run import SimilarityError, run_similarity, terminal_lines
+    from grader.similarity import SimilarityError, run_similarity, terminal_lines
 
     try:
         data = run_similarity(outdir, config, against=against, calibration=calibration, known=known)
@@ -661,9 +661,10 @@ def _similar(outdir: Path, config: Config, against: tuple[Path, ...], calibratio
 @click.option("--calibration", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
               help="More independent solutions (a .py file or a folder of them) to calibrate on; repeatable.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
+@course_option
 @assignment_option
 def similar_command(outdir: Path, against: tuple[Path, ...], calibration: tuple[Path, ...], config_path: Path | None,
-                    assignment: str | None) -> None:
+                    course: Path | None, assignment: str | None) -> None:
     """Find pairs of a batch's submissions that share code or wrong outputs: evidence to look at.
 
     Reads OUTDIR (a `grade batch` output folder) and the files its reports name;
@@ -671,7 +672,7 @@ def similar_command(outdir: Path, against: tuple[Path, ...], calibration: tuple[
     gradebook.csv and a link to summary.html. Code scores are calibrated on
     independent solutions of the exercise; a flag is a reason to look, not a finding.
     """
-    config = _config(config_path, None, assignment=assignment or _batch_assignment(outdir))
+    config = _config(config_path, None, assignment=assignment or _batch_assignment(outdir), course=course)
     _similar(outdir, config, against, calibration)
 
 
@@ -687,8 +688,7 @@ def _batch_assignment(outdir: Path) -> str | None:
 
 
 def _diff(old: Path, new: Path, output: Path) -> None:
-    from grader.batch.regrade import changed, terminal_line
-    from grader.batch.regrade_html import run_diff
+    from grader.regrade import changed, run_diff, terminal_line
 
     try:
         data = run_diff(old, new, output)
@@ -709,7 +709,7 @@ def _diff(old: Path, new: Path, output: Path) -> None:
 @click.argument("old", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Folder for diff.csv and diff.html (default: NEW).")
+              help="Folder for diff.csv and diff.html, made if missing (default: NEW).")
 def diff_command(old: Path, new: Path, output: Path | None) -> None:
     """Show what a regrade changed between two `grade batch` output folders of the same class.
 

@@ -8,25 +8,26 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from fractions import Fraction
 from pathlib import Path
+from typing import Any, cast
 
 from threadpoolctl import ThreadpoolController
 
 from grader import __version__
 from grader.config import Config
-from grader.exercise.assignment import describe
 from grader.exercise.cases import store_cases
 from grader.exercise.teaching import load_feedback
-from grader.judging.diagnose import GENERIC, Diagnosis, Finding, settle
+from grader.judging.diagnose import Verdict
 from grader.judging.fairness import pay_for_work
-from grader.judging.score import Score, as_number, score
+from grader.judging.notes import Note, vectorization
+from grader.judging.score import Score, score
 from grader.judging.session import Progress, SuiteError, TestOutcome
+from grader.judging.settling import settle_diagnoses
 from grader.judging.suite import session_for
-from grader.judging.vectorization import analyse
+from grader.report.model import RefusedStatus, SubmissionFiles, plain
 from grader.report.native import build_report, printable, summary_text
 from grader.submission.load import OVER_LIMITS, Submission, load_submission, read_submission
 from grader.submission.notebook import (
@@ -42,7 +43,7 @@ from grader.submission.notebook import (
 
 @dataclass(frozen=True)
 class GradeResult:
-    report: dict  # the JSON report (every key: docs/report.md)
+    report: dict[str, Any]  # the JSON report, built as a grader.report.model.Report (every key: docs/report.md)
     grader_error: str | None  # set when the grader itself failed; the report then has status "error"
 
     @property
@@ -73,9 +74,10 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     clock = time.monotonic()
     outcomes: list[TestOutcome] = []
-    result, error = None, None
-    verdicts: dict[str, dict] = {}
-    notes: list[dict] = []
+    result: Score | None = None
+    error: str | None = None
+    verdicts: dict[str, Verdict] = {}
+    notes: list[Note] = []
     warnings: list[str] = []
     analysis_warnings: list[str] = []
     try:
@@ -105,7 +107,7 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
         error = str(exc)
     except Exception as exc:  # noqa: BLE001  (a bug of ours: still write a report that says so)
         error = f"internal grader error: {type(exc).__name__}: {exc}"
-    described: dict = {"path": str(submission.path), "sha256": submission.sha256}
+    described: SubmissionFiles = {"path": str(submission.path), "sha256": submission.sha256}
     if extra:
         described["helpers"] = [{"path": str(s.path), "sha256": s.sha256} for _, s in extra]
     report = build_report(
@@ -116,11 +118,12 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
         visibility=config.visibility, error=error, notes=notes, verdicts=verdicts,
     )
     if submission.refused:
-        report["refused"] = {"status": submission.kind, "message": printable(submission.problem, newlines=False)}
+        report["refused"] = {"status": cast(RefusedStatus, submission.kind),
+                             "message": printable(submission.problem, newlines=False)}
     warnings = [*warnings, *analysis_warnings]
     if warnings:  # e.g. IPython magics dropped from a notebook
         report["warnings"] = [printable(w, newlines=False) for w in warnings]  # they quote the notebook's lines
-    return GradeResult(report, error)
+    return GradeResult(plain(report), error)
 
 
 _blas: ThreadpoolController | None = None  # the process's thread pools, found once (0.35 ms per look)
@@ -148,83 +151,8 @@ def check_points(config: Config, outcomes: list[TestOutcome]) -> None:
         raise SuiteError(f"grader.toml: {'; '.join(said)} (the suite's groups: {', '.join(groups)})")
 
 
-def settle_diagnoses(outcomes: list[TestOutcome]) -> tuple[list[TestOutcome], dict[str, dict]]:
-    """Name one combination of misconceptions per function (grader.judging.diagnose.settle); returns (outcomes, verdicts).
-
-    The outcomes' diagnoses lose what only the settling needs (``matches``,
-    ``raised``, ``entries``) and keep the report's keys; verdicts maps each
-    function that has one to {codes, sentence, evidence}. The texts come from
-    the diagnoses' own ``entries`` (no reference import: the student kit,
-    which has no reference, grades through here too).
-    """
-    catalogue: dict[str, Finding] = dict(GENERIC)
-    for o in outcomes:
-        for code, entry in ((o.diagnosis or {}).get("entries") or {}).items():
-            catalogue[code] = Finding(entry["explanation"], entry["section"], entry.get("says", ""))
-    settled = list(outcomes)
-    verdicts: dict[str, dict] = {}
-    for function in dict.fromkeys(o.function for o in outcomes):
-        index = [i for i, o in enumerate(outcomes) if o.function == function]
-        found = [(outcomes[i].status, _as_diagnosis(outcomes[i].diagnosis)) for i in index]
-        diagnoses, verdict = settle(function, found, catalogue)
-        for i, diagnosis in zip(index, diagnoses):
-            settled[i] = replace(outcomes[i], diagnosis=None if diagnosis is None else diagnosis.as_dict())
-        if verdict is not None:
-            verdicts[function] = verdict.as_dict()
-    return settled, verdicts
-
-
-def _as_diagnosis(found: dict | None) -> Diagnosis | None:
-    if found is None:
-        return None
-    matching = tuple(found.get("matches") or ())
-    codes = tuple(found.get("codes") or ()) if matching else ()  # a generic finding names no switch
-    return Diagnosis(found["code"], found["explanation"], found["section"], codes, matching,
-                     bool(found.get("raised")))
-
-
 def _source(submission: Submission, script: Script | NotebookError | None) -> str:
     """What the analysis reads: a notebook's graded script (nothing when unreadable), or the .py's text."""
     if script is not None:
         return script.source if isinstance(script, Script) else ""
     return submission.text  # decoded as Python decodes it (coding line, byte-order mark); "" when refused
-
-
-def vectorization(source: str, outcomes: list[TestOutcome], result: Score, config: Config,
-                  where: Callable[[int], str] | None = None) -> tuple[Score, list[dict], list[str]]:
-    """The loop-over-heads note and its points: (the score with them, the report's notes, warnings).
-
-    The source (a notebook's graded script) is parsed, never run
-    (grader.judging.vectorization). One note lists every loop over heads found. With
-    grading.vectorization_points > 0, those points are added to max_score and
-    earned when the checked function (the assignment's SourceCheck) has tests, passes every
-    one, and has no loop over heads. An analysis that could not finish (a source too large or too
-    complex) gives no note, a warning, and none of those points: what it could
-    not check is not paid. ``where`` names a line of the source in the note
-    (a notebook's "cell 3, line 12"); default "line 12".
-    """
-    checks = describe(config).source_checks
-    if not checks:
-        return result, [], []
-    check = checks[0]  # the one kind of source check the engine runs: a Python loop over heads
-    analysis = (analyse(source, check.function, heads_index=check.heads_index, heads_param=check.heads_param)
-                if source else None)
-    loops = analysis.loops if analysis is not None else []
-    worth = Fraction(str(config.vectorization_points))
-    notes, warnings = [], []
-    if analysis is not None and not analysis.complete:
-        warnings.append(f"the loop-over-heads analysis stopped: {analysis.reason}; so no loop-over-heads note"
-                        + (f", and none of the {as_number(worth)} vectorization points" if worth else ""))
-    if loops:
-        locate = where or (lambda line: f"line {line}")
-        found = "; ".join(f"{loop.function}, {locate(loop.line)}: {loop.text}" for loop in loops)
-        notes.append({"code": check.code, "function": check.function, "line": loops[0].line,
-                      "message": f"{check.function} loops over the heads in Python ({found}); {check.message}",
-                      "score": 0, "max_score": as_number(worth)})
-    if worth:
-        tested = [o for o in outcomes if o.function == check.function]
-        passed = bool(tested) and all(o.status == "passed" for o in tested)  # no tests of it: nothing to pay
-        checked = analysis is not None and analysis.complete
-        earned = worth if passed and checked and not loops else Fraction(0)
-        result = replace(result, total=result.total + earned, max_total=result.max_total + worth)
-    return result, notes, warnings

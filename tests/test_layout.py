@@ -25,7 +25,7 @@ LAYERS = [
     {"judging"},
     {"report"},
     {"grade"},
-    {"batch", "lms", "course"},
+    {"batch", "similarity", "regrade", "lms", "course"},
     {"cli"},
     {"launch", "__main__"},
 ]

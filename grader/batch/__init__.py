@@ -1,4 +1,4 @@
 """Grading a class: discovery, workers, the gradebook and the summary page.
 
-Modules: discover, fingerprints, gradebook, regrade, regrade_html, run, similarity, similarity_html, similarity_run, summary_html.
+Modules: discover, gradebook, run, summary_html, workers. `grade similar` is grader.similarity, `grade diff` grader.regrade.
 """

@@ -36,6 +36,7 @@ from grader.exercise.cases import prebuild
 from grader.exercise.fingerprint import config_hash
 from grader.exercise.teaching import load_feedback
 from grader.report.formats import FORMATS, render
+from grader.report.model import plain
 from grader.report.native import build_report, printable, shown_name, to_json, write_atomic
 from grader.sandbox import Handed, Started, adopt, get_zygote, hand_over, keep_trees
 from grader.submission.load import (
@@ -145,10 +146,10 @@ def _error_report(path: str, config: Config, error: str, seconds: float, sha: st
         sha = sha or file_sha256(Path(path))
     except OSError:
         sha = hashlib.sha256(b"").hexdigest()
-    return build_report(assignment=config.assignment, submission={"path": str(path), "sha256": sha},
+    return plain(build_report(assignment=config.assignment, submission={"path": str(path), "sha256": sha},
                         seed=config.seed, grader_version=__version__,
                         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                        duration_s=seconds, outcomes=[], score=None, visibility=config.visibility, error=error)
+                        duration_s=seconds, outcomes=[], score=None, visibility=config.visibility, error=error))
 
 
 # ---------------------------------------------------------------- running the batch

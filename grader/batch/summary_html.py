@@ -17,6 +17,38 @@ from __future__ import annotations
 import html
 
 from grader.report.native import shown_name
+from grader.report.page import PERCENT_RULES, SORT_SCRIPT, SORTABLE_STYLE, html_page, percent_class
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 80em; padding: 0 1em; color: #222; }
+.wide { overflow-x: auto; }
+#students { font-size: .8em; }
+#students td { white-space: nowrap; padding: .2em .5em; }
+#students th { padding: .2em .5em; vertical-align: bottom; }
+.facts { display: flex; flex-wrap: wrap; gap: 1em; }
+.fact { border: 1px solid #ddd; border-radius: 6px; padding: .5em 1em; text-align: center; }
+.fact b { display: block; font-size: 1.4em; }
+table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: .9em; }
+td, th { border-bottom: 1px solid #ddd; padding: .2em .8em; text-align: left; }
+.none, .hint, .section { color: #777; }
+.why { color: #a33; font-size: .85em; max-width: 30em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+#students tbody tr:nth-child(odd) { background: #f6f6f6; }
+dl.legend dt { margin-top: .4em; }
+dl.legend dd { margin-left: 1.5em; }
+td.rate { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.bar { display: inline-block; width: 10em; height: .8em; background: #eee; vertical-align: middle; }
+.bar span { display: block; height: 100%; }
+.bar .high { background: #55a868; }
+.bar .low { background: #c44e52; }
+.bar .diagnosed { background: #8172b2; }
+.histogram { display: flex; gap: 2px; max-width: 44em; }
+.histogram .column { flex: 1; min-width: 0; text-align: center; font-size: .8em; color: #555; }
+.histogram .plot { height: 12em; display: flex; flex-direction: column; justify-content: flex-end;
+  border-bottom: 1px solid #999; }
+.histogram .fill { display: block; background: #4c72b0; }
+.histogram .edge { display: block; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+""" + SORTABLE_STYLE + PERCENT_RULES
 
 
 def _histogram(summary: dict) -> str:
@@ -26,7 +58,7 @@ def _histogram(summary: dict) -> str:
     tallest = max(counts, default=0) or 1
     columns = "".join(  # the tallest bar fills 85 % of its column, under its count
         f"<div class='column' title='{n} submission(s) scored from {low:g} to {high:g}'><div class='plot'>"
-        f"<span class='count'>{n}</span><span class='fill' style='height: {85 * n / tallest:.1f}%'></span></div>"
+        f"<span class='count'>{n}</span><span class='fill {percent_class('h', 85 * n / tallest)}'></span></div>"
         f"<span class='edge'>{low:g}–{high:g}</span></div>"
         for low, high, n in zip(edges, edges[1:], counts))
     return (f"<div class='histogram' role='img' aria-label='histogram of scores'>{columns}</div>"
@@ -40,7 +72,7 @@ def _diagnosed(summary: dict) -> str:
         return "<p class='none'>No misconception diagnosed.</p>"
     most = max(diagnoses.values()) or 1
     rows = "".join(f"<tr><td>{html.escape(code)}</td><td class='num'>{n}</td><td><span class='bar' aria-hidden='true'>"
-                   f"<span class='diagnosed' style='width: {100 * n / most:.1f}%'></span></span></td></tr>"
+                   f"<span class='diagnosed {percent_class('w', 100 * n / most)}'></span></span></td></tr>"
                    for code, n in diagnoses.items())
     return (f"<table id='diagnoses'><thead><tr><th>misconception</th><th>submissions</th><th></th></tr></thead>"
             f"<tbody>{rows}</tbody></table>")
@@ -65,8 +97,8 @@ def _pass_rates(summary: dict) -> str:
     rows = []
     for t in tests:
         percent = 100 * t["pass_rate"]
-        bar = (f"<span class='bar' aria-hidden='true'><span class='{'high' if percent >= 50 else 'low'}' "
-               f"style='width: {percent:.1f}%'></span></span>")
+        bar = (f"<span class='bar' aria-hidden='true'><span class='{'high' if percent >= 50 else 'low'} "
+               f"{percent_class('w', percent)}'></span></span>")
         rows.append(f"<tr><td>{html.escape(t['name'])}</td><td>{html.escape(t['function'])}</td>"
                     f"<td class='num' data-sort='{t['passed']}'>{t['passed']}</td>"
                     f"<td class='num' data-sort='{t['total']}'>{t['total']}</td>"
@@ -130,27 +162,6 @@ def _legend(summary: dict) -> str:
     return f"<dl class='legend'>{items}</dl>"
 
 
-SORT_SCRIPT = """
-// Click a column's header to sort the table by it (again: the other way).
-document.querySelectorAll("table.sortable th").forEach((th, column) => th.addEventListener("click", () => {
-  const body = th.closest("table").tBodies[0];
-  const number = th.dataset.kind === "number";
-  const up = th.dataset.order !== "up";
-  th.closest("tr").querySelectorAll("th").forEach(other => delete other.dataset.order);
-  th.dataset.order = up ? "up" : "down";
-  const key = row => {
-    const cell = row.cells[column];
-    if (!number) return cell.textContent;
-    return cell.dataset.sort === "" ? -Infinity : parseFloat(cell.dataset.sort);
-  };
-  const rows = [...body.rows].sort((a, b) => {
-    const x = key(a), y = key(b);
-    const order = number ? x - y : String(x).localeCompare(String(y));
-    return up ? order : -order;
-  });
-  rows.forEach(row => body.appendChild(row));
-}));
-"""
 
 
 def render_html(summary: dict, feedback: bool = False) -> str:
@@ -179,43 +190,7 @@ def render_html(summary: dict, feedback: bool = False) -> str:
                        [[f, _number(v["mean"]), _number(v["median"]), _number(v["max_score"]), v["count"]]
                         for f, v in summary.get("functions", {}).items()])
     title = f"{summary['assignment']}: batch summary"
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 80em; padding: 0 1em; color: #222; }}
-.wide {{ overflow-x: auto; }}
-#students {{ font-size: .8em; }}
-#students td {{ white-space: nowrap; padding: .2em .5em; }}
-#students th {{ padding: .2em .5em; vertical-align: bottom; }}
-.facts {{ display: flex; flex-wrap: wrap; gap: 1em; }}
-.fact {{ border: 1px solid #ddd; border-radius: 6px; padding: .5em 1em; text-align: center; }}
-.fact b {{ display: block; font-size: 1.4em; }}
-table {{ border-collapse: collapse; margin: .5em 0 1.5em; font-size: .9em; }}
-td, th {{ border-bottom: 1px solid #ddd; padding: .2em .8em; text-align: left; }}
-.none, .hint, .section {{ color: #777; }}
-.why {{ color: #a33; font-size: .85em; max-width: 30em; }}
-td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
-table.sortable th {{ cursor: pointer; user-select: none; }}
-table.sortable th[data-order=up]::after {{ content: " ▲"; }}
-table.sortable th[data-order=down]::after {{ content: " ▼"; }}
-#students tbody tr:nth-child(odd) {{ background: #f6f6f6; }}
-dl.legend dt {{ margin-top: .4em; }}
-dl.legend dd {{ margin-left: 1.5em; }}
-td.rate {{ white-space: nowrap; font-variant-numeric: tabular-nums; }}
-.bar {{ display: inline-block; width: 10em; height: .8em; background: #eee; vertical-align: middle; }}
-.bar span {{ display: block; height: 100%; }}
-.bar .high {{ background: #55a868; }}
-.bar .low {{ background: #c44e52; }}
-.bar .diagnosed {{ background: #8172b2; }}
-.histogram {{ display: flex; gap: 2px; max-width: 44em; }}
-.histogram .column {{ flex: 1; min-width: 0; text-align: center; font-size: .8em; color: #555; }}
-.histogram .plot {{ height: 12em; display: flex; flex-direction: column; justify-content: flex-end;
-  border-bottom: 1px solid #999; }}
-.histogram .fill {{ display: block; background: #4c72b0; }}
-.histogram .edge {{ display: block; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
-</style></head>
-<body>
-<h1>{html.escape(title)}</h1>
+    body = f"""<h1>{html.escape(title)}</h1>
 <p>Seed {summary['seed']} · grader {html.escape(summary['grader_version'])} ·
 configuration {summary['grader_config_sha256'][:12]}</p>
 <div class="facts">{facts_html}</div>
@@ -227,9 +202,8 @@ configuration {summary['grader_config_sha256'][:12]}</p>
 <h2>Failed to grade, or not submissions</h2>{failed}{_ignored(summary)}
 <h2>Slowest submissions</h2>{slowest}
 <h2>Pass rate of each test</h2><p class="hint">Click a column's header to sort by it.</p>{_pass_rates(summary)}
-<script>{SORT_SCRIPT}</script>
-</body></html>
 """
+    return html_page(title, body, STYLE, SORT_SCRIPT)
 
 
 def summary_table(summary: dict) -> str:

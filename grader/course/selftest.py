@@ -31,7 +31,8 @@ from typing import Any, NamedTuple
 
 from grader.config import Config
 from grader.exercise.assignment import import_file, load_assignment
-from grader.grade import grade_submission, settle_diagnoses
+from grader.grade import grade_submission
+from grader.judging.compare import PASSED
 from grader.judging.diagnose import SEP, Search
 from grader.judging.diagnose import matches as diagnose_matches
 from grader.judging.fairness import InProcess, is_unpaid, pay_for_work, trivially_passed
@@ -39,6 +40,7 @@ from grader.judging.judge import judge
 from grader.judging.probes import plain, prober
 from grader.judging.score import as_number, score
 from grader.judging.session import TestOutcome
+from grader.judging.settling import settle_diagnoses
 from grader.report.native import _num, diagnosis_codes  # the summary's number format
 
 STARTER_SCORE = 0  # the starter's documented score: every stub raises
@@ -256,7 +258,7 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
             outcomes = []
             for case in cases:
                 if case.function != function:  # the other functions are the reference's: they pass
-                    outcomes.append(TestOutcome(case.name, case.group, case.function, "passed", "", ""))
+                    outcomes.append(TestOutcome(case.name, case.group, case.function, PASSED, "", ""))
                     continue
                 expected = None if case.raises else graded.expected_value(case)
                 if id(case) not in trivially:
@@ -267,14 +269,16 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
                                               catalogue, search, expected_changed=graded.expected_changed(case),
                                               kind=kind)
                 outcomes.append(TestOutcome(case.name, case.group, case.function, verdict.status, verdict.message,
-                                            "", diagnosis, trivially[id(case)]))
+                                            "", diagnosis, trivially[id(case)], kind=verdict.kind))
             settled, verdicts = settle_diagnoses(outcomes)
             settled = pay_for_work(settled)
             points = score([(o.group, o.status == "passed") for o in settled], config.points)
             functions: dict[str, dict[str, Any]] = {f: {"score": sum(p for (p, _), o in zip(points.per_test, settled) if o.function == f),
                              "max_score": sum(m for (_, m), o in zip(points.per_test, settled) if o.function == f),
-                             "verdict": verdicts.get(f)} for f in dict.fromkeys(o.function for o in settled)}
-            tests = [{"status": o.status, "diagnosis": o.diagnosis, "function": o.function, "message": o.message}
+                             "verdict": verdicts[f].as_dict() if f in verdicts else None}
+                         for f in dict.fromkeys(o.function for o in settled)}
+            tests = [{"status": str(o.status), "diagnosis": o.diagnosis.as_dict() if o.diagnosis else None,
+                      "function": o.function, "message": o.message}
                      for o in settled]
             problems = check_named(function, codes, functions, tests)
             name = SEP.join(codes)

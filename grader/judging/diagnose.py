@@ -26,7 +26,7 @@ Pure functions on plain data: no reference code, no student code.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, cast
 
 import numpy as np
@@ -62,6 +62,9 @@ class Diagnosis:
     codes: tuple[str, ...] = ()  # every switch of the combination named (empty for a generic finding)
     matches: tuple[str, ...] = ()  # keys of every combination that matches this test, cheapest first
     raised: bool = False  # matched by raising where the combination raises
+    # The catalogue's texts of every code in ``matches``, for ``settle`` (grader.judging.settling): the student kit,
+    # which has no reference, settles from these. Not part of the report.
+    texts: Mapping[str, Finding] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def as_dict(self) -> dict:
         """The report's ``diagnosis`` object: {code, codes, explanation, section}."""

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from grader.judging.compare import FAILED, PASSED
+from grader.judging.compare import FAILED, PASSED, Kind
 from grader.judging.judge import judge
 from grader.judging.session import TestOutcome
 from grader.sandbox import CallResult
@@ -79,7 +79,7 @@ def pay_for_work(outcomes: list[TestOutcome]) -> list[TestOutcome]:
     """
     working = {o.function for o in outcomes if o.status == PASSED and o.trivial is None}
     return [o if o.status != PASSED or o.trivial is None or o.function in working else
-            replace(o, status=FAILED,
+            replace(o, status=FAILED, kind=Kind.UNPAID,
                     message=f"{o.function}{UNPAID}{o.trivial}: it scores only once "
                             f"{o.function} also passes a test that no trivial implementation passes")
             for o in outcomes]

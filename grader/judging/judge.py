@@ -8,13 +8,15 @@ the two give the same verdicts, messages and diagnoses.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import cast
 
 import numpy as np
 
+from grader.exercise.findings import Finding
 from grader.judging.causality import check_causality, leaked
-from grader.judging.compare import ERROR, FAILED, PASSED, Verdict, check_array, check_count, check_raises
-from grader.judging.diagnose import CAUSAL_LEAK, GENERIC, SEP, Explained, Search, generic, raised_value
+from grader.judging.compare import ERROR, FAILED, PASSED, Kind, Verdict, check_array, check_count, check_raises
+from grader.judging.diagnose import CAUSAL_LEAK, GENERIC, SEP, Diagnosis, Explained, Search, generic, raised_value
 from grader.judging.session import Student
 from grader.sandbox import CallResult, reply_limit
 
@@ -39,14 +41,15 @@ def check_arrays(result: CallResult, expected: tuple, rtol: float, atol: float, 
                  outputs: Sequence[str] = ()) -> Verdict:
     """A returned tuple checked part by part (grader.judging.compare.check_array), each part named by ``outputs``."""
     if result.status == "too-large":
-        return Verdict(FAILED, f"{what} {result.message}")
+        return Verdict(FAILED, f"{what} {result.message}", Kind.TOO_LARGE)
     if result.status != "ok":
         return check_array(result, np.asarray(0.0), rtol, atol, what)  # the call's own failure
     value = result.value
     if not isinstance(value, tuple) or len(value) != len(expected):
         got = f"a tuple of {len(value)}" if isinstance(value, tuple) else (result.type_name or type(value).__name__)
         return Verdict(FAILED, f"{what} returned {got}, expected a tuple of {len(expected)} "
-                               f"({', '.join(outputs) or 'arrays'})")
+                               f"({', '.join(outputs) or 'arrays'})",
+                       Kind.WRONG_SHAPE if isinstance(value, tuple) else Kind.WRONG_TYPE)
     for index, (part, right) in enumerate(zip(value, expected)):
         name = outputs[index] if index < len(outputs) else f"part {index}"
         verdict = check_array(CallResult("ok", part, type(part).__name__), right, rtol, atol, f"{what}'s {name}")
@@ -71,8 +74,8 @@ def judge(case, student: Student, grading, expected: object,
           catalogue: Mapping[str, Explained], search: Search | None = None, *,
           expected_changed: object = None, keep: dict | None = None,
           kind: str = "array", outputs: Sequence[str] = (), first: CallResult | None = None,
-          ) -> tuple[Verdict, dict | None, str]:
-    """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis dict or None, student output).
+          ) -> tuple[Verdict, Diagnosis | None, str]:
+    """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis or None, student output).
 
     case: has function, args, kwargs, raises, changed_args, changed_from.
     expected: the right output (None when the case must raise).
@@ -84,8 +87,8 @@ def judge(case, student: Student, grading, expected: object,
     kind: the function's kind (grader.exercise.assignment.FunctionSpec): "array", "count" or "arrays".
     search: the submission's ``grader.judging.diagnose.Search`` (what earlier failed tests of the function showed).
 
-    The diagnosis dict holds the report's keys and, for ``grade.settle_diagnoses``,
-    ``matches`` (every matching combination), ``raised`` and ``entries`` (their texts).
+    The diagnosis carries, for grader.judging.settling, ``matches`` (every matching combination),
+    ``raised`` and ``texts`` (the catalogue's texts of their codes).
     keep: when given, a failed check of a returned value (not a causality case) leaves that value in
     ``keep["got"]``, for the feedback page's pictures (grader.judging.evidence).
     first: a causality case's first call, already made in a worker that ``student``'s current one has
@@ -131,7 +134,6 @@ def judge(case, student: Student, grading, expected: object,
     if found is None:
         return verdict, None, output
     codes = dict.fromkeys(code for key in found.matches for code in key.split(SEP))
-    entries = {code: {"explanation": catalogue[code].explanation, "section": catalogue[code].section,
-                      "says": getattr(catalogue[code], "says", "")} for code in codes}
-    diagnosis = dict(found.as_dict(), matches=list(found.matches), raised=found.raised, entries=entries)
-    return verdict, diagnosis, output
+    texts = {code: Finding(catalogue[code].explanation, catalogue[code].section, getattr(catalogue[code], "says", ""))
+             for code in codes}
+    return verdict, replace(found, texts=texts), output

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from grader.config import Config
-from grader.judging.diagnose import Search
+from grader.judging.compare import Kind, Status
+from grader.judging.diagnose import Diagnosis, Search
 from grader.sandbox import CallResult
 
 
@@ -24,12 +25,13 @@ class TestOutcome:
     name: str  # e.g. "mha_random[00-B2-T7-...]"
     group: str  # points group in grader.toml
     function: str  # the student function the test calls
-    status: str  # "passed", "failed", "error", "timeout", "memory", "crashed", "import-error"
-    message: str
+    status: Status  # "passed", "failed", "error", "timeout", "memory", "crashed", "import-error"
+    message: str  # for the student: decisions read ``kind``
     output: str  # what the student's code printed during the test
-    diagnosis: dict | None = None  # {code, explanation, section, also} when a failure's misconception is known
+    diagnosis: Diagnosis | None = None  # when a failure's misconception (or a generic finding) is known
     trivial: str | None = None  # a trivial implementation that passes this test too (grader.judging.fairness), if any
     evidence: dict | None = None  # a visible failed array result's inputs, expected and returned arrays (grader.judging.evidence)
+    kind: Kind = Kind.NONE  # what the check found (grader.judging.compare.Kind); NONE for a pass, or a suite that says not
 
 
 class Student(Protocol):
@@ -123,7 +125,11 @@ def outcomes_of(records: list[tuple[str, dict]], run: _Run, config: Config) -> l
                 return SuiteError("a graded test whose group is not visible broke before reaching a verdict: "
                                   f"{crash.split(':', 1)[0]}")
             return SuiteError(f"graded test {nodeid} broke before reaching a verdict: {crash}")
+        if meta["status"] not in Status.__members__.values() or meta.get("kind", "") not in Kind.__members__.values():
+            return SuiteError(f"a graded test recorded the status {meta['status']!r} and kind "
+                              f"{meta.get('kind', '')!r}: the statuses are {', '.join(Status)}")
         outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
-                                    meta["status"], meta["message"], meta.get("output", ""), meta.get("diagnosis"),
-                                    meta.get("trivial"), meta.get("evidence")))
+                                    Status(meta["status"]), meta["message"], meta.get("output", ""),
+                                    meta.get("diagnosis"), meta.get("trivial"), meta.get("evidence"),
+                                    Kind(meta.get("kind", Kind.NONE))))
     return outcomes

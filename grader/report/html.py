@@ -4,17 +4,17 @@ It holds the score of each function, every failed test with its message (all of
 them, not four per function as the text summary), each diagnosed misconception
 with its explanation and textbook section, a section for each step a named misconception
 is in with its picture (grader.report.steps), and the pictures of grader.report.pictures.
-Inline CSS, images as data: URLs, no script that fetches anything: the page
+One style element, images as data: URLs and no script, under the policy of grader.report.page: the page
 works offline. A test whose group is not ``visible`` shows only that it exists
 and its status (grader.report.visibility): never its name, message, output or values.
 """
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 from grader.report.native import diagnosis_codes, shown_name, verdict_shown
+from grader.report.page import escape, html_page
 from grader.report.pictures import Picture, ReportPictures, report_pictures
 from grader.report.steps import StepSection, step_sections
 from grader.report.visibility import is_visible
@@ -140,18 +140,10 @@ def _figure(picture: Picture) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
-<style>{STYLE}</style></head>
-<body>
-{body}
-</body></html>
-"""
+    return html_page(title, body, STYLE)
 
 
-def _e(text: str) -> str:
-    return html.escape(str(text), quote=True)
+_e = escape
 
 
 def _num(value: float) -> str:

@@ -12,53 +12,75 @@ import stat
 import tempfile
 import unicodedata
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
+from typing import Any, Literal, cast
 
+from grader.judging.diagnose import Verdict
 from grader.judging.evidence import PER_FUNCTION as EVIDENCE_PER_FUNCTION
+from grader.judging.notes import Note
 from grader.judging.score import Score, as_number
+from grader.judging.session import TestOutcome
+from grader.report.model import (
+    DiagnosisEntry,
+    FunctionEntry,
+    NoteEntry,
+    Report,
+    SubmissionFiles,
+    TestEntry,
+    TestStatus,
+    VerdictEntry,
+    Visibility,
+)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_PATH = Path(__file__).parent / "schema" / "report.schema.json"
 FAILURES_SHOWN = 4  # failed tests listed per function in the text summary
 OUTPUT_CAP = 4000  # characters of student output kept per test in the report
 
 
-def build_report(*, assignment: str, submission: dict, seed: int, grader_version: str, started_at: str,
-                 duration_s: float, outcomes: list, score: Score | None, visibility: dict[str, str],
-                 error: str | None = None, notes: list | None = None, verdicts: dict | None = None) -> dict:
-    """The report as a plain dict. With ``error`` set (the grader failed), status is "error" and score 0.
+def build_report(*, assignment: str, submission: SubmissionFiles, seed: int, grader_version: str, started_at: str,
+                 duration_s: float, outcomes: Sequence[TestOutcome], score: Score | None, visibility: dict[str, str],
+                 error: str | None = None, notes: Sequence[Note] = (), verdicts: Mapping[str, Verdict] | None = None
+                 ) -> Report:
+    """The report (every key: grader.report.model.Report). With ``error`` set (the grader failed), status is "error" and score 0.
 
-    notes: observations that are not correctness failures (e.g. a loop over heads), each
-    {code, function, line, message, score, max_score}.
-    verdicts: {function: {codes, sentence, evidence}} where one combination of misconceptions
-    explains every failed test of the function (grader.judging.diagnose.settle); each function's
-    ``verdict`` is null otherwise.
+    The report's edge: typed records in (outcomes, their diagnoses, the notes, the verdicts), JSON-ready dicts out.
+    notes: observations that are not correctness failures (e.g. a loop over heads).
+    verdicts: {function: its verdict} where one combination of misconceptions explains every failed test
+    of the function (grader.judging.settling); each function's ``verdict`` is null otherwise.
     """
-    tests = []
+    tests: list[TestEntry] = []
     drawn: dict[str, int] = defaultdict(int)  # tests of each function that keep their evidence
     if score is not None and error is None:
         for outcome, (earned, worth) in zip(outcomes, score.per_test):
             tests.append({
                 "name": outcome.name, "function": outcome.function, "group": outcome.group,
                 "score": as_number(earned), "max_score": as_number(worth),
-                "status": outcome.status, "message": printable(outcome.message, newlines=False),
-                "output": printable(_cap(outcome.output), newlines=True), "visibility": visibility.get(outcome.group, "visible"),
-                "diagnosis": outcome.diagnosis,
+                "status": cast(TestStatus, str(outcome.status)), "message": printable(outcome.message, newlines=False),
+                "output": printable(_cap(outcome.output), newlines=True),
+                "visibility": cast(Visibility, visibility.get(outcome.group, "visible")),
+                "diagnosis": None if outcome.diagnosis is None else cast(DiagnosisEntry, outcome.diagnosis.as_dict()),
             })
             visible = visibility.get(outcome.group, "visible") == "visible"
-            if getattr(outcome, "evidence", None) and visible:  # what the feedback page draws (grader.judging.evidence)
+            if outcome.evidence and visible:  # what the feedback page draws (grader.judging.evidence)
                 keep = drawn[outcome.function] < EVIDENCE_PER_FUNCTION  # arrays of the first few; inputs of all
                 tests[-1]["evidence"] = outcome.evidence if keep else dict(outcome.evidence, expected=None, got=None)
                 drawn[outcome.function] += 1
-    functions: dict[str, dict] = defaultdict(lambda: {"score": 0, "max_score": 0, "passed": 0, "tests": 0})
+    sums: dict[str, list] = defaultdict(lambda: [Fraction(0), Fraction(0), 0, 0])  # score, max_score, passed, tests
     if tests:
         assert score is not None  # tests are only listed when there is a score
         for outcome, (earned, worth), test in zip(outcomes, score.per_test, tests):
-            entry = functions[outcome.function]
-            entry["score"] += earned
-            entry["max_score"] += worth
-            entry["passed"] += test["status"] == "passed"
-            entry["tests"] += 1
+            entry = sums[outcome.function]
+            entry[0] += earned
+            entry[1] += worth
+            entry[2] += test["status"] == "passed"
+            entry[3] += 1
+    functions: dict[str, FunctionEntry] = {
+        name: {"score": as_number(earned), "max_score": as_number(worth), "passed": passed, "tests": count,
+               "verdict": _verdict((verdicts or {}).get(name))}
+        for name, (earned, worth, passed, count) in sums.items()}
     return {
         "schema_version": SCHEMA_VERSION,
         "assignment": assignment,
@@ -71,15 +93,18 @@ def build_report(*, assignment: str, submission: dict, seed: int, grader_version
         "error": None if error is None else printable(error, newlines=False),  # may quote the submission
         "score": 0 if error is not None or score is None else as_number(score.total),
         "max_score": 0 if score is None else as_number(score.max_total),
-        "functions": {name: dict(entry, score=as_number(entry["score"]), max_score=as_number(entry["max_score"]),
-                                 verdict=(verdicts or {}).get(name))
-                      for name, entry in functions.items()},
+        "functions": functions,
         "tests": tests,
-        "notes": [dict(n, message=printable(n["message"], newlines=False)) for n in notes or []] if error is None else [],
+        "notes": [cast(NoteEntry, dict(n.as_dict(), message=printable(n.message, newlines=False))) for n in notes]
+                 if error is None else [],
     }
 
 
-def summary_text(report: dict, *, every: bool = False) -> str:
+def _verdict(verdict: Verdict | None) -> VerdictEntry | None:
+    return None if verdict is None else cast(VerdictEntry, verdict.as_dict())
+
+
+def summary_text(report: Mapping[str, Any], *, every: bool = False) -> str:
     """A few readable lines: the total, each function's points, one line per failed test.
 
     Lists FAILURES_SHOWN failed tests per function, or all of them with ``every`` (``grade -v``).

@@ -233,7 +233,7 @@ class Sandbox:
         self._child: _Child | None = None
         self._loading = False  # the child was launched and its import not yet awaited
         self._respawned = False  # that child is a worker its tree's pid 1 forked anew (restart)
-        self._respawns = False  # whether the current tree can do that (isolation.respawns)
+        self._respawns = False  # whether the current tree can do that: an isolated one
         self._settings = ""  # the current tree's request, but for what differs between submissions
         self._retired: tuple[socket.socket, int] | None = None  # the replaced worker's socket and pipe
         self._import_failure: CallResult | None = None
@@ -663,7 +663,7 @@ class Sandbox:
                 "isolated": isolated, "userns": mode == USER_NAMESPACES,
                 "cgroups": zygote.cgroups if self._cgroup else {}, "seccomp": self._seccomp,
                 "env": ENV, "limits": asdict(limits), "nproc": NPROC,
-                "visible": (visible := isolation._visible_paths(tuple(zygote.path))),
+                "visible": isolation._visible_paths(tuple(zygote.path)),
                 "hidden": isolation._hidden_paths(self.hidden, tuple(zygote.path)),
             }
             settings = json.dumps([zygote.process.pid, request], sort_keys=True) if _keeping else ""
@@ -691,7 +691,7 @@ class Sandbox:
             os.close(write_end)
         child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes))
         self._child = child
-        self._respawns = isolated and isolation.respawns(visible)
+        self._respawns = isolated  # a restart keeps the tree wherever the visible folders lie (linux._mount_tmp)
         self._settings = settings if self._respawns else ""
         self._send_load(child)
 

@@ -8,7 +8,6 @@ import functools
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from grader.sandbox.zygote import get_zygote
@@ -65,12 +64,6 @@ def isolation_available() -> bool:
 
 
 _ENGINE = Path(__file__).resolve().parents[1]  # the grader package, this subpackage's parent
-
-
-def respawns(visible: Sequence[str]) -> bool:
-    """Can a restart keep the child's tree (linux._reset_writable)? Yes, wherever the visible folders lie:
-    those under /tmp, which pid 1 mounts afresh, are bound back into the new one (linux._mount_tmp)."""
-    return True
 
 
 @functools.lru_cache(maxsize=8)  # asked at every child's start; the same answer for a process's life

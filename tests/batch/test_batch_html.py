@@ -10,11 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.summary_html import render_html, summary_table
+from grader.batch.summary_html import STYLE, render_html, summary_table
+from grader.report.page import SORT_SCRIPT, escape, policy
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def with_clicks(page: str, clicks: int) -> str:
+    """The page with ``clicks`` clicks on the score's header added to its own script, and its policy re-hashed for it."""
+    script = SORT_SCRIPT + "document.querySelectorAll('#students th')[3].click();\n" * clicks
+    assert f"<script>{SORT_SCRIPT}</script>" in page and escape(policy(STYLE, SORT_SCRIPT)) in page
+    page = page.replace(f"<script>{SORT_SCRIPT}</script>", f"<script>{script}</script>")
+    return page.replace(escape(policy(STYLE, SORT_SCRIPT)), escape(policy(STYLE, script)))
 
 
 def make_summary() -> dict:
@@ -79,18 +88,20 @@ def test_summary_page_renders_in_headless_chromium(tmp_path):
     page = tmp_path / "summary.html"
     page.write_text(render_html(make_summary()), encoding="utf-8")
     url = page.as_uri()
-    dom = chromium(tmp_path, "--virtual-time-budget=5000", "--dump-dom", url)
+    dom = chromium(tmp_path, "--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0", "--dump-dom", url)
     assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
+    assert "Content Security Policy" not in dom.stderr.decode(errors="replace")  # the policy refused nothing
     text = dom.stdout.decode()
     # The histogram: one column per score range, its bar's height relative to the tallest (2 submissions).
-    assert re.findall(r'<span class="count">(\d+)</span><span class="fill" style="height: ([0-9.]+)%"></span>',
-                      text) == [("1", "42.5"), ("0", "0.0"), ("0", "0.0"), ("0", "0.0"), ("2", "85.0"),
-                                ("0", "0.0"), ("0", "0.0"), ("0", "0.0"), ("0", "0.0"), ("2", "85.0")]
+    # (a class of grader.report.page.PERCENT_RULES: whole percent, as the page's policy refuses style="...")
+    assert re.findall(r'<span class="count">(\d+)</span><span class="fill h-(\d+)"></span>',
+                      text) == [("1", "42"), ("0", "0"), ("0", "0"), ("0", "0"), ("2", "85"),
+                                ("0", "0"), ("0", "0"), ("0", "0"), ("0", "0"), ("2", "85")]
     assert '<span class="edge">90–100</span>' in text
     assert "<title>mha: batch summary</title>" in text
     assert "canvas__broken_3_4_mha.py" in text and "&lt;b&gt;boom&lt;/b&gt;" in text  # student text is escaped
     assert ('<td>wrong-split-order</td><td class="num">2</td><td><span class="bar" aria-hidden="true">'
-            '<span class="diagnosed" style="width: 100.0%"></span></span></td>') in text
+            '<span class="diagnosed w-100"></span></span></td>') in text
     assert "http://" not in text and "https://" not in text  # self-contained: no external resource
     # The table of students, per-function statistics and the legend of codes.
     assert '<td>alan</td><td class="num" data-sort="40">40</td>' in text
@@ -99,15 +110,14 @@ def test_summary_page_renders_in_headless_chromium(tmp_path):
     # Each test's pass rate, as a bar beside its figures: red below half.
     assert ('<td>mha_reshape[B2-T5-d8-h3-dk4-dv3-full]</td><td>multi_head_attention</td>'
             '<td class="num" data-sort="2">2</td><td class="num" data-sort="5">5</td><td class="rate" data-sort="0.4">'
-            '<span class="bar" aria-hidden="true"><span class="low" style="width: 40.0%"></span></span> 40%</td>') in text
-    assert '<span class="high" style="width: 80.0%"></span></span> 80%</td>' in text
+            '<span class="bar" aria-hidden="true"><span class="low w-40"></span></span> 40%</td>') in text
+    assert '<span class="high w-80"></span></span> 80%</td>' in text
     assert ("<dt><code>wrong-split-order</code> <span class=\"section\">§4.5</span></dt>"
             "<dd>Heads were split by reshaping &lt;straight&gt; to (B, h, T, d_k).</dd>") in text
     # Clicking the score's header sorts the students by score, lowest first; again, highest first.
-    click = "<script>document.querySelectorAll('#students th')[3].click()</script></body>"
     for clicks, order in [(1, ["broken", "zero", "alan", "grace", "ada"]), (2, ["ada", "grace", "alan", "zero", "broken"])]:
         sorted_page = tmp_path / f"sorted{clicks}.html"
-        sorted_page.write_text(page.read_text().replace("</body>", click * (clicks - 1) + click), encoding="utf-8")
+        sorted_page.write_text(with_clicks(page.read_text(), clicks), encoding="utf-8")
         dom = chromium(tmp_path, "--virtual-time-budget=5000", "--dump-dom", sorted_page.as_uri()).stdout.decode()
         body = dom.split("<table class=\"sortable\" id=\"students\">")[1].split("</table>")[0]
         assert re.findall(r"<td>\d+</td><td>(\w+)</td>", body) == order
@@ -124,7 +134,7 @@ def test_summary_page_with_nothing_graded_still_renders():
                             histogram={"edges": [10 * i for i in range(11)], "counts": [0] * 10})
     page = render_html(summary)
     assert "<img" not in page
-    assert page.count("<span class='fill' style='height: 0.0%'></span>") == 10
+    assert page.count("<span class='fill h-0'></span>") == 10
     assert "<p class='none'>No misconception diagnosed.</p>" in page
     assert "<p class='none'>None.</p>" in page
 

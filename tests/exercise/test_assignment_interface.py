@@ -19,7 +19,7 @@ from grader.exercise.assignment import (
     single_switches,
 )
 from grader.exercise.cases import prebuild, run_cases
-from grader.grade import vectorization
+from grader.judging.notes import vectorization
 from grader.judging.score import Score
 from grader.judging.session import TestOutcome as Outcome
 
@@ -130,7 +130,7 @@ def test_vectorization_points_need_tests_of_the_checked_function():
     vectorized, _, _ = vectorization("def f(x):\n    return x\n", [_outcome("multi_head_attention")], base, paid)
     assert (vectorized.total, vectorized.max_total) == (15, 15)
     looped, notes, _ = vectorization(LOOPED, [_outcome("multi_head_attention")], base, paid)
-    assert (looped.total, [n["code"] for n in notes]) == (10, ["loop-over-heads"])
+    assert (looped.total, [n.code for n in notes]) == (10, ["loop-over-heads"])
 
 
 def test_cases_built_ahead_are_the_cases_built_on_demand():

@@ -228,5 +228,5 @@ def test_sdpa_kit_stores_both_parts_of_each_result_and_judges_them(tmp_path):
                                       {k: c.candidates[k] for k in keys if k in c.candidates},
                                       catalogue, Search(), kind=case.kind, outputs=case.outputs)
         if diagnosis:
-            named.add(diagnosis["code"])
+            named.add(diagnosis.code)
     assert named == {"missing-scale"}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from grader.judging.causality import check_causality
+from grader.judging.causality import check_causality, leaked
 from grader.sandbox import CallResult
 
 
@@ -65,3 +67,27 @@ def test_both_outputs_must_also_be_the_expected_ones():
     assert verdict.message == ("with tokens 2… changed, f(): 1 of 24 values differ beyond rtol=0.001, atol=1e-05; "
                                "largest difference 1 at index (0, 3, 1): got 15, expected 16")
     assert check(ok(before), ok(after), expected=(before + 1, after)).message.startswith("on the given tokens, f(): ")
+
+
+def test_each_verdict_says_its_kind_and_a_leak_is_read_from_the_kind_alone():
+    # Decisions read the kind, never the message (a reworded message changes nothing they decide).
+    before = np.arange(24, dtype=float).reshape(2, 4, 3)
+    after = before.copy()
+    after[:, 2:] += 5.0
+    moved = after.copy()
+    moved[1, 1, 2] += 0.5
+    value = np.zeros((4, 3))
+    kinds = {
+        "passed": check(ok(before), ok(after)),
+        "leak": check(ok(before), ok(moved)),
+        "ignores-input": check(ok(before), ok(before)),
+        "raised": check(CallResult("raised", message="raised ValueError at line 3: no"), ok(value), (4, 3)),
+        "wrong-shape": check(ok(value), ok(np.zeros((5, 3))), (4, 3)),
+        "wrong-type": check(CallResult("ok", 3, "int"), ok(value), (4, 3)),
+        "non-finite": check(ok(np.full((4, 3), np.nan)), ok(np.full((4, 3), np.nan)), (4, 3)),
+        "wrong-values": check(ok(before), ok(after), expected=(before + 1, after)),
+    }
+    assert {name: str(verdict.kind) or "passed" for name, verdict in kinds.items()} == {k: k for k in kinds}
+    assert [name for name, verdict in kinds.items() if leaked(verdict)] == ["leak"]
+    reworded = replace(kinds["leak"], message="the earlier outputs moved")
+    assert leaked(reworded) and not leaked(replace(kinds["ignores-input"], message=kinds["leak"].message))

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from grader.judging.compare import check_array, check_count, check_raises
+from grader.judging.compare import Kind, check_array, check_count, check_raises
 from grader.judging.score import as_number, score
 from grader.sandbox import CallResult
 
@@ -71,3 +71,25 @@ def test_expected_exceptions():
     assert check_raises(ok(np.zeros(2)), "ValueError", "f()").message == "f() returned a value; expected it to raise ValueError"
     assert check_raises(CallResult("raised", message="raised TypeError: x"), "ValueError", "f()").message == \
         "f() raised TypeError: x; expected ValueError"
+
+
+def test_every_check_result_carries_its_kind():
+    # What each check found, as data (grader.judging.compare.Kind): similarity and causality read it, never the text.
+    array = lambda result: check_array(result, EXPECTED, 1e-3, 1e-5, "f()").kind
+    assert array(ok(EXPECTED.copy())) == Kind.NONE
+    assert array(ok(EXPECTED + 1)) == Kind.WRONG_VALUES
+    assert array(ok(np.zeros(6))) == Kind.WRONG_SHAPE
+    assert array(CallResult("too-large", message="refused: too big", shape=(9, 9))) == Kind.WRONG_SHAPE
+    assert array(ok(3.5, "float")) == Kind.WRONG_TYPE
+    assert array(ok(np.full((2, 3), True))) == Kind.WRONG_DTYPE
+    assert array(ok(np.full((2, 3), np.nan))) == Kind.NON_FINITE
+    for status in ("raised", "missing", "bad-type", "too-large", "timeout", "memory", "crashed", "import-error"):
+        assert array(CallResult(status, message="m")) == Kind(status)
+    count = lambda result: check_count(result, 12, "g()").kind
+    assert (count(ok(12, "int")), count(ok(13, "int")), count(ok(12.0, "float"))) == (
+        Kind.NONE, Kind.WRONG_VALUES, Kind.WRONG_TYPE)
+    raises = lambda result: check_raises(result, "ValueError", "h()").kind
+    assert raises(CallResult("raised", message="raised ValueError: no")) == Kind.NONE
+    assert raises(CallResult("raised", message="raised KeyError: 'x'")) == Kind.WRONG_EXCEPTION
+    assert raises(ok(1, "int")) == Kind.NOT_RAISED
+    assert raises(CallResult("timeout", message="m")) == Kind.TIMEOUT

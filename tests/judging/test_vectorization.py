@@ -103,8 +103,8 @@ def test_an_analysis_that_stopped_pays_no_vectorization_points(monkeypatch):
     from dataclasses import replace
     from fractions import Fraction
 
-    from grader import grade
     from grader.config import Config
+    from grader.judging import notes as grade_notes
     from grader.judging import vectorization
     from grader.judging.score import Score
     from grader.judging.session import TestOutcome
@@ -113,10 +113,10 @@ def test_an_analysis_that_stopped_pays_no_vectorization_points(monkeypatch):
     passed = [TestOutcome("t", "g", "multi_head_attention", "passed", "", "")]
     start = Score([(Fraction(1), Fraction(1))], Fraction(1), Fraction(1))
     vectorized = HEADER + "    return X\n"
-    result, notes, warnings = grade.vectorization(vectorized, passed, start, config)
+    result, notes, warnings = grade_notes.vectorization(vectorized, passed, start, config)
     assert (result.total, result.max_total, notes, warnings) == (3, 3, [], [])
     monkeypatch.setattr(vectorization, "MAX_NODES", 5)
-    result, notes, warnings = grade.vectorization(vectorized, passed, start, config)
+    result, notes, warnings = grade_notes.vectorization(vectorized, passed, start, config)
     assert (result.total, result.max_total, notes) == (1, 3, [])
     assert warnings == [("the loop-over-heads analysis stopped: it visited more than 5 syntax nodes; so no "
                         "loop-over-heads note, and none of the 2 vectorization points")]

@@ -35,11 +35,11 @@ def test_the_error_and_notes_are_escaped_when_the_report_is_built():
     assert errored["error"] == f"graded test broke: {ESCAPED}"
     from fractions import Fraction
 
+    from grader.judging.notes import Note
     from grader.judging.score import Score
 
     noted = _report(score=Score([], Fraction(0), Fraction(0)), notes=[
-        {"code": "loop-over-heads", "function": "multi_head_attention", "line": 3, "message": f"loops ({ESCAPES})",
-         "score": 0, "max_score": 0}])
+        Note("loop-over-heads", "multi_head_attention", 3, f"loops ({ESCAPES})", 0, 0)])
     assert noted["notes"][0]["message"] == f"loops ({ESCAPED})"
 
 

@@ -395,7 +395,7 @@ def test_the_search_over_every_combination_runs_once_per_function():
     catalogue = {"a": Finding("triples", "1.1"), "b": Finding("negates", "1.2")}
     found = [judge(case, InProcess({"f": shifting}), grading, case.args[0], candidates, catalogue, search)[1]
              for case in cases]
-    assert [d["code"] if d else None for d in found] == ["a"] + [None] * 7
+    assert [d.code if d else None for d in found] == ["a"] + [None] * 7
     assert searched.count(None) == 1
     assert searched[1:] == [["a"]]  # the survivor once; after it fails too, nothing is searched again
     # Another submission (a new Search) searches everything again.

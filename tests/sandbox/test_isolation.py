@@ -385,6 +385,15 @@ def test_a_correct_file_scores_100_while_a_job_of_uid_65534_holds_300_processes(
 # ---------------------------------------------------------------- this file again, as an ordinary user
 
 
+def _collected(selection: str) -> int:
+    """How many tests of this file ``-k selection`` keeps (pytest's own count, so a new test counts too)."""
+    listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                             str(Path(__file__)), "-k", selection], check=False, capture_output=True, text=True,
+                            timeout=120, cwd=TESTS.parent)
+    assert listed.returncode == 0, listed.stdout[-2000:] + listed.stderr[-2000:]
+    return sum("::" in line for line in listed.stdout.splitlines())
+
+
 @pytest.mark.skipif(not AS_ROOT, reason="runs this file as uid 65534 from root (as CI runs); as an ordinary user, "
                                      "the tests above already run in user mode")
 @pytest.mark.parametrize("cgroups", [True, False], ids=["delegated-cgroups", "no-cgroup"])
@@ -410,7 +419,8 @@ def test_this_file_in_user_mode(cgroups, tmp_path_factory):
     try:
         # Not the batch: its multiprocessing pool fails under this relocated interpreter (the resource
         # tracker's lock), before any sandbox; the two trees at once in one process run here instead.
-        args = f"-m pytest -q -rs -p no:cacheprovider {Path(__file__)} -k 'not user_mode and not batch_of_two'"
+        selection = "not user_mode and not batch_of_two"
+        args = f"-m pytest -q -rs -p no:cacheprovider {Path(__file__)} -k '{selection}'"
         run = subprocess.run(_as_nobody(args, folder, groups, env), check=False, capture_output=True, text=True,
                              timeout=900, cwd=TESTS.parent)
     finally:
@@ -419,11 +429,11 @@ def test_this_file_in_user_mode(cgroups, tmp_path_factory):
         shutil.rmtree(folder, ignore_errors=True)
     tail = run.stdout[-3000:] + run.stderr[-2000:]
     assert run.returncode == 0, tail
-    # Every test above but the batch and the root-mode ones; the pinning test also needs two cores to
-    # pin to one, which a process confined to one core (taskset -c 1) does not have: skipped there as here.
+    # Every test of this file the selection keeps, but the root-mode ones; the pinning test also needs two
+    # cores to pin to one, which a process confined to one core (taskset -c 1) does not have: skipped there as here.
     one_core = len(os.sched_getaffinity(0)) < 2
     passed = re.search(r"(\d+) passed", run.stdout)
-    assert passed and int(passed.group(1)) == 10 - one_core, tail
+    assert passed and int(passed.group(1)) == _collected(selection) - 2 - one_core, tail
     assert "failed" not in run.stdout, tail
     # Only the two root-mode uid tests are skipped there (and the pinning one on one core).
     assert run.stdout.count("root mode only") == 2, tail

@@ -9,6 +9,7 @@ random return values through the child's description of a result
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 import time
@@ -117,11 +118,6 @@ def test_a_prestarted_child_answers_as_one_started_at_the_first_call(tmp_path, s
     assert _descendants() - before == set()
 
 
-def _trees_kept() -> bool:
-    """Whether a restart (and a kept tree) keeps the process tree here: no visible folder under /tmp (a venv there)."""
-    return isolation.respawns(isolation._visible_paths(tuple(get_zygote().path)))
-
-
 @pytest.mark.sandbox
 @needs_root
 def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
@@ -163,14 +159,13 @@ def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
     """)
     before = _descendants()
     with Sandbox(path, LIMITS, isolated=isolated) as sandbox:
-        kept = _trees_kept()
         for deep in (0, 1500):  # 1500 nested folders in /tmp
             assert sandbox.call("leave", deep).status == "ok"
             keeper = sandbox._child.keeper
             sandbox.restart()
             result = sandbox.call("seen")
             assert (result.status, result.value) == ("ok", (0, 0, 0, 0, 2, 2))
-            assert (sandbox._child.keeper == keeper) == kept  # the same tree, its worker replaced
+            assert sandbox._child.keeper == keeper  # the same tree, its worker replaced
         assert len(_descendants() - before) <= 3  # keeper, pid 1, worker: nothing of the earlier ones
     assert _descendants() - before == set()
 
@@ -218,16 +213,15 @@ def test_a_kept_tree_takes_the_next_submission_with_nothing_of_the_last(tmp_path
     nothing the last one left, pid 2, /tmp/work inode 2, its own file name in sys.argv."""
     first, second = (write(tmp_path, LEAVES_AND_LOOKS, name) for name in ("first.py", "second.py"))
     before = _descendants()
-    kept = _trees_kept()
     with Sandbox(first, LIMITS) as sandbox:
         assert sandbox.call("leave").status == "ok"
         keeper = sandbox._child.keeper
-    assert (client._kept is not None) == kept
+    assert client._kept is not None
     with Sandbox(second, LIMITS, prestart=True) as sandbox:
         result = sandbox.call("seen")
         assert (result.status, result.value) == ("ok", (0, 0, 0, 2, 2, 1))
-        assert (sandbox._child.keeper == keeper) == kept
-    assert len(_descendants() - before) <= (3 if kept else 0)  # keeper, pid 1 and (once forked) the next worker
+        assert sandbox._child.keeper == keeper
+    assert len(_descendants() - before) <= 3  # keeper, pid 1 and (once forked) the next worker
     client._discard_kept()
     assert _descendants() - before == set()
 
@@ -247,8 +241,6 @@ def test_shared_memory_of_a_trees_first_worker_is_freed_with_it(tmp_path, keepin
             ctypes.memset(libc.shmat(segment, None, 0), 1, megabytes << 20)
             return segment
     """)
-    if not _trees_kept():
-        pytest.skip("a visible folder under /tmp (a virtual environment there): no tree is kept")
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("hold", 40).status == "ok"  # 40 MB: under the 1/16 of memory_mb that ends a kept tree
         keeper = sandbox._child.keeper
@@ -268,8 +260,6 @@ def test_shared_memory_of_a_trees_first_worker_is_freed_with_it(tmp_path, keepin
 def test_a_kept_tree_that_cannot_serve_is_ended(tmp_path, keeping, monkeypatch):
     """Other settings, a worker that exited, a cgroup still holding memory: the next sandbox starts a new tree."""
     path = write(tmp_path, textwrap.dedent(LEAVES_AND_LOOKS) + "\ndef leave_now():\n    os._exit(0)\n")
-    if not _trees_kept():
-        pytest.skip("a visible folder under /tmp (a virtual environment there): no tree is kept")
     before = _descendants()
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("seen").status == "ok"
@@ -411,7 +401,9 @@ def test_zero_dimensional_results_keep_their_shape(tmp_path):
     """)
     with Sandbox(path, LIMITS) as sandbox:
         result = sandbox.call("scalar_array")
-    assert result.status == "ok" and result.value.shape == () and float(result.value) == 2.5
+    # A 0-d array, not a numpy scalar (np.float64 has a shape () too) nor a Python float.
+    assert (result.status, type(result.value)) == ("ok", np.ndarray)
+    assert (result.value.shape, result.value.dtype, float(result.value)) == ((), np.float64, 2.5)
 
 
 @pytest.mark.sandbox
@@ -582,14 +574,36 @@ def test_honest_values_pass_and_non_finite_never_do(offline_sandbox, expected):
         assert verdict.status == "failed" and "non-finite" in verdict.message
 
 
-@pytest.mark.sandbox
+def _frame(header: dict, blobs: tuple[bytes, ...] = ()) -> bytes:
+    data = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode()
+    return len(data).to_bytes(8, "big") + data + b"".join(blobs)
+
+
 @given(garbage=st.binary(max_size=64))
 def test_malformed_frames_are_protocol_errors(garbage):
+    """Bytes off the socket are a message only when they are exactly one whole frame; anything else raises
+    ProtocolError, or waits (None) while fewer bytes have come than the frame's own prefix and header announce."""
     reader = MessageReader(1 << 20)
     try:
-        reader.feed(garbage)
+        message = reader.feed(garbage)
     except protocol.ProtocolError:
-        pass
+        return
+    if message is None:
+        assert len(garbage) < 8 or len(garbage) < 8 + protocol.header_size(garbage[:8]) + sum(reader.sizes)
+    else:
+        header, blobs = message
+        assert isinstance(header, dict) and header["blobs"] == [len(b) for b in blobs]
+        assert len(garbage) == 8 + protocol.header_size(garbage[:8]) + sum(map(len, blobs))
+
+
+@given(cut=st.integers(0, 40), tail=st.binary(min_size=1, max_size=8))
+def test_a_frame_arrives_in_pieces_and_nothing_may_follow_it(cut, tail):
+    frame = _frame({"status": "ok"}, (b"abc", b""))
+    reader = MessageReader(1 << 20)
+    assert reader.feed(frame[:min(cut, len(frame) - 1)]) is None  # not all of it yet
+    assert reader.feed(frame[min(cut, len(frame) - 1):]) == ({"status": "ok", "blobs": [3, 0]}, [b"abc", b""])
+    with pytest.raises(protocol.ProtocolError, match="unexpected data after a reply"):
+        MessageReader(1 << 20).feed(frame + tail)
 
 
 @pytest.mark.sandbox
@@ -922,7 +936,8 @@ def test_a_fortran_ordered_reply_is_read_as_the_array_it_is(offline_sandbox):
     array = np.asfortranarray(np.arange(6.0).reshape(2, 3))
     header = "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }"
     result = offline_sandbox._decode({"status": "ok", "array": 0}, [_npy(header, array.tobytes(order="F"))], "")
-    assert result.status == "ok"
+    assert (result.status, type(result.value), result.value.shape, result.value.dtype) == ("ok", np.ndarray, (2, 3),
+                                                                                          np.float64)
     np.testing.assert_array_equal(result.value, array)
 
 

@@ -129,5 +129,5 @@ def test_case(case, turn):
                                        lambda keys: stored(case, keys, turn.search),
                                        CATALOGUE, turn.search, expected_changed=case.expected_changed, keep=kept,
                                        kind=case.kind, outputs=case.outputs)
-    record.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
+    record.update(status=verdict.status, message=verdict.message, kind=verdict.kind, output=output, diagnosis=diagnosis,
                   evidence=evidence(case.args, case.expected, kept["got"]) if "got" in kept else None)

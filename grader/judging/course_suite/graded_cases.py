@@ -98,5 +98,5 @@ def test_case(case, turn):
                                        kind=assignment.spec(case.function).kind,
                                        outputs=assignment.spec(case.function).outputs, first=first_call(case, turn))
     visible = grading.visibility.get(case.group, "visible") == "visible"
-    record.update(status=verdict.status, message=verdict.message, output=output, diagnosis=diagnosis,
+    record.update(status=verdict.status, message=verdict.message, kind=verdict.kind, output=output, diagnosis=diagnosis,
                   evidence=evidence(case.args, expected, kept["got"]) if visible and "got" in kept else None)

@@ -1,22 +1,15 @@
-"""diff.html: what a regrade changed (grader.batch.regrade's data) as one self-contained page, and the files' writer."""
+"""diff.html: what a regrade changed (grader.regrade.changes's data) as one self-contained page (pure; no I/O)."""
 
 from __future__ import annotations
 
-import html
-from pathlib import Path
-
-from grader.batch.regrade import SUBMISSION, changed, compare, diff_csv, load
-from grader.batch.similarity_html import SORT_SCRIPT
-from grader.report.native import write_atomic
+from grader.regrade.changes import SUBMISSION, changed
+from grader.report.page import PERCENT_RULES, SORT_SCRIPT, SORTABLE_STYLE, escape, html_page, percent_class
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 80em; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: .85em; }
 td, th { border-bottom: 1px solid #ddd; padding: .2em .7em; text-align: left; vertical-align: top; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-table.sortable th { cursor: pointer; user-select: none; }
-table.sortable th[data-order=up]::after { content: " ▲"; }
-table.sortable th[data-order=down]::after { content: " ▼"; }
 .up { color: #2a7a3b; } .down { color: #b0303a; }
 .facts { display: flex; flex-wrap: wrap; gap: 1em; }
 .fact { border: 1px solid #ddd; border-radius: 6px; padding: .5em 1em; text-align: center; }
@@ -28,11 +21,10 @@ table.sortable th[data-order=down]::after { content: " ▼"; }
 .histogram .fill { display: block; background: #4c72b0; }
 .hint { color: #777; }
 ul.tests { margin: 0; padding-left: 1.2em; }
-"""
+""" + SORTABLE_STYLE + PERCENT_RULES
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value))
+_e = escape
 
 
 def _histogram(data: dict) -> str:
@@ -41,7 +33,7 @@ def _histogram(data: dict) -> str:
         return "<p class='hint'>No score changed.</p>"
     peak = max(counts) or 1
     columns = "".join(
-        f"<div class='column'><div class='plot'><span class='fill' style='height:{100 * c / peak:.1f}%'></span></div>"
+        f"<div class='column'><div class='plot'><span class='fill {percent_class('h', 100 * c / peak)}'></span></div>"
         f"{c}<br>{edges[i]:+g} … {edges[i + 1]:+g}</div>" for i, c in enumerate(counts))
     return f"<div class='histogram'>{columns}</div>"
 
@@ -84,10 +76,7 @@ def render_html(data: dict) -> str:
              ("submission changed", counts["submission-changed"]), ("only in the old run", counts["only-old"]),
              ("only in the new run", counts["only-new"]), ("mean change, same submissions", f"{data['mean_delta']:+g}")]
     facts_html = "".join(f"<div class='fact'><b>{_e(v)}</b><span>{_e(k)}</span></div>" for k, v in facts)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>What the regrade changed</title><style>{STYLE}</style></head>
-<body>
-<h1>What the regrade changed</h1>
+    body = f"""<h1>What the regrade changed</h1>
 <p>Old run: {_e(data['old'])} · new run: {_e(data['new'])}</p>
 <div class="facts">{facts_html}</div>
 <h2>Changes of score</h2>{_histogram(data)}
@@ -95,18 +84,6 @@ def render_html(data: dict) -> str:
 {_rows(regraded)}
 <h2>Submissions that changed</h2><p class="hint">The file itself differs between the runs (its sha256).</p>
 {_rows(resubmitted)}
-<script>{SORT_SCRIPT}</script>
-</body></html>
 """
+    return html_page("What the regrade changed", body, STYLE, SORT_SCRIPT)
 
-
-def run_diff(old_dir: Path, new_dir: Path, output: Path | None = None) -> dict:
-    """Compare two batch output folders; writes diff.csv and diff.html into ``output`` (default: ``new_dir``).
-
-    Raises FileNotFoundError when either folder has no reports/.
-    """
-    data = compare(load(old_dir), load(new_dir))
-    folder = Path(output) if output is not None else Path(new_dir)
-    write_atomic(folder / "diff.csv", diff_csv(data))
-    write_atomic(folder / "diff.html", render_html(data))
-    return data

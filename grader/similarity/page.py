@@ -1,4 +1,4 @@
-"""similarity.html: the evidence of grader.batch.similarity as one self-contained page (no network, no image).
+"""similarity.html: the evidence of grader.similarity.analysis as one self-contained page (no network, no image).
 
 A sortable list of pairs, the clusters, and for each listed pair two files side by side with
 their matched regions in the same colour on both sides, and the wrong outputs they share. Each
@@ -8,14 +8,12 @@ page's wording is the evidence's: a flag is a reason to look.
 
 from __future__ import annotations
 
-import html
-
-from grader.batch.similarity import Work
-from grader.batch.summary_html import SORT_SCRIPT
 from grader.report.native import printable
+from grader.report.page import SORT_SCRIPT, SORTABLE_STYLE, escape, html_page
+from grader.similarity.analysis import Work
 
-# Background colours of matched regions, the same index on both sides (cycled past the last).
 VIEWS = 200  # pairs given a side-by-side view (the first listed); the table lists them all
+# Background colours of matched regions (classes mark-0 …), the same index on both sides (cycled past the last).
 PALETTE = ("#fde2a7", "#bfe3f6", "#c9efc4", "#f7c9d4", "#dccff5", "#f9d8b8", "#c6ece6", "#efe9a6", "#d7d7f7",
            "#f2cbe9")
 
@@ -26,9 +24,6 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 90em; pa
 table { border-collapse: collapse; margin: .5em 0 1.5em; font-size: .9em; }
 td, th { border-bottom: 1px solid #ddd; padding: .2em .8em; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.sortable th { cursor: pointer; user-select: none; }
-table.sortable th[data-order=up]::after { content: " ▲"; }
-table.sortable th[data-order=down]::after { content: " ▼"; }
 tr.quiet td { color: #888; }
 .kind { display: inline-block; border-radius: 3px; padding: 0 .4em; margin-right: .2em; font-size: .85em;
   background: #e8e8e8; }
@@ -43,11 +38,10 @@ pre.code { font-size: .78em; line-height: 1.35; border: 1px solid #ddd; overflow
 pre.code span { display: block; padding: 0 .4em; white-space: pre; }
 pre.code span::before { content: attr(data-n); display: inline-block; width: 3em; color: #999; }
 .hint { color: #777; }
-"""
+""" + SORTABLE_STYLE + "".join(f"pre.code span.mark-{i} {{ background: {colour}; }}\n" for i, colour in enumerate(PALETTE))
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value))
+_e = escape
 
 
 def _kinds(kinds: list[str]) -> str:
@@ -86,8 +80,8 @@ def _side(work: Work | None, key: str, marks: dict[int, int], label: str) -> str
     lines = []
     for number, text in enumerate(work.source.splitlines(), start=1):
         colour = marks.get(number)
-        style = f" style='background:{PALETTE[colour % len(PALETTE)]}'" if colour is not None else ""
-        lines.append(f"<span data-n='{number}'{style}>{_e(printable(text, newlines=False)) or ' '}</span>")
+        mark = f" class='mark-{colour % len(PALETTE)}'" if colour is not None else ""
+        lines.append(f"<span data-n='{number}'{mark}>{_e(printable(text, newlines=False)) or ' '}</span>")
     return f"<div class='side'><h4>{_e(label)}</h4><pre class='code'>{''.join(lines)}</pre></div>"
 
 
@@ -128,10 +122,7 @@ def render_html(data: dict, works: list[Work]) -> str:
     if len(data["pairs"]) > VIEWS:
         views += f"<p class='hint'>Side-by-side views of the first {VIEWS} pairs only; similarity.json lists them all.</p>"
     maximum = "–" if calibration["max"] is None else f"{calibration['max']:.2f}"
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{STYLE}</style></head>
-<body>
-<h1>{_e(title)}</h1>
+    body = f"""<h1>{_e(title)}</h1>
 <p class="notice">{_e(data['about'])} Look at the code and the outputs side by side, and talk with the students,
 before drawing any conclusion.</p>
 <p>{data['pairs_compared']} pair(s) compared; <b>{data['flagged']}</b> flagged as a reason to look.
@@ -146,6 +137,5 @@ them and fewer than {data['parameters']['rare_below']:g} submissions return them
 {f"<ul>{clusters}</ul>" if clusters else "<p class='hint'>No group of three or more.</p>"}
 <h2>Side by side</h2><p class="hint">The first pair is shown; follow another pair's link above to show it here.</p>
 <div class="views">{views}</div>
-<script>{SORT_SCRIPT}</script>
-</body></html>
 """
+    return html_page(title, body, STYLE, SORT_SCRIPT)

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.batch.regrade import changed_keys, histogram
 from grader.cli import main
+from grader.regrade import changed_keys
+from grader.regrade.changes import histogram
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -132,7 +133,7 @@ def test_export_only_changed_keeps_the_students_whose_score_moved(runs):
 
 
 def test_a_cell_that_would_run_as_a_formula_is_neutralized_and_read_back(tmp_path):
-    from grader.batch.regrade import compare, diff_csv, load
+    from grader.regrade import compare, diff_csv, load
 
     for run, score in (("A", 1), ("B", 2)):
         (tmp_path / run / "reports").mkdir(parents=True)
@@ -150,3 +151,17 @@ def test_histogram_of_the_deltas():
     found = histogram([-10, 0.5, 10])
     assert found["counts"] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 1]
     assert found["edges"][0] == -10 and found["edges"][-1] == 10
+
+
+def test_grade_diff_makes_its_output_folder(tmp_path):
+    # As `grade batch -o` does: a folder that does not exist yet, parents and all, is made (no student code runs).
+    old, new = tmp_path / "old", tmp_path / "new"
+    for folder, name in ((old, "wrong_reshape"), (new, "correct")):
+        (folder / "reports").mkdir(parents=True)
+        shutil.copy(ROOT / "tests" / "data" / f"mha_{name}_report.json", folder / "reports" / "student.py.json")
+    output = tmp_path / "not" / "yet" / "here"
+    printed = invoke("diff", str(old), str(new), "-o", str(output))
+    assert sorted(p.name for p in output.iterdir()) == ["diff.csv", "diff.html"]
+    assert rows(output)["student.py"]["kind"] == "submission-changed"
+    assert printed.endswith(f"0 up, 0 down, 0 unchanged, 1 with a changed submission, 0 only in {old}, "
+                            f"0 only in {new}; wrote {output}/diff.csv and diff.html\n")

@@ -3,7 +3,7 @@
 Reads a batch's output folder (``reports/``, and the submission files the reports name) and
 finds pairs of submissions that share more than independent work does:
 
-- **code**: winnowed fingerprints of normalized token streams (grader.batch.fingerprints), the
+- **code**: winnowed fingerprints of normalized token streams (grader.similarity.fingerprints), the
   starter's code subtracted. A pair's score is the share of the smaller file's fingerprints that
   the other file holds too (0 to 1). It is flagged only above the highest score measured between
   independent solutions of the same exercise (the calibration), and each pair's percentile
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.batch.fingerprints import Fingerprint, fingerprint
 from grader.judging.diagnose import GENERIC
 from grader.report.native import one_line, shown_name
+from grader.similarity.fingerprints import Fingerprint, fingerprint
 
 MIN_FINGERPRINTS = 8  # a file with fewer (an almost empty submission) has no code score
 MARGIN = 0.05  # a flagged code score lies this far above the highest independent one

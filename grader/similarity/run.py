@@ -13,13 +13,13 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from grader.batch.fingerprints import starter_hashes
-from grader.batch.similarity import Work, analyse, calibrate, calibration_sources, load_works
-from grader.batch.similarity_html import render_html
 from grader.config import Config
 from grader.exercise.assignment import load_assignment
 from grader.report.csvcells import csv_text
 from grader.report.native import one_line, write_atomic
+from grader.similarity.analysis import Work, analyse, calibrate, calibration_sources, load_works
+from grader.similarity.fingerprints import starter_hashes
+from grader.similarity.page import render_html
 
 GRADEBOOK_COLUMN = "similarity"
 INDENTED_PAIRS = 1000  # similarity.json is indented when it lists at most this many pairs

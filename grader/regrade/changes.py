@@ -1,4 +1,4 @@
-"""`grade diff OLD NEW`: what a regrade changed, student by student, between two batch output folders.
+"""What a regrade changed, student by student, between two batch output folders.
 
 Pure builders (``compare``, ``diff_csv``, ``changed_keys``) over the two folders' reports,
 matched by their key (the report's path under reports/, the gradebook's ``file``). A student

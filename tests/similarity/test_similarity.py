@@ -20,9 +20,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.batch.fingerprints import fingerprint, normalize, starter_hashes
-from grader.batch.similarity import Work, analyse, calibrate, clusters, wrong_outputs
 from grader.cli import main
+from grader.similarity import Work, analyse, calibrate, clusters, fingerprint, normalize, starter_hashes, wrong_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "similarity"
@@ -173,7 +172,8 @@ def test_the_gradebook_the_summary_and_the_page(batch):
     assert "<a href='similarity.html'>similarity.html</a>" in summary
     page = (batch / "similarity.html").read_text()
     assert "plagiarism" not in page.lower() and "a reason to look" in page
-    assert "<script src" not in page and "<link" not in page and "http" not in page  # self-contained
+    assert "<script src" not in page and "<link" not in page  # self-contained: no URL to load
+    assert "http://" not in page and "https://" not in page  # ("http-equiv" is the page's own policy)
     assert page.count("<section class='pair'") == len(json.loads((batch / "similarity.json").read_text())["pairs"])
     # Run again: the column and the section are replaced, not added twice.
     invoke("similar", str(batch))
@@ -202,7 +202,7 @@ def test_against_a_past_term(batch, tmp_path):
 
 def test_a_label_shows_the_name_without_bidirectional_or_zero_width_characters(tmp_path):
     """The page's labels (grader.report.native.shown_name); similarity.json's ``submissions`` keep each key."""
-    from grader.batch.similarity import load_works
+    from grader.similarity.analysis import load_works
 
     (tmp_path / "reports").mkdir()
     report = {"schema_version": 1, "student": {"id": "7", "name": "Ann\u202e\u200bGpj"},
@@ -210,3 +210,35 @@ def test_a_label_shows_the_name_without_bidirectional_or_zero_width_characters(t
     (tmp_path / "reports" / "ann.py.json").write_text(json.dumps(report))
     [work] = load_works(tmp_path)
     assert (work.key, work.label, work.note) == ("ann.py", "ann.py (AnnGpj)", "the report names no submission file")
+
+
+def _batch_folder(root: Path) -> Path:
+    """A `grade batch` output folder made of two stored reports (no student code runs)."""
+    outdir = root / "batch"
+    (outdir / "reports").mkdir(parents=True)
+    for name in ("correct", "wrong_reshape"):
+        shutil.copy(ROOT / "tests" / "data" / f"mha_{name}_report.json", outdir / "reports" / f"{name}.py.json")
+    return outdir
+
+
+def test_grade_similar_reads_the_course_given_by_course(tmp_path, monkeypatch):
+    # The course decides the calibration set: a copy of it elsewhere, named by --course, is the one read,
+    # whatever folder the command runs from.
+    course = tmp_path / "course"
+    for part in ("grader.toml", "assignments", "reference/mha", "tests/submissions/correct.py",
+                 "tests/similarity/independent"):
+        source, target = ROOT / part, course / part
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, target)
+    outdir = _batch_folder(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = CliRunner().invoke(main, ["similar", "--course", str(course), str(outdir)])
+    assert result.exit_code == 0, result.output
+    files = json.loads((outdir / "similarity.json").read_text())["calibration"]["files"]
+    assert len(files) == len(INDEPENDENT) and all(f.startswith(course.as_posix() + "/") for f in files)
+    assert "0 of 1 pair(s) flagged as a reason to look" in result.output

@@ -1,0 +1,38 @@
+"""Settle a submission's diagnoses: one combination of misconceptions per function, across its tests.
+
+Each test's diagnosis (grader.judging.judge) names what matched that test alone; ``settle_diagnoses``
+names, per function, the one combination that explains every failed test, and gives the function its
+verdict (grader.judging.diagnose.settle). Typed records in and out; the report's dicts are made at
+its edge (grader.report.native).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from grader.exercise.findings import Finding
+from grader.judging.diagnose import GENERIC, Verdict, settle
+from grader.judging.session import TestOutcome
+
+
+def settle_diagnoses(outcomes: list[TestOutcome]) -> tuple[list[TestOutcome], dict[str, Verdict]]:
+    """Name one combination of misconceptions per function; returns (the outcomes settled, each function's verdict).
+
+    The settled outcomes' diagnoses are those the report shows; a function whose failed tests no one
+    combination explains has no verdict. The texts come from the diagnoses' own ``texts`` (no reference
+    import: the student kit, which has no reference, grades through here too).
+    """
+    catalogue: dict[str, Finding] = dict(GENERIC)
+    for o in outcomes:
+        if o.diagnosis is not None:
+            catalogue.update(o.diagnosis.texts)
+    settled = list(outcomes)
+    verdicts: dict[str, Verdict] = {}
+    for function in dict.fromkeys(o.function for o in outcomes):
+        index = [i for i, o in enumerate(outcomes) if o.function == function]
+        diagnoses, verdict = settle(function, [(outcomes[i].status, outcomes[i].diagnosis) for i in index], catalogue)
+        for i, diagnosis in zip(index, diagnoses):
+            settled[i] = replace(outcomes[i], diagnosis=diagnosis)
+        if verdict is not None:
+            verdicts[function] = verdict
+    return settled, verdicts
