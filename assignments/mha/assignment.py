@@ -66,7 +66,8 @@ class MultiHeadAttention(Assignment):
     def calibration(self):
         """Other correct styles, the example correct submission and the independent solutions of the course's tests."""
         course = self.folder.parent.parent
-        return (self.styles, course / "tests/submissions/correct.py", course / "tests/similarity/independent")
+        return (course / "reference/mha/styles", course / "tests/submissions/correct.py",
+                course / "tests/similarity/independent")
 
     @property
     def trusted_files(self):

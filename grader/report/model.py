@@ -29,7 +29,7 @@ class SubmissionFiles(TypedDict):
     helpers: NotRequired[list[HelperFile]]  # the submission's other .py files
 
 
-RefusedStatus = Literal["empty", "not-text", "not-a-submission", "ambiguous"]
+RefusedStatus = Literal["empty", "not-text", "over-limits", "not-a-submission", "ambiguous"]
 
 
 class Refused(TypedDict):
@@ -89,7 +89,7 @@ class Member(TypedDict):
 
 class Student(TypedDict):
     id: str
-    source: Literal["gradescope", "canvas", "file"]
+    source: Literal["gradescope", "canvas", "moodle", "file"]
     name: NotRequired[str]
     email: NotRequired[str]
     submission_id: NotRequired[str]
