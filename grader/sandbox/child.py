@@ -12,6 +12,7 @@ numeric ndarrays, lists of numbers (as one array), and tuples of at most
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import io
 import os
@@ -41,6 +42,7 @@ from .protocol import (
 
 MAX_MESSAGE = 2000  # characters of an exception message kept by the worker
 PROTOCOL_FD = 3  # the worker's end of the protocol socket (close-on-exec)
+REFUSED_PROCESS = "starting a process is not allowed in this exercise: limits.processes = false; threads are allowed"
 
 
 def _type_name(value) -> str:
@@ -121,6 +123,8 @@ def _describe_exception(exc: BaseException) -> dict:
         text = "<its message is not text>"
     if len(text) > MAX_MESSAGE:
         text = text[:MAX_MESSAGE] + f"... [{len(text) - MAX_MESSAGE} more characters]"
+    if not _processes and _refused(exc):
+        text += f" ({REFUSED_PROCESS})"
     where = ""
     try:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == _SUBMISSION_FILE]
@@ -132,6 +136,15 @@ def _describe_exception(exc: BaseException) -> dict:
 
 
 _SUBMISSION_FILE = ""
+_processes = True  # limits.processes: False when the seccomp filter refuses every new process
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is an EPERM, as the filter fails a new process (fork, clone, vfork) with."""
+    try:
+        return issubclass(type(exc), OSError) and exc.errno == errno.EPERM  # type: ignore[attr-defined]
+    except BaseException:  # noqa: BLE001 - an errno property of the student's
+        return False
 
 
 def _flush_output() -> None:
@@ -268,6 +281,8 @@ def serve(sock: socket.socket, max_blob: int) -> None:
 
 def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
     """The process that imports and calls student code: fds, limits, identity, then the call loop."""
+    global _processes
+    _processes = request["limits"].get("processes", True)
     try:
         os.setsid()
         null = os.open("/dev/null", os.O_RDONLY)
@@ -294,7 +309,7 @@ def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
             os.setresuid(uid, uid, uid)  # clears every capability
         linux._prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid bits and file capabilities are ignored from now on
         if request.get("seccomp", True):
-            linux._install_seccomp()
+            linux._install_seccomp(processes=request["limits"].get("processes", True))
         linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     except BaseException as exc:
         report(socket.socket(fileno=4), {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
