@@ -31,6 +31,7 @@ class Limits:
     file_size_mb: int = 16
     output_bytes: int = 64_000
     max_result_bytes: int = 64 << 20  # largest result accepted from the child (expected outputs are kB)
+    processes: bool = True  # False: the sandbox refuses every new process (fork, multiprocessing, subprocess)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ KEYS: list[tuple[str, str, type, str]] = [
                                        "where one can be made).")),
     ("limits", "file_size_mb", int, "Largest file the student's process may write (RLIMIT_FSIZE), in MiB."),
     ("limits", "output_bytes", int, "Student output kept per call: head and tail, in bytes."),
+    ("limits", "processes", bool, "Whether student code may start processes (fork, multiprocessing, subprocess); false: each attempt fails with PermissionError, threads still run."),
     ("points", "<group>", float, "Points of a test group, shared equally by its tests (e.g. random = 30)."),
     ("visibility", "<group>", str, "Who sees a group's results: visible (default), hidden, after_due_date, after_published."),
 ]
@@ -173,7 +175,7 @@ def _config(path: Path, data: dict[str, Any]) -> Config:
     limit_values = {key: value for (table, key), value in values.items() if table == "limits"}
     limits = Limits(**limit_values)
     for key, value in limit_values.items():
-        if value <= 0:
+        if type(value) is not bool and value <= 0:
             raise ConfigError(f"{path}: limits.{key} must be positive, got {value!r}")
     if values.get(("grading", "vectorization_points"), 0) < 0:
         raise ConfigError(f"{path}: grading.vectorization_points must be ≥ 0")

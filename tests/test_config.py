@@ -43,10 +43,18 @@ def test_a_file_names_its_assignment(tmp_path):
     assert Config().assignment == ""
 
 
+def test_processes_is_a_switch_on_by_default(tmp_path, config):
+    """limits.processes: true unless the exercise says false; mha keeps it (its grader.toml says why)."""
+    assert load_config(write(tmp_path, "")).limits.processes is True
+    assert load_config(write(tmp_path, "[limits]\nprocesses = false\n")).limits.processes is False
+    assert config.limits.processes is True
+
+
 @pytest.mark.parametrize("text, message", [
     ("[grading]\nseed = 'one'\n", "grading.seed must be int, got 'one'"),
     ("[grading]\nsed = 1\n", "unknown key grading.sed"),
     ("[limits]\ncall_timeout_s = -1\n", "limits.call_timeout_s must be positive"),
+    ("[limits]\nprocesses = 0\n", "limits.processes must be bool, got 0"),
     ("[points]\nx = -3\n", "points.x must be a number ≥ 0"),
     ("[visibility]\nx = 'secret'\n", "visibility.x must be one of visible, hidden"),
     ("[grading]\nrandom_cases = 0\n", "grading.random_cases must be at least 1"),

@@ -2,6 +2,9 @@
 
 ``worker`` sets up the process (descriptors, rlimits, identity, no_new_privs,
 seccomp), then ``serve`` imports the submission and answers call requests.
+Only the worker speaks: in a process the submission forks, the protocol socket
+is closed at fork (``_forked``), and control that comes back into this module's
+code there ends that process at once (``_only_the_worker``).
 ``describe_result`` turns a return value into a reply: plain numbers, exact
 numeric ndarrays, lists of numbers (as one array), and tuples of at most
 ``MAX_TUPLE`` numbers or arrays (as a tuple); anything else is "bad-type".
@@ -9,9 +12,11 @@ numeric ndarrays, lists of numbers (as one array), and tuples of at most
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import io
 import os
+import resource
 import signal
 import socket
 import sys
@@ -22,6 +27,7 @@ import numpy as np
 from . import linux
 from .linux import PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG
 from .protocol import (
+    GREETING,
     LOST_SOCKET_EXIT,
     MAX_INT_BITS,
     MAX_TUPLE,
@@ -35,6 +41,8 @@ from .protocol import (
 )
 
 MAX_MESSAGE = 2000  # characters of an exception message kept by the worker
+PROTOCOL_FD = 3  # the worker's end of the protocol socket (close-on-exec)
+REFUSED_PROCESS = "starting a process is not allowed in this exercise: limits.processes = false; threads are allowed"
 
 
 def _type_name(value) -> str:
@@ -115,6 +123,8 @@ def _describe_exception(exc: BaseException) -> dict:
         text = "<its message is not text>"
     if len(text) > MAX_MESSAGE:
         text = text[:MAX_MESSAGE] + f"... [{len(text) - MAX_MESSAGE} more characters]"
+    if not _processes and _refused(exc):
+        text += f" ({REFUSED_PROCESS})"
     where = ""
     try:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == _SUBMISSION_FILE]
@@ -126,6 +136,15 @@ def _describe_exception(exc: BaseException) -> dict:
 
 
 _SUBMISSION_FILE = ""
+_processes = True  # limits.processes: False when the seccomp filter refuses every new process
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is an EPERM, as the filter fails a new process (fork, clone, vfork) with."""
+    try:
+        return issubclass(type(exc), OSError) and exc.errno == errno.EPERM  # type: ignore[attr-defined]
+    except BaseException:  # noqa: BLE001 - an errno property of the student's
+        return False
 
 
 def _flush_output() -> None:
@@ -139,13 +158,64 @@ def _flush_output() -> None:
 
 
 def _send(sock: socket.socket, header: dict, blobs=()) -> None:
-    _flush_output()
+    _only_the_worker()
+    _flush_output()  # the student's sys.stdout may be anything: even a flush can fork
+    _only_the_worker()
     send_message(sock, header, blobs)
 
 
+# ---------------------------------------------------------------- only the worker speaks
+#
+# A process the submission forks runs on from the same point, with a copy of every descriptor: the
+# protocol socket's too. If it came back into serve (a helper that returns, raises or calls sys.exit),
+# it would read the next request and send a reply, and replies would land on the wrong tests. So the
+# socket is closed in every child at fork (os.fork, multiprocessing, subprocess with a preexec_fn run
+# the at-fork handlers; subprocess and posix_spawn exec, and the socket is close-on-exec), and grader
+# code that finds itself in a process that is not the worker ends it at once, whatever made it (a raw
+# clone or a fork through ctypes run no at-fork handler). What such a process writes on a copy of the
+# socket it kept reaches nobody: the grading process reads only the worker's bytes (client._from_worker).
+
+_worker = 0  # the worker's pid, taken before the submission is imported
+_socket: tuple[int, int] | None = None  # (st_dev, st_ino) of the protocol socket
+_descriptors = 256  # descriptors a process of the tree may hold (RLIMIT_NOFILE, linux._set_limits)
+
+
+def _forked() -> None:
+    """At-fork handler, in the child: close every descriptor of the protocol socket (a dup of it too)."""
+    for fd in range(_descriptors):
+        try:
+            stat = os.fstat(fd)
+        except OSError:
+            continue
+        if (stat.st_dev, stat.st_ino) == _socket:
+            os.close(fd)
+
+
+def _only_the_worker(exc: BaseException | None = None) -> None:
+    """Return in the worker; in any other process, end it at once with ``os._exit``, flushing and sending nothing.
+
+    Its exit status is the one the process would have as a script: sys.exit's code (``exc`` a
+    SystemExit), 1 after another exception, else 0. Whatever reading ``exc`` runs, the process ends.
+    """
+    if os.getpid() == _worker:
+        return
+    status = 0 if exc is None else 1
+    try:
+        if isinstance(exc, SystemExit):
+            code = exc.code
+            status = 0 if code is None else int(code) & 0xFF if type(code) in (int, bool) else 1
+    finally:
+        os._exit(status)
+
+
 def serve(sock: socket.socket, max_blob: int) -> None:
-    """Receive the submission, import it, and answer call requests until told to stop."""
-    global _SUBMISSION_FILE
+    """Greet, receive the submission, import it, and answer call requests until told to stop."""
+    global _SUBMISSION_FILE, _worker, _socket, _descriptors
+    _worker = os.getpid()
+    stat = os.fstat(sock.fileno())
+    _socket, _descriptors = (stat.st_dev, stat.st_ino), max(_descriptors, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    os.register_at_fork(after_in_child=_forked)  # before any of the submission's code: it runs first
+    sock.sendall(GREETING)  # the grading process takes whoever wrote these bytes for the worker
     load, blobs = recv_message(sock, max_blob)
     while load.get("op") == "ping":  # a kept tree's new worker: ready, and no student code has run in it
         _send(sock, {"status": "ready"})
@@ -170,14 +240,18 @@ def serve(sock: socket.socket, max_blob: int) -> None:
         assert spec is not None and spec.loader is not None  # module_from_spec took it; a file's spec has a loader
         spec.loader.exec_module(module)
     except SyntaxError as exc:
+        _only_the_worker(exc)
         where = f"{os.path.basename(exc.filename or path)}, line {exc.lineno}"
         _send(sock, {"status": "import-error", "exception": "SyntaxError", "message": f"{exc.msg} ({where})", "where": ""})
         return
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, EOFError (input()) too
+        _only_the_worker(exc)
         _send(sock, dict(_describe_exception(exc), status="import-error"))
         return
+    _only_the_worker()
     _send(sock, {"status": "ready"})
     while True:
+        _only_the_worker()  # a student's __del__ may run anywhere, and fork
         try:
             request, blobs, fds = recv_message(sock, max_blob, with_fds=True)
         except EOFError:
@@ -195,8 +269,10 @@ def serve(sock: socket.socket, max_blob: int) -> None:
         del blobs, fds
         try:
             result = function(*args, **kwargs)
-            reply, out = describe_result(result)
+            _only_the_worker()
+            reply, out = describe_result(result)  # runs the student's methods (a list's elements)
         except BaseException as exc:  # noqa: BLE001 - student code may raise anything
+            _only_the_worker(exc)
             reply, out = dict(_describe_exception(exc), status="raised"), []
         del args, kwargs
         _send(sock, reply, out)
@@ -205,13 +281,16 @@ def serve(sock: socket.socket, max_blob: int) -> None:
 
 def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
     """The process that imports and calls student code: fds, limits, identity, then the call loop."""
+    global _processes
+    _processes = request["limits"].get("processes", True)
     try:
         os.setsid()
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out, 1)
         os.dup2(out, 2)
-        os.dup2(proto, 3)
+        os.dup2(proto, PROTOCOL_FD)  # (dup3, which os.dup2 uses to set close-on-exec, refuses proto == 3)
+        os.set_inheritable(PROTOCOL_FD, False)  # no program the submission runs holds it
         os.dup2(ctl, 4)
         os.closerange(5, 1 << 16)
         os.chdir(workdir)
@@ -230,7 +309,7 @@ def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
             os.setresuid(uid, uid, uid)  # clears every capability
         linux._prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid bits and file capabilities are ignored from now on
         if request.get("seccomp", True):
-            linux._install_seccomp()
+            linux._install_seccomp(processes=request["limits"].get("processes", True))
         linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     except BaseException as exc:
         report(socket.socket(fileno=4), {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})
@@ -242,7 +321,11 @@ def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.dont_write_bytecode = True  # each worker imports the submission once: a __pycache__ would only cost time
     try:
-        serve(socket.socket(fileno=3), request["limits"]["max_result_bytes"])
-    except (OSError, EOFError, ProtocolError, ValueError, KeyError, TypeError):
-        os._exit(LOST_SOCKET_EXIT)
+        serve(socket.socket(fileno=PROTOCOL_FD), request["limits"]["max_result_bytes"])
+    except BaseException as exc:
+        _only_the_worker(exc)  # whatever brought a forked process here, it ends
+        if isinstance(exc, (OSError, EOFError, ProtocolError, ValueError, KeyError, TypeError)):
+            os._exit(LOST_SOCKET_EXIT)
+        raise
+    _only_the_worker()
 

@@ -21,6 +21,7 @@ import os
 import select
 import signal
 import socket
+import struct
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -37,6 +38,7 @@ from grader.sandbox.isolation import DEFAULT_HIDDEN, ROOT_MODE, UNISOLATED, USER
 from grader.sandbox.protocol import (
     BAD_TYPE,
     CRASHED,
+    GREETING,
     IMPORT_ERROR,
     LOST_SOCKET_EXIT,
     MAX_TUPLE,
@@ -147,6 +149,8 @@ class _Child:
     out: int  # read end of the output pipe (stdout and stderr of the child)
     ctl: socket.socket  # control: "kill" from here; how the worker ended, from there
     output: _Output
+    speaker: int | None = None  # pid of the worker on ``sock``: whoever wrote its greeting (``_from_worker``)
+    greeting: bytes = GREETING  # what of the greeting has yet to arrive
 
 
 # ---------------------------------------------------------------- trees kept from one submission to the next
@@ -315,6 +319,7 @@ class Sandbox:
         # read EOF and exit on its own, and pid 1 could take that for the end of the tree's worker.
         self._retired = (child.sock, child.out)
         child.sock, child.out, child.output = proto, out, _Output(self.limits.output_bytes)
+        child.speaker, child.greeting = None, GREETING  # a new worker greets on its new socket
         return True
 
     def _keep_tree(self) -> bool:
@@ -417,13 +422,18 @@ class Sandbox:
 
     @staticmethod
     def _unsolicited(child: _Child) -> bool:
-        """Whether the worker has sent bytes while no call was outstanding (a second reply, a reply in advance)."""
-        if not select.select([child.sock], [], [], 0)[0]:
-            return False
-        try:
-            return bool(child.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
-        except OSError:
-            return False  # closed or gone: the request's send or its reply says so
+        """Whether the worker has sent bytes while no call was outstanding (a second reply, a reply in advance).
+
+        What another process wrote on the socket is dropped (``_from_worker``).
+        """
+        while select.select([child.sock], [], [], 0)[0]:
+            try:
+                data = _from_worker(child, peek=True)
+            except (OSError, ProtocolError):
+                return False  # closed or gone: the request's send or its reply says so
+            if data is not None:
+                return bool(data)
+        return False
 
     def _out_of_time(self) -> CallResult:
         return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit")
@@ -453,9 +463,13 @@ class Sandbox:
                 watch.remove(child.out)
             if child.sock in ready:
                 try:
-                    data = child.sock.recv(RECV_BYTES)
+                    data = _from_worker(child)
                 except OSError:
                     data = b""
+                except ProtocolError as exc:
+                    return self._failure(child, f"the submission's process broke the grading protocol ({exc})")
+                if data is None:
+                    continue  # another process's bytes, dropped
                 if not data:
                     return self._failure(child, "")
                 try:
@@ -707,6 +721,7 @@ class Sandbox:
         for sock in (proto, proto_child):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
+        proto.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # each read says who wrote it: _from_worker
         out, out_child = os.pipe()
         os.set_blocking(out, False)
         return proto, proto_child, out, out_child
@@ -757,6 +772,41 @@ class Sandbox:
         self._close_retired()
         if child is not None:
             _end_tree(child)
+
+
+_CREDENTIALS = socket.CMSG_SPACE(struct.calcsize("3i"))  # one struct ucred: pid, uid, gid
+
+
+def _from_worker(child: _Child, peek: bool = False) -> bytes | None:
+    """The next bytes the worker wrote on its socket (b"": the socket closed), or None when none of them
+    were waiting: the bytes read came from another process, and are dropped, or were the greeting.
+    ``peek``: the worker's bytes stay unread (another process's are dropped all the same).
+
+    The kernel tags what each process writes with its pid (SO_PASSCRED, ``_channels``) and never hands
+    two writers' bytes out in one read. The worker's first bytes, written before any of the submission's
+    code ran, are ``GREETING``: whoever wrote them is the worker, and no other process (one the submission
+    started without fork, which kept a copy of the socket) is ever read. Raises ProtocolError when the first
+    bytes are not the greeting.
+    """
+    flags = socket.MSG_PEEK if peek else 0
+    data, ancillary, _, _ = child.sock.recvmsg(RECV_BYTES, _CREDENTIALS, flags | socket.MSG_DONTWAIT)
+    if not data:
+        return b""
+    pid = next((struct.unpack("3i", payload[:12])[0] for level, kind, payload in ancillary
+                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(payload) >= 12), -1)
+    if child.speaker is None:
+        child.speaker = pid
+    if pid != child.speaker:
+        if peek:
+            child.sock.recvmsg(len(data), _CREDENTIALS, socket.MSG_DONTWAIT)  # the same writer's bytes, dropped
+        return None
+    if child.greeting and not peek:
+        head = bytes(data[:len(child.greeting)])
+        if not child.greeting.startswith(head):
+            raise ProtocolError("its first bytes were not the worker's greeting")
+        child.greeting, data = child.greeting[len(head):], data[len(head):]
+        return data or None
+    return data
 
 
 def _close_retired(retired: tuple[socket.socket, int] | None) -> None:

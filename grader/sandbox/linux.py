@@ -95,7 +95,9 @@ def _mount(source, target, fstype, flags: int, data=None) -> None:
 # flags are in memory the filter cannot read). Any ABI but the native one (x86's 32-bit int 0x80,
 # x32) kills the process: their syscall numbers differ and would go around the rules. libseccomp
 # knows every architecture's numbers and emits the ABI checks (x32 included); it is loaded once, in
-# the zygote.
+# the zygote. An exercise whose grader.toml says `processes = false` under [limits] gets a second
+# filter that also fails every new process with EPERM: fork, vfork, and clone without CLONE_THREAD
+# (os.fork, multiprocessing, subprocess, posix_spawn, a raw clone alike); threads still start.
 
 _ALLOWED = (
     # files (the sandbox's mounts and the uid decide which)
@@ -162,6 +164,8 @@ _DENIED = (
     # returns a meaningless number: homework does not ask how much memory the machine has)
 )
 _CLONE_NEW_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+CLONE_THREAD = 0x00010000
+_NEW_PROCESS = ("fork", "vfork")  # refused with `processes = false`, as is clone without CLONE_THREAD
 SCMP_ACT_KILL_PROCESS, SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_LOG = 0x80000000, 0x7FFF0000, 0x00050000, 0x7FFC0000
 SCMP_FLTATR_ACT_BADARCH, SCMP_CMP_MASKED_EQ = 2, 7
 EPERM, ENOSYS = 1, 38
@@ -192,16 +196,18 @@ def _load_libseccomp():
 
 _seccomp = _load_libseccomp()
 _seccomp_filter: bytes | None = None  # the BPF program, built once in the zygote, loaded in every worker
+_seccomp_filter_single: bytes | None = None  # the same with no new process (limits.processes = false)
 
 
 class _SockFprog(ctypes.Structure):  # struct sock_fprog: a BPF program of `len` 8-byte instructions
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
 
-def _build_seccomp_filter() -> bytes | None:
+def _build_seccomp_filter(processes: bool = True) -> bytes | None:
     """The filter above as the BPF program libseccomp generates for it, or None without libseccomp (the
-    hello says so). Generated once: seccomp_load would generate it again in every worker (about 1 ms)."""
-    ctx = _filter_context() if _seccomp is not None else None
+    hello says so). Generated once: seccomp_load would generate it again in every worker (about 1 ms).
+    ``processes``: False refuses every new process (EPERM), threads excepted."""
+    ctx = _filter_context(processes) if _seccomp is not None else None
     if not ctx:
         return None
     read, write = os.pipe()  # a program has at most 4096 instructions, 32 KiB: the pipe holds it all
@@ -215,7 +221,7 @@ def _build_seccomp_filter() -> bytes | None:
     return program if exported and program and len(program) % 8 == 0 else None
 
 
-def _filter_context():
+def _filter_context(processes: bool = True):
     """The libseccomp context of the filter above (None when libseccomp refuses it)."""
     assert _seccomp is not None
     ctx = _seccomp.seccomp_init(_DEFAULT_ACTION)
@@ -238,11 +244,18 @@ def _filter_context():
         rule(SCMP_ACT_ERRNO | EPERM, name)
     for flag in _CLONE_NEW_FLAGS:  # clone(flags, ...) with any CLONE_NEW* bit; threads and fork pass
         rule(SCMP_ACT_ERRNO | EPERM, "clone", _ArgCmp(0, SCMP_CMP_MASKED_EQ, flag, flag))
-    rule(SCMP_ACT_ALLOW, "clone", _ArgCmp(0, SCMP_CMP_MASKED_EQ, _CLONE_NEW_MASK, 0))  # threads, fork
+    if processes:
+        rule(SCMP_ACT_ALLOW, "clone", _ArgCmp(0, SCMP_CMP_MASKED_EQ, _CLONE_NEW_MASK, 0))  # threads, fork
+    else:  # threads only: CLONE_THREAD set, no CLONE_NEW* bit; without CLONE_THREAD, a new process
+        rule(SCMP_ACT_ALLOW, "clone", _ArgCmp(0, SCMP_CMP_MASKED_EQ, _CLONE_NEW_MASK | CLONE_THREAD, CLONE_THREAD))
+        rule(SCMP_ACT_ERRNO | EPERM, "clone", _ArgCmp(0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0))
+        for name in _NEW_PROCESS:
+            rule(SCMP_ACT_ERRNO | EPERM, name)
     # clone3 is off the list (ENOSYS, the default, which libseccomp refuses as a rule): its flags are
     # in memory the filter cannot read, and glibc then falls back to clone.
     for name in _ALLOWED:
-        rule(SCMP_ACT_ALLOW, name)
+        if processes or name not in _NEW_PROCESS:
+            rule(SCMP_ACT_ALLOW, name)
     for request in _IOCTLS:  # the request is an unsigned int: compare its low 32 bits only
         rule(SCMP_ACT_ALLOW, "ioctl", _ArgCmp(1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, request))
     for command in _FCNTLS:  # the command is an int: its low 32 bits, as for ioctl
@@ -252,13 +265,15 @@ def _filter_context():
     return ctx
 
 
-def _install_seccomp() -> None:
+def _install_seccomp(processes: bool = True) -> None:
     """Load the filter in this process (after PR_SET_NO_NEW_PRIVS); a no-op without libseccomp.
 
-    As seccomp_load loads it with libseccomp's default attributes: no flags.
+    As seccomp_load loads it with libseccomp's default attributes: no flags. ``processes``: False
+    loads the filter that refuses every new process (``_seccomp_filter_single``).
     """
-    if _seccomp_filter is not None:
-        program = _SockFprog(len(_seccomp_filter) // 8, _seccomp_filter)
+    bpf = _seccomp_filter if processes else _seccomp_filter_single
+    if bpf is not None:
+        program = _SockFprog(len(bpf) // 8, bpf)
         _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0), "seccomp filter")
 
 

@@ -1,6 +1,9 @@
 """The framing and value codec of the sandbox, one module for both sides (parent and child).
 
-Every message on the protocol socket (never stdout or stderr) is an 8-byte
+A worker's first bytes on its socket, written before any student code runs,
+are ``GREETING``: the parent takes their sender for the worker, and reads no
+other process's bytes (``client._from_worker``). After that, every message on
+the protocol socket (never stdout or stderr) is an 8-byte
 big-endian length, a UTF-8 JSON header of that length, then the raw bytes of
 each blob listed in ``header["blobs"]``. Numbers travel in the JSON header.
 Arrays from the parent travel as raw bytes with dtype and shape in the header,
@@ -51,6 +54,7 @@ MEMFD_MIN_BYTES = 1 << 20  # arrays at least this big travel in a memfd instead 
 SOCKET_BUFFER = 4 << 20  # SO_SNDBUF / SO_RCVBUF of the protocol socket
 COALESCE_BYTES = 256 << 10  # a message up to this size is copied into one write
 LOST_SOCKET_EXIT = 71  # exit status of a worker whose grading socket was closed or misused
+GREETING = b"\x00worker\n"  # a worker's first bytes, before the submission's code runs: who wrote them is the worker
 
 _LEN = struct.Struct(">Q")
 

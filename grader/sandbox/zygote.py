@@ -335,6 +335,7 @@ def main(control_fd: int) -> None:
     # No PR_SET_PDEATHSIG here: it fires when the parent's *thread* ends, and the grader may start the
     # zygote from a worker thread. The zygote ends when its control socket closes instead.
     linux._seccomp_filter = linux._build_seccomp_filter()
+    linux._seccomp_filter_single = linux._build_seccomp_filter(processes=False)
     places = linux._cgroup_places()
     hello = {"event": "ready", "pid": os.getpid(), "path": sys.path,
              "namespaces": os.geteuid() == 0 and _namespaces_work(user=False),

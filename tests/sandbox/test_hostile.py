@@ -208,7 +208,22 @@ EXPECTED: dict[str, Expect] = {
     "extreme_floats": Expect(15, {MHA: {"failed": 27}, COUNT: {"passed": 8}, ENTROPY: {"failed": 6}}),
     # Wrong outputs that change from call to call: the search over every combination runs 3 times, not 25.
     "shifting_outputs": Expect(30, {**ALL_PASS, MHA: {"failed": 27}}, "", MHA, unpaid=2),
+    # Processes the submission starts (issue 36): only the worker answers the grader. A helper that comes back
+    # into the grader's code (returns, raises, sys.exit) ends there; the socket is closed in every fork, and
+    # what a process that kept it (a raw clone) writes is never read. Honest helpers and hostile ones alike
+    # score what the worker's own answers earn, on every run (test_helpers_change_nothing_on_any_run).
+    "fork_pipe_sys_exit": Expect(100, ALL_PASS),
+    "fork_pipe_no_wait": Expect(100, ALL_PASS),
+    "multiprocessing_pool": Expect(100, ALL_PASS),
+    "thread_pool": Expect(100, ALL_PASS),
+    "fork_raises_at_import": Expect(100, ALL_PASS),
+    "fork_sys_exit_in_helper": Expect(100, ALL_PASS),
+    "fork_forged_reply": Expect(100, ALL_PASS),
+    "fork_keeps_writing": Expect(100, ALL_PASS),
+    "raw_clone_forged_reply": Expect(100, ALL_PASS),
 }
+HELPERS = ("fork_pipe_sys_exit", "fork_pipe_no_wait", "multiprocessing_pool", "thread_pool", "fork_raises_at_import",
+           "fork_sys_exit_in_helper", "fork_forged_reply", "fork_keeps_writing", "raw_clone_forged_reply")
 
 
 def _skip_reason(expect: Expect) -> str | None:
@@ -342,6 +357,23 @@ def test_hostile_submission(name, graded, validate_report):
     text = to_json(report)
     assert len(text.encode("utf-8", "strict")) < 1_000_000
     assert json.loads(text) == report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", HELPERS)
+def test_helpers_change_nothing_on_any_run(name, graded, validate_report):
+    """Each kind that starts processes, graded twice more: the same exact score and statuses as the corpus's run.
+
+    Before the worker alone could answer, fork_pipe_sys_exit scored 85 on every run and fork_pipe_no_wait
+    77.5-92.5, different each time: a helper's sys.exit unwound into the call loop, which answered calls.
+    """
+    config = load_config(HOSTILE / "grader.toml")
+    config = replace(config, limits=replace(config.limits, **GENEROUS_LIMITS))
+    runs = [graded[0][name]] + [validate_report(grade_submission(HOSTILE / f"{name}.py", config).report)
+                                for _ in range(2)]
+    seen = [(run["score"], sorted((t["name"], t["status"]) for t in run["tests"])) for run in runs]
+    assert [score for score, _ in seen] == [EXPECTED[name].score] * 3
+    assert seen[1] == seen[0] and seen[2] == seen[0]
 
 
 def test_huge_output_is_kept_as_head_and_tail(graded):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import os
 import re
 import shutil
 import socket
@@ -144,8 +145,9 @@ def _frame(header: dict, blobs: tuple[bytes, ...] = ()) -> bytes:
 
 def test_bytes_sent_while_no_call_is_outstanding_are_seen_before_the_next_request():
     ours, theirs = socket.socketpair()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # as Sandbox._channels makes it
     with ours, theirs:
-        child = type("Child", (), {"sock": ours})()
+        child = type("Child", (), {"sock": ours, "speaker": os.getpid(), "greeting": b""})()  # greeted by us
         assert not Sandbox._unsolicited(child)
         theirs.sendall(_frame({"status": "ok", "type": "int", "value": 1}))  # a second reply, or one in advance
         assert Sandbox._unsolicited(child)
