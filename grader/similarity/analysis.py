@@ -8,8 +8,8 @@ finds pairs of submissions that share more than independent work does:
   the other file holds too (0 to 1). It is flagged only above the highest score measured between
   independent solutions of the same exercise (the calibration), and each pair's percentile
   against that distribution is reported.
-- **wrong-outputs**: tests that both students fail with the same wrong values (the report's
-  message names the value at the largest difference, to 6 significant digits, and a visible
+- **wrong-outputs**: tests that both students fail with the same wrong values (the report's ``kind``
+  ``wrong-values``; its message names the value at the largest difference, to 6 significant digits, and a visible
   test's ``evidence.got`` holds the whole array), where no known misconception explains the
   failure and few students of the class share it. Right outputs are never evidence.
 - **failure-pattern**: the same set of tests failed, with the same statuses, when that pattern
@@ -42,9 +42,11 @@ MIN_SHARED_TESTS = 2  # wrong outputs shared on fewer tests are not flagged
 RARE_SHARE = 0.10  # a wrong output or pattern is rare when fewer than max(RARE_FLOOR, this share) students show it
 RARE_FLOOR = 5
 CALIBRATION_FALLBACK = 0.90  # the threshold when no independent solution was found to calibrate on
-_VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-\d,]+ \(off by")
-UNFLAGGED_LISTED = 20
-SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix  # the highest unflagged pairs listed in similarity.json, for context
+WRONG_VALUES = "wrong-values"  # a test's ``kind`` (grader.judging.compare.Kind) when it returned wrong values
+# How an older grader's message read for wrong values, in a report written before tests had a ``kind``.
+_OLD_VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-\d,]+ \(off by")
+UNFLAGGED_LISTED = 20  # the highest unflagged pairs listed in similarity.json, for context
+SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix
 
 
 
@@ -123,7 +125,7 @@ def wrong_outputs(report: dict | None) -> dict[str, str]:
         return {}
     found = {}
     for test in report.get("tests", []):
-        if test.get("status") != "failed" or not _VALUE_MESSAGE.search(str(test.get("message", ""))):
+        if test.get("status") != "failed" or not returned_wrong_values(test):
             continue
         diagnosis = test.get("diagnosis")
         if isinstance(diagnosis, dict) and diagnosis.get("code") not in GENERIC:  # GENERIC: findings that name no misconception
@@ -131,6 +133,14 @@ def wrong_outputs(report: dict | None) -> dict[str, str]:
         got = (test.get("evidence") or {}).get("got")
         found[str(test["name"])] = str(test["message"]) + ("" if not got else " | got " + json.dumps(got["values"]))
     return found
+
+
+def returned_wrong_values(test: Mapping) -> bool:
+    """Whether a report's test returned wrong values: its ``kind`` says so; a report of a grader before
+    ``kind`` existed (no such key) is read from its message, as that grader wrote it."""
+    if "kind" in test:
+        return test["kind"] == WRONG_VALUES
+    return bool(_OLD_VALUE_MESSAGE.search(str(test.get("message", ""))))
 
 
 def failure_pattern(report: dict | None) -> str | None:

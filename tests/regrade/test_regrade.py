@@ -165,3 +165,18 @@ def test_grade_diff_makes_its_output_folder(tmp_path):
     assert rows(output)["student.py"]["kind"] == "submission-changed"
     assert printed.endswith(f"0 up, 0 down, 0 unchanged, 1 with a changed submission, 0 only in {old}, "
                             f"0 only in {new}; wrote {output}/diff.csv and diff.html\n")
+
+
+def test_a_report_of_an_older_grader_without_kinds_diffs_as_before(tmp_path):
+    # grade diff compares statuses and scores, never a test's ``kind``: an old run written before tests had one,
+    # regraded by this grader with nothing else changed, shows no test that changed outcome.
+    old, new = tmp_path / "old", tmp_path / "new"
+    report = json.loads((ROOT / "tests" / "data" / "mha_wrong_reshape_report.json").read_text())
+    before = dict(report, tests=[{k: v for k, v in t.items() if k != "kind"} for t in report["tests"]])
+    assert any(t["kind"] for t in report["tests"]) and not any("kind" in t for t in before["tests"])
+    for folder, data in ((old, before), (new, report)):
+        (folder / "reports").mkdir(parents=True)
+        (folder / "reports" / "student.py.json").write_text(json.dumps(data))
+    invoke("diff", str(old), str(new), "-o", str(tmp_path / "out"))
+    row = rows(tmp_path / "out")["student.py"]
+    assert (row["kind"], row["delta"], row["tests_changed"]) == ("unchanged", "0", ""), row
