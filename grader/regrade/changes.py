@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.lms.reports import batch_reports
 from grader.report.csvcells import csv_text
 from grader.report.native import diagnosis_codes, one_line
 
@@ -29,18 +29,9 @@ class Reports:
 
 
 def load(outdir: Path) -> Reports:
-    """The reports of a batch's output folder, by key; raises FileNotFoundError when it has no reports/ folder."""
-    folder = Path(outdir) / "reports"
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{outdir} holds no reports/ folder: not the output folder of `grade batch`")
-    found = {}
-    for file in sorted(folder.rglob("*.json")):
-        try:
-            report = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue
-        if isinstance(report, dict) and report.get("schema_version") == 1 and "score" in report:
-            found[file.relative_to(folder).as_posix()[: -len(".json")]] = report
+    """The reports of a batch's output folder (grader.lms.reports.batch_reports), by key; raises FileNotFoundError
+    when it has no reports/ folder."""
+    found = {graded.key: graded.report for graded in batch_reports(outdir).reports}
     return Reports(Path(outdir), found)
 
 

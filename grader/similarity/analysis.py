@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.judging.diagnose import GENERIC
+from grader.lms.reports import batch_reports
 from grader.report.native import one_line, shown_name
 from grader.similarity.fingerprints import Fingerprint, fingerprint
 
@@ -296,25 +297,17 @@ def clusters(edges: list[tuple[str, str]]) -> list[list[str]]:
 # ---- reading a batch's output folder -----------------------------------------------------------
 
 def load_works(outdir: Path, term: str = "", known: Mapping[str, bytes] | None = None) -> list[Work]:
-    """The submissions of a batch's output folder: each report under reports/, with its file's text when found.
+    """The submissions of a batch's output folder: each report under reports/ (grader.lms.reports.batch_reports),
+    with its file's text when found.
 
     A report's ``submission.path`` is as the batch was given it: absolute, or relative to where it
     ran (tried from here, then from the output folder's parent). The text is used only when its
     sha256 is the report's (the file graded, not a later edit). ``known``: {sha256: bytes} of files
     read already (``grade batch --similarity``: the batch's own reading), used instead of reading them.
     """
-    reports = Path(outdir) / "reports"
-    if not reports.is_dir():
-        raise FileNotFoundError(f"{outdir} holds no reports/ folder: not the output folder of `grade batch`")
     works = []
-    for file in sorted(reports.rglob("*.json")):
-        try:
-            report = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue
-        if not isinstance(report, dict) or report.get("schema_version") != 1:
-            continue
-        key = file.relative_to(reports).as_posix()[: -len(".json")]
+    for graded in batch_reports(outdir).reports:  # raises FileNotFoundError without a reports/ folder
+        report, key = graded.report, graded.key
         student: dict = report["student"] if isinstance(report.get("student"), dict) else {}
         who = student.get("name") or student.get("email") or student.get("id") or ""
         label = shown_name(f"{term + ': ' if term else ''}{key}{f' ({who})' if who and who != Path(key).stem else ''}")

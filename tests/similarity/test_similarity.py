@@ -224,7 +224,7 @@ def test_a_label_shows_the_name_without_bidirectional_or_zero_width_characters(t
     from grader.similarity.analysis import load_works
 
     (tmp_path / "reports").mkdir()
-    report = {"schema_version": 1, "student": {"id": "7", "name": "Ann\u202e\u200bGpj"},
+    report = {"schema_version": 1, "status": "graded", "score": 0, "student": {"id": "7", "name": "Ann\u202e\u200bGpj"},
               "submission": {"path": "", "sha256": "0" * 64}}
     (tmp_path / "reports" / "ann.py.json").write_text(json.dumps(report))
     [work] = load_works(tmp_path)
