@@ -173,7 +173,7 @@ def render_html(summary: dict, feedback: bool = False) -> str:
     facts = [
         ("files", summary["files"]), ("with a score", summary.get("scored", score["count"])),
         ("graded", summary["graded"]), ("import errors", summary["import_errors"]),
-        ("refused (empty, not text)", summary.get("refused", 0)),
+        ("refused (empty, not text, over limits)", summary.get("refused", 0)),
         ("failed to grade", summary["errors"]), ("not submissions", summary["not_submissions"]),
         ("mean score", "–" if score["mean"] is None else f"{score['mean']:g} / {score['max_score']:g}"),
         ("median score", "–" if score["median"] is None else f"{score['median']:g}"),

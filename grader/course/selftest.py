@@ -278,7 +278,8 @@ def run_combinations(config: Config, size: int = 2, keys: Sequence[str] | None =
                              "verdict": verdicts[f].as_dict() if f in verdicts else None}
                          for f in dict.fromkeys(o.function for o in settled)}
             tests = [{"status": str(o.status), "diagnosis": o.diagnosis.as_dict() if o.diagnosis else None,
-                      "function": o.function, "message": o.message}
+                      "function": o.function, "kind": str(o.kind) or None,
+                      "message": o.message}
                      for o in settled]
             problems = check_named(function, codes, functions, tests)
             name = SEP.join(codes)

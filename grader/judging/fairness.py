@@ -63,12 +63,12 @@ def trivially_passed(case, grading, expected: object, trivial: Mapping[str, Call
     return None
 
 
-UNPAID = "() passed this test, but so does "  # how an unpaid test's message reads, after the function's name
+UNPAID = "() passed this test, but so does "  # an unpaid test's message, after the function's name (for the student)
 
 
 def is_unpaid(test: dict) -> bool:
-    """Whether a report's test failed only because ``pay_for_work`` withheld its points."""
-    return test["message"].startswith(f"{test['function']}{UNPAID}")
+    """Whether a report's test failed only because ``pay_for_work`` withheld its points (its ``kind`` says so)."""
+    return test["status"] == FAILED and test.get("kind") == Kind.UNPAID
 
 
 def pay_for_work(outcomes: list[TestOutcome]) -> list[TestOutcome]:

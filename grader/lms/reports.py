@@ -6,8 +6,8 @@ path, that is a native report (``schema_version`` 1 with ``score`` and
 in ``skipped`` with the reason, never silently dropped. ``read_reports`` gives one
 ``GradedReport`` per file (its ``key`` is the batch's: the path under the folder
 without ``.json``); ``batch_reports`` reads a ``grade batch`` output folder's
-``reports/``; ``load_reports`` is what exports read, a group report counted once
-per member.
+``reports/`` (``grade similar`` and ``grade diff`` read a batch through it);
+``load_reports`` is what exports read, a group report counted once per member.
 
 Identity: a report may carry an optional top-level ``student`` object
 (``{id, name, email}``, any of them; with ``group``, a list of such objects,

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.lms.reports import batch_reports
 from grader.report.csvcells import csv_text
 from grader.report.native import diagnosis_codes, one_line
 
@@ -29,18 +29,9 @@ class Reports:
 
 
 def load(outdir: Path) -> Reports:
-    """The reports of a batch's output folder, by key; raises FileNotFoundError when it has no reports/ folder."""
-    folder = Path(outdir) / "reports"
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{outdir} holds no reports/ folder: not the output folder of `grade batch`")
-    found = {}
-    for file in sorted(folder.rglob("*.json")):
-        try:
-            report = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue
-        if isinstance(report, dict) and report.get("schema_version") == 1 and "score" in report:
-            found[file.relative_to(folder).as_posix()[: -len(".json")]] = report
+    """The reports of a batch's output folder (grader.lms.reports.batch_reports), by key; raises FileNotFoundError
+    when it has no reports/ folder."""
+    found = {graded.key: graded.report for graded in batch_reports(outdir).reports}
     return Reports(Path(outdir), found)
 
 
@@ -75,7 +66,9 @@ def student_change(key: str, old: dict | None, new: dict | None) -> dict:
     either = new if new is not None else old
     assert either is not None
     student_id, name = _who(either)
-    row: dict = {"file": one_line(key), "student_id": one_line(student_id), "name": one_line(name),
+    # Who, exactly as the reports say it: each edge makes it safe its own way (diff.csv and the terminal escape
+    # control characters, the page drops the invisible ones: grader.report.native.one_line, shown_name).
+    row: dict = {"file": key, "student_id": student_id, "name": name,
                  "old_score": None if old is None else old["score"], "new_score": None if new is None else new["score"],
                  "old_max": None if old is None else old["max_score"], "new_max": None if new is None else new["max_score"],
                  "delta": None, "functions": {}, "tests": [], "appeared": [], "disappeared": []}
@@ -139,7 +132,8 @@ def diff_csv(data: dict) -> str:
     """diff.csv: one row per student, cells a spreadsheet would run as formulas neutralized (grader.report.csvcells)."""
     rows = []
     for s in data["students"]:
-        rows.append([s["file"], s["student_id"], s["name"], s["kind"], _cell(s["old_score"]), _cell(s["new_score"]),
+        rows.append([one_line(s["file"]), one_line(s["student_id"]), one_line(s["name"]), s["kind"],
+                     _cell(s["old_score"]), _cell(s["new_score"]),
                      _cell(s["delta"]), _cell(s["old_max"]), _cell(s["new_max"]),
                      "; ".join(f"{f} {v:+g}" for f, v in s["functions"].items()),
                      "; ".join(f"{t['test']}: {t['old']} -> {t['new']}" for t in s["tests"]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from grader.regrade.changes import SUBMISSION, changed
+from grader.report.native import shown_name
 from grader.report.page import PERCENT_RULES, SORT_SCRIPT, SORTABLE_STYLE, escape, html_page, percent_class
 
 STYLE = """
@@ -45,7 +46,8 @@ def _rows(students: list[dict]) -> str:
         cls = "" if not delta else "up" if delta > 0 else "down"
         tests = "".join(f"<li>{_e(t['test'])}: {_e(t['old'])} → {_e(t['new'])}</li>" for t in s["tests"])
         rows.append(
-            f"<tr><td>{_e(s['file'])}</td><td>{_e(s['student_id'])}</td><td>{_e(s['name'])}</td><td>{_e(s['kind'])}</td>"
+            f"<tr><td>{_e(shown_name(s['file']))}</td><td>{_e(shown_name(s['student_id']))}</td>"
+            f"<td>{_e(shown_name(s['name']))}</td><td>{_e(s['kind'])}</td>"
             f"<td class='num' data-sort='{s['old_score'] if s['old_score'] is not None else -1}'>{_e(_g(s['old_score']))}</td>"
             f"<td class='num' data-sort='{s['new_score'] if s['new_score'] is not None else -1}'>{_e(_g(s['new_score']))}</td>"
             f"<td class='num {cls}' data-sort='{delta or 0}'>{_e(_g(delta, sign=True))}</td>"

@@ -16,6 +16,10 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 ReportStatus = Literal["graded", "error"]
 TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "crashed", "import-error"]
 Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
+# What a failed test's check found (grader.judging.compare.Kind's values): null for a passed test.
+TestKind = Literal["wrong-values", "wrong-shape", "wrong-type", "wrong-dtype", "non-finite", "leak", "ignores-input",
+                   "not-raised", "wrong-exception", "raised", "missing", "bad-type", "too-large", "timeout", "memory",
+                   "crashed", "import-error", "unpaid"]
 
 
 class HelperFile(TypedDict):
@@ -65,6 +69,7 @@ class TestEntry(TypedDict):
     score: int | float
     max_score: int | float
     status: TestStatus
+    kind: TestKind | None  # what the check found, for decisions; the message is for the student
     message: str
     output: str
     visibility: Visibility

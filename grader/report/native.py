@@ -29,6 +29,7 @@ from grader.report.model import (
     Report,
     SubmissionFiles,
     TestEntry,
+    TestKind,
     TestStatus,
     VerdictEntry,
     Visibility,
@@ -58,7 +59,8 @@ def build_report(*, assignment: str, submission: SubmissionFiles, seed: int, gra
             tests.append({
                 "name": outcome.name, "function": outcome.function, "group": outcome.group,
                 "score": as_number(earned), "max_score": as_number(worth),
-                "status": cast(TestStatus, str(outcome.status)), "message": printable(outcome.message, newlines=False),
+                "status": cast(TestStatus, str(outcome.status)), "kind": cast(TestKind, str(outcome.kind)) or None,
+                "message": printable(outcome.message, newlines=False),
                 "output": printable(_cap(outcome.output), newlines=True),
                 "visibility": cast(Visibility, visibility.get(outcome.group, "visible")),
                 "diagnosis": None if outcome.diagnosis is None else cast(DiagnosisEntry, outcome.diagnosis.as_dict()),

@@ -8,8 +8,8 @@ finds pairs of submissions that share more than independent work does:
   the other file holds too (0 to 1). It is flagged only above the highest score measured between
   independent solutions of the same exercise (the calibration), and each pair's percentile
   against that distribution is reported.
-- **wrong-outputs**: tests that both students fail with the same wrong values (the report's
-  message names the value at the largest difference, to 6 significant digits, and a visible
+- **wrong-outputs**: tests that both students fail with the same wrong values (the report's ``kind``
+  ``wrong-values``; its message names the value at the largest difference, to 6 significant digits, and a visible
   test's ``evidence.got`` holds the whole array), where no known misconception explains the
   failure and few students of the class share it. Right outputs are never evidence.
 - **failure-pattern**: the same set of tests failed, with the same statuses, when that pattern
@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.judging.diagnose import GENERIC
+from grader.lms.reports import batch_reports
 from grader.report.native import one_line, shown_name
 from grader.similarity.fingerprints import Fingerprint, fingerprint
 
@@ -42,9 +43,11 @@ MIN_SHARED_TESTS = 2  # wrong outputs shared on fewer tests are not flagged
 RARE_SHARE = 0.10  # a wrong output or pattern is rare when fewer than max(RARE_FLOOR, this share) students show it
 RARE_FLOOR = 5
 CALIBRATION_FALLBACK = 0.90  # the threshold when no independent solution was found to calibrate on
-_VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-\d,]+ \(off by")
-UNFLAGGED_LISTED = 20
-SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix  # the highest unflagged pairs listed in similarity.json, for context
+WRONG_VALUES = "wrong-values"  # a test's ``kind`` (grader.judging.compare.Kind) when it returned wrong values
+# How an older grader's message read for wrong values, in a report written before tests had a ``kind``.
+_OLD_VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-\d,]+ \(off by")
+UNFLAGGED_LISTED = 20  # the highest unflagged pairs listed in similarity.json, for context
+SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix
 
 
 
@@ -123,7 +126,7 @@ def wrong_outputs(report: dict | None) -> dict[str, str]:
         return {}
     found = {}
     for test in report.get("tests", []):
-        if test.get("status") != "failed" or not _VALUE_MESSAGE.search(str(test.get("message", ""))):
+        if test.get("status") != "failed" or not returned_wrong_values(test):
             continue
         diagnosis = test.get("diagnosis")
         if isinstance(diagnosis, dict) and diagnosis.get("code") not in GENERIC:  # GENERIC: findings that name no misconception
@@ -131,6 +134,14 @@ def wrong_outputs(report: dict | None) -> dict[str, str]:
         got = (test.get("evidence") or {}).get("got")
         found[str(test["name"])] = str(test["message"]) + ("" if not got else " | got " + json.dumps(got["values"]))
     return found
+
+
+def returned_wrong_values(test: Mapping) -> bool:
+    """Whether a report's test returned wrong values: its ``kind`` says so; a report of a grader before
+    ``kind`` existed (no such key) is read from its message, as that grader wrote it."""
+    if "kind" in test:
+        return test["kind"] == WRONG_VALUES
+    return bool(_OLD_VALUE_MESSAGE.search(str(test.get("message", ""))))
 
 
 def failure_pattern(report: dict | None) -> str | None:
@@ -286,25 +297,17 @@ def clusters(edges: list[tuple[str, str]]) -> list[list[str]]:
 # ---- reading a batch's output folder -----------------------------------------------------------
 
 def load_works(outdir: Path, term: str = "", known: Mapping[str, bytes] | None = None) -> list[Work]:
-    """The submissions of a batch's output folder: each report under reports/, with its file's text when found.
+    """The submissions of a batch's output folder: each report under reports/ (grader.lms.reports.batch_reports),
+    with its file's text when found.
 
     A report's ``submission.path`` is as the batch was given it: absolute, or relative to where it
     ran (tried from here, then from the output folder's parent). The text is used only when its
     sha256 is the report's (the file graded, not a later edit). ``known``: {sha256: bytes} of files
     read already (``grade batch --similarity``: the batch's own reading), used instead of reading them.
     """
-    reports = Path(outdir) / "reports"
-    if not reports.is_dir():
-        raise FileNotFoundError(f"{outdir} holds no reports/ folder: not the output folder of `grade batch`")
     works = []
-    for file in sorted(reports.rglob("*.json")):
-        try:
-            report = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue
-        if not isinstance(report, dict) or report.get("schema_version") != 1:
-            continue
-        key = file.relative_to(reports).as_posix()[: -len(".json")]
+    for graded in batch_reports(outdir).reports:  # raises FileNotFoundError without a reports/ folder
+        report, key = graded.report, graded.key
         student: dict = report["student"] if isinstance(report.get("student"), dict) else {}
         who = student.get("name") or student.get("email") or student.get("id") or ""
         label = shown_name(f"{term + ': ' if term else ''}{key}{f' ({who})' if who and who != Path(key).stem else ''}")

@@ -139,6 +139,12 @@ def test_summary_page_with_nothing_graded_still_renders():
     assert "<p class='none'>None.</p>" in page
 
 
+def test_the_refused_fact_names_every_status_it_counts():
+    # summary["refused"] counts the files refused as empty, not-text or over-limits (grader.batch.gradebook).
+    page = render_html(dict(make_summary(), refused=3))
+    assert "<div class='fact'><b>3</b><span>refused (empty, not text, over limits)</span></div>" in page
+
+
 def test_summary_table_text():
     assert summary_table(make_summary()) == (
         "mha: 7 file(s): 5 with a score (4 graded, 1 import error(s), 0 refused, 1 not a submission), 1 failed to grade\n"

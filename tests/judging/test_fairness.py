@@ -62,7 +62,11 @@ def test_a_trivially_passed_test_pays_only_beside_a_test_no_trivial_code_passes(
     assert alone[0].status == "failed" and alone[1] == outcome("head_entropy", "failed")
     assert alone[0].message == ("head_entropy() passed this test, but so does always raising ValueError: it scores "
                                 "only once head_entropy also passes a test that no trivial implementation passes")
-    assert is_unpaid({"function": "head_entropy", "message": alone[0].message})
+    assert alone[0].kind == "unpaid"
+    # Whether a report's test is unpaid reads its status and kind, never its message.
+    assert is_unpaid({"function": "head_entropy", "status": "failed", "kind": "unpaid", "message": "reworded"})
+    assert not is_unpaid({"function": "head_entropy", "status": "failed", "kind": "wrong-values",
+                          "message": alone[0].message})
     # Beside a real pass of the same function: kept. A real pass of another function does not count.
     assert pay_for_work([raises, outcome("head_entropy", "passed")])[0] == raises
     assert pay_for_work([raises, outcome("multi_head_attention", "passed")])[0].status == "failed"

@@ -416,6 +416,16 @@ def test_one_loader_for_a_folder_of_reports(tmp_path):
         ("canvas/a", None), ("g", "1"), ("g", "2")]
     with pytest.raises(FileNotFoundError, match="holds no reports/ folder: not the output folder of `grade batch`"):
         batch_reports(tmp_path)
+    # grade similar and grade diff read a batch's folder through it: the same reports, by the same keys.
+    from grader.regrade.changes import load
+    from grader.similarity.analysis import load_works
+
+    (folder / "summary.json").write_text(json.dumps({"schema_version": 1, "students": []}))  # not a report
+    assert [w.key for w in load_works(tmp_path / "out")] == ["canvas/a", "g"]
+    assert list(load(tmp_path / "out").reports) == ["canvas/a", "g"]
+    for reader in (load_works, load):
+        with pytest.raises(FileNotFoundError, match="holds no reports/ folder"):
+            reader(tmp_path)
 
 
 def test_a_report_whose_name_the_batch_could_not_read_is_never_matched_by_that_name():

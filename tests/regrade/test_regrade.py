@@ -165,3 +165,38 @@ def test_grade_diff_makes_its_output_folder(tmp_path):
     assert rows(output)["student.py"]["kind"] == "submission-changed"
     assert printed.endswith(f"0 up, 0 down, 0 unchanged, 1 with a changed submission, 0 only in {old}, "
                             f"0 only in {new}; wrote {output}/diff.csv and diff.html\n")
+
+
+def test_a_report_of_an_older_grader_without_kinds_diffs_as_before(tmp_path):
+    # grade diff compares statuses and scores, never a test's ``kind``: an old run written before tests had one,
+    # regraded by this grader with nothing else changed, shows no test that changed outcome.
+    old, new = tmp_path / "old", tmp_path / "new"
+    report = json.loads((ROOT / "tests" / "data" / "mha_wrong_reshape_report.json").read_text())
+    before = dict(report, tests=[{k: v for k, v in t.items() if k != "kind"} for t in report["tests"]])
+    assert any(t["kind"] for t in report["tests"]) and not any("kind" in t for t in before["tests"])
+    for folder, data in ((old, before), (new, report)):
+        (folder / "reports").mkdir(parents=True)
+        (folder / "reports" / "student.py.json").write_text(json.dumps(data))
+    invoke("diff", str(old), str(new), "-o", str(tmp_path / "out"))
+    row = rows(tmp_path / "out")["student.py"]
+    assert (row["kind"], row["delta"], row["tests_changed"]) == ("unchanged", "0", ""), row
+
+
+def test_the_page_shows_names_without_bidirectional_or_zero_width_characters(tmp_path):
+    # diff.html shows who as the other pages do (grader.report.native.shown_name): "gpj.py" written with a
+    # right-to-left override must not read as "yp.jpg". diff.csv and the terminal keep them, escaped, as before.
+    from grader.regrade import compare, diff_csv, load
+    from grader.regrade.page import render_html
+
+    key = "ann\u202egpj.py"
+    for run, score in (("A", 1), ("B", 2)):
+        (tmp_path / run / "reports").mkdir(parents=True)
+        (tmp_path / run / "reports" / f"{key}.json").write_text(json.dumps(
+            {"schema_version": 1, "score": score, "max_score": 2, "status": "graded", "functions": {}, "tests": [],
+             "submission": {"path": key, "sha256": "same"},
+             "student": {"id": "7\u200b", "name": "Ann\u2066 Lee\ufeff"}}))
+    data = compare(load(tmp_path / "A"), load(tmp_path / "B"))
+    page = render_html(data)
+    assert "<td>anngpj.py</td><td>7</td><td>Ann Lee</td><td>up</td>" in page
+    assert not any(c in page for c in "\u202e\u200b\u2066\ufeff")
+    assert diff_csv(data).splitlines()[1].startswith("ann\\u202egpj.py,7\u200b,Ann\\u2066 Lee\ufeff,up,1,2,1,")

@@ -56,6 +56,16 @@ def test_the_closed_sets_of_values_are_the_schemas():
     assert _choices(typing.get_type_hints(model.Student)["source"]) == set(STUDENT["properties"]["source"]["enum"])
 
 
+def test_a_tests_kind_is_one_the_checks_find_or_null_for_a_pass():
+    # The report's kinds are grader.judging.compare.Kind's values: a kind added there and not here fails.
+    from grader.judging.compare import Kind
+
+    kind = typing.get_type_hints(model.TestEntry)["kind"]
+    assert set(typing.get_args(model.TestKind)) | {None} == set(TEST["properties"]["kind"]["enum"])
+    assert kind == model.TestKind | None
+    assert set(typing.get_args(model.TestKind)) == {str(k) for k in Kind} - {""}
+
+
 def test_every_object_of_the_schema_has_its_typed_dict():
     # Objects with their own keys (the evidence's inner arrays are data, typed as a dict on purpose).
     def objects(node: object, path: str) -> list[str]:

@@ -102,23 +102,42 @@ def test_clusters_are_groups_of_three_or_more():
         ["f", "g", "h", "i"], ["a", "b", "c"]]
 
 
-def test_right_outputs_and_known_misconceptions_are_not_evidence():
-    report = {"status": "graded", "tests": [
-        {"name": "t1", "status": "passed", "message": ""},
-        {"name": "t2", "status": "failed", "diagnosis": {"code": "missing-scale"},
+def _tests(with_kind: bool) -> list[dict]:
+    tests = [
+        {"name": "t1", "status": "passed", "kind": None, "message": ""},
+        {"name": "t2", "status": "failed", "kind": "wrong-values", "diagnosis": {"code": "missing-scale"},
          "message": "f(): 3 of 3 values differ beyond rtol=0.001, atol=1e-05; largest difference 1 at index (0,): got 2, expected 1"},
-        {"name": "t3", "status": "failed", "diagnosis": None,
+        {"name": "t3", "status": "failed", "kind": "wrong-values", "diagnosis": None,
          "message": "f(): 1 of 3 values differ beyond rtol=0.001, atol=1e-05; largest difference 1 at index (0,): got 2, expected 1",
          "evidence": {"got": {"shape": [3], "values": [2, 1, 1]}}},
-        {"name": "t4", "status": "failed", "diagnosis": {"code": "wrong-shape"},
+        {"name": "t4", "status": "failed", "kind": "wrong-shape", "diagnosis": {"code": "wrong-shape"},
          "message": "f() returned shape (2,), expected (3,)"},
-        {"name": "t5", "status": "failed", "diagnosis": None,
+        {"name": "t5", "status": "failed", "kind": "wrong-values", "diagnosis": None,
          "message": "g() returned 10, expected 12 (off by -2)"},
-        {"name": "t6", "status": "error", "diagnosis": None, "message": "f() raised NotImplementedError"}]}
+        {"name": "t6", "status": "error", "kind": "raised", "diagnosis": None, "message": "f() raised NotImplementedError"}]
+    return tests if with_kind else [{k: v for k, v in t.items() if k != "kind"} for t in tests]
+
+
+@pytest.mark.parametrize("with_kind", [True, False], ids=["kind", "older-report-without-kind"])
+def test_right_outputs_and_known_misconceptions_are_not_evidence(with_kind):
+    # Without ``kind`` (a report of a grader before it), the messages are read as that grader wrote them.
+    report = {"status": "graded", "tests": _tests(with_kind)}
     assert wrong_outputs(report) == {
         "t3": "f(): 1 of 3 values differ beyond rtol=0.001, atol=1e-05; largest difference 1 at index (0,): got 2, "
               "expected 1 | got [2, 1, 1]",
         "t5": "g() returned 10, expected 12 (off by -2)"}
+
+
+def test_wrong_outputs_are_told_by_kind_never_by_the_words_of_the_message():
+    # A message that reads like wrong values but is another kind (its words can quote the student: a type's name,
+    # an exception's text) is no evidence; a wrong-values test counts however its message is worded.
+    report = {"status": "graded", "tests": [
+        {"name": "t1", "status": "failed", "kind": "wrong-type", "diagnosis": None,
+         "message": "f() returned values differ beyond 9, expected an array of shape (3,)"},
+        {"name": "t2", "status": "failed", "kind": "raised", "diagnosis": None,
+         "message": "f() raised ValueError: returned 1, expected 2 (off by +1)"},
+        {"name": "t3", "status": "failed", "kind": "wrong-values", "diagnosis": None, "message": "f(): 2 were wrong"}]}
+    assert wrong_outputs(report) == {"t3": "f(): 2 were wrong"}
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +224,7 @@ def test_a_label_shows_the_name_without_bidirectional_or_zero_width_characters(t
     from grader.similarity.analysis import load_works
 
     (tmp_path / "reports").mkdir()
-    report = {"schema_version": 1, "student": {"id": "7", "name": "Ann\u202e\u200bGpj"},
+    report = {"schema_version": 1, "status": "graded", "score": 0, "student": {"id": "7", "name": "Ann\u202e\u200bGpj"},
               "submission": {"path": "", "sha256": "0" * 64}}
     (tmp_path / "reports" / "ann.py.json").write_text(json.dumps(report))
     [work] = load_works(tmp_path)
