@@ -296,7 +296,7 @@ def test_a_picture_that_cannot_be_drawn_is_a_note_and_the_page_is_written(graded
 
     report = graded["extreme_floats"]
     drawable = sorted(report_pictures(report).tests)
-    monkeypatch.setattr(pictures_module, "_heatmaps", broken)
+    monkeypatch.setattr(pictures_module, "heatmaps", broken)
     monkeypatch.setattr(pictures_module, "_entropy_bars", broken)
     drawn = report_pictures(report)
     assert drawn.tests == {} and sorted(drawn.notes) == drawable and len(drawable) == 6
