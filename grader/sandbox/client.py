@@ -65,7 +65,7 @@ __all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RA
 
 
 # The time limits (limits.call_timeout_s, limits.submission_timeout_s) are judged on the CPU time of the
-# submission's process tree, read from its cgroup (linux.cpu_seconds), where the zygote could make one with a
+# submission's process tree, read from its cgroup (linux.TreeCounters), where the zygote could make one with a
 # CPU clock: a machine busy with other submissions slows a call's wall clock, not its CPU time, so it cannot
 # turn an honest call into a timeout. The wall clock is a backstop WALL_BACKSTOP times the limit: it catches
 # a hang that uses no CPU (a sleep, a blocked read) with the same status and message. Where no cgroup counts
@@ -154,6 +154,9 @@ class _Child:
     out: int  # read end of the output pipe (stdout and stderr of the child)
     ctl: socket.socket  # control: "kill" from here; how the worker ended, from there
     output: _Output
+    counters: linux.TreeCounters | None = None  # its cgroup's CPU time and OOM kills, when it has one
+    cpu_seen: float = 0.0  # the tree's CPU seconds counted against the submission so far
+    oom_seen: int = 0  # the OOM kills in its cgroup seen so far
 
 
 # ---------------------------------------------------------------- trees kept from one submission to the next
@@ -238,10 +241,8 @@ class Sandbox:
         self.deadline = time.monotonic() + limits.submission_timeout_s  # judged on the wall clock (no CPU clock)
         self.backstop = time.monotonic() + WALL_BACKSTOP * limits.submission_timeout_s  # judged on CPU time
         self._cpu_used = 0.0  # CPU seconds the submission's trees have used, as far as read (_read_cpu)
-        self._cpu_mark: tuple[int, float] | None = None  # (keeper, its tree's CPU seconds) at the last reading
         self._cpu_judged: bool | None = None  # are the limits judged on CPU time (_judged_on_cpu)
         self._used_up = False  # a wait given all the submission's time left ran out (_receive)
-        self._oom_mark: tuple[int, int] | None = None  # (keeper, OOM kills in its tree's cgroup) seen so far
         self._workdir: tempfile.TemporaryDirectory | None = None  # made when a new tree needs it (a kept one does not)
         self._child: _Child | None = None
         self._loading = False  # the child was launched and its import not yet awaited
@@ -372,8 +373,9 @@ class Sandbox:
         # Memory the kernel frees late (an IPC namespace's segments, say) must not count against this submission,
         # nor the CPU time its tree has used so far.
         charged = linux._charged_bytes(get_zygote().cgroups, kept.child.keeper)
-        self._cpu_mark = (kept.child.keeper, linux.cpu_seconds(get_zygote().cgroups, kept.child.keeper) or 0.0)
-        self._oom_mark = (kept.child.keeper, linux.oom_kills(get_zygote().cgroups, kept.child.keeper))
+        if kept.child.counters is not None:
+            kept.child.cpu_seen = kept.child.counters.cpu_seconds() or 0.0
+            kept.child.oom_seen = kept.child.counters.oom_kills()
         failed = answer.status != OK or answer.output or charged > (self.limits.memory_mb << 20) // KEPT_MEMORY_SHARE
         if failed:
             self._stop_child()
@@ -503,11 +505,10 @@ class Sandbox:
     def _met_oom(self, child: _Child) -> bool:
         """Has the OOM killer struck in ``child``'s tree since the last look? Its keeper ends the whole tree then,
         but the worker's reply may arrive first: whichever comes first, the status is "memory"."""
-        if not self._cgroup:
+        if child.counters is None:
             return False
-        kills = linux.oom_kills(get_zygote().cgroups, child.keeper)
-        before = self._oom_mark[1] if self._oom_mark and self._oom_mark[0] == child.keeper else 0
-        self._oom_mark = (child.keeper, kills)
+        kills, before = child.counters.oom_kills(), child.oom_seen
+        child.oom_seen = kills
         return kills > before
 
     def _out_of_memory(self, output: str) -> CallResult:
@@ -707,13 +708,12 @@ class Sandbox:
         """The CPU seconds the submission's trees have used, counting ``child``'s tree up to now (0 when not
         judged on CPU time). A tree met for the first time counts from its start: its worker's import is the
         submission's; a kept tree from when it was taken (``_adopt_kept``)."""
-        if not self._judged_on_cpu():
-            return 0.0
-        now = linux.cpu_seconds(get_zygote().cgroups, child.keeper)
+        if not self._judged_on_cpu() or child.counters is None:
+            return self._cpu_used
+        now = child.counters.cpu_seconds()
         if now is not None:
-            before = self._cpu_mark[1] if self._cpu_mark and self._cpu_mark[0] == child.keeper else 0.0
-            self._cpu_used += max(0.0, now - before)
-            self._cpu_mark = (child.keeper, now)
+            self._cpu_used += max(0.0, now - child.cpu_seen)
+            child.cpu_seen = now
         return self._cpu_used
 
     def _prestart(self) -> None:
@@ -765,7 +765,8 @@ class Sandbox:
         except ProcessLookupError:  # already gone: a pidfd of this process never becomes readable, use a pipe
             pidfd, write_end = os.pipe()
             os.close(write_end)
-        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes))
+        counters = linux.TreeCounters(zygote.cgroups, keeper) if self._cgroup and zygote.cgroups else None
+        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes), counters)
         self._child = child
         self._respawns = isolated and isolation.respawns(visible)
         self._settings = settings if self._respawns else ""
@@ -863,6 +864,8 @@ def _end_tree(child: _Child) -> None:
             pass
     select.select([child.pidfd], [], [], 5)  # the keeper has exited, not only closed its sockets
     os.close(child.pidfd)
+    if child.counters is not None:
+        child.counters.close()
     child.sock.close()
     child.ctl.close()
     os.close(child.out)
