@@ -276,9 +276,8 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     while status is None:
         watched: list[socket.socket | int] = [ctl, pidfd] if oom is None else [ctl, pidfd, oom]
         ready, _, _ = select.select(watched, [], [], poll)
-        if oom is not None and oom in ready:
-            _drained(oom)
-        if cgroups and pidfd not in ready and ctl not in ready and linux._oom_kills(cgroups) > kills:
+        struck = oom is not None and oom in ready and _drained(oom)  # v1 before Linux 4.13 counts no oom_kill
+        if cgroups and pidfd not in ready and ctl not in ready and (struck or linux._oom_kills(cgroups) > kills):
             os.kill(child, signal.SIGKILL)  # pid 1: its namespace with it; unisolated: the worker, then the rest
             status = os.waitpid(child, 0)[1]
             if not isolated:
@@ -311,7 +310,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
                     pass
             else:
                 _kill_tree()
-            if linux._oom_kills(cgroups) > kills:
+            if struck or linux._oom_kills(cgroups) > kills:
                 event["oom"] = True
             report(ctl, event)
     if status is None:
