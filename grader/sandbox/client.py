@@ -470,13 +470,7 @@ class Sandbox:
                 deadline = min(backstop, time.monotonic() + max(0.01, (timeout - used) / (os.cpu_count() or 1)))
                 continue
             if left <= 0:
-                self._stop_child()
-                # Given all the time left, on CPU time or up to the backstop: either way the submission's is spent.
-                self._used_up = self._used_up or last
-                if self._spent():
-                    return replace(self._out_of_time(), output=child.output.take())
-                return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s",
-                                  output=child.output.take())
+                return self._timed_out(child, timeout, last)
             ready, _, _ = select.select(watch, [], [], left)
             if child.out in ready and not self._read_output(child):
                 watch.remove(child.out)
@@ -496,11 +490,22 @@ class Sandbox:
                 except ProtocolError as exc:
                     return self._failure(child, f"the submission's process broke the grading protocol ({exc})")
         self._drain_output(child)
+        if self._judged_on_cpu() and self._read_cpu(child) - spent >= timeout:
+            return self._timed_out(child, timeout, last)  # threads that used the limit before the wall clock did
         if self._met_oom(child):  # a helper the OOM killer took while the worker answered: the tree's budget is spent
             output = child.output.take()
             self._stop_child()
             return self._out_of_memory(output)
         return self._decode(*message, child.output.take(), expect=expect)
+
+    def _timed_out(self, child: _Child, timeout: float, last: bool) -> CallResult:
+        """The wait for a reply ran out of time (``last``: it had all the submission's time left): end the tree."""
+        self._stop_child()
+        # Given all the time left, on CPU time or up to the backstop: either way the submission's is spent.
+        self._used_up = self._used_up or last
+        if self._spent():
+            return replace(self._out_of_time(), output=child.output.take())
+        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=child.output.take())
 
     def _met_oom(self, child: _Child) -> bool:
         """Has the OOM killer struck in ``child``'s tree since the last look? Its keeper ends the whole tree then,

@@ -805,6 +805,7 @@ def test_the_call_limit_is_judged_on_cpu_time_with_the_wall_clock_as_a_backstop(
     """A call that waits longer than its limit but computes less passes (a busy machine stretches the wall
     clock, not the CPU time); one that computes past it, or waits past the backstop, times out alike."""
     path = write(tmp_path, """
+        import os
         import time
 
         def nap(seconds):
@@ -816,14 +817,25 @@ def test_the_call_limit_is_judged_on_cpu_time_with_the_wall_clock_as_a_backstop(
             while time.process_time() - start < seconds:
                 pass
             return seconds
+
+        def fan(seconds, helpers):
+            children = [os.fork() for _ in range(helpers)]
+            if 0 in children:
+                spin(seconds)
+                os._exit(0)
+            for child in children:
+                os.waitpid(child, 0)
+            return seconds
     """)
     limits = Limits(call_timeout_s=1.0, submission_timeout_s=60.0)
     with Sandbox(path, limits) as sandbox:
         napped = sandbox.call("nap", 1.5)
         spun = sandbox.call("spin", 30)
+        fanned = sandbox.call("fan", 0.8, 2)  # 1.6 s of CPU time: in 0.8 s of wall clock on two idle cores
         hung = sandbox.call("nap", 60)
     assert (napped.status, napped.value) == ("ok", 1.5)
     assert (spun.status, spun.message) == ("timeout", "the call did not finish within 1 s")
+    assert (fanned.status, fanned.message) == ("timeout", "the call did not finish within 1 s")
     assert (hung.status, hung.message) == ("timeout", "the call did not finish within 1 s")
     assert hung.seconds >= client.WALL_BACKSTOP  # a sleep uses no CPU time: the backstop ended it
 
