@@ -90,8 +90,11 @@ KEYS: list[tuple[str, str, type, str]] = [
     ("grading", "rtol", float, "Relative tolerance of array comparisons: passes when abs(got − expected) ≤ atol + rtol·abs(expected)."),
     ("grading", "atol", float, "Absolute tolerance of array comparisons."),
     ("grading", "vectorization_points", float, "Points for a function with a loop-over-heads source check that passes all its tests with no Python loop over heads (0: a note only)."),
-    ("limits", "call_timeout_s", float, "Wall-clock limit of one call of a student function, in seconds."),
-    ("limits", "submission_timeout_s", float, "Wall-clock limit of one submission's whole run, in seconds."),
+    ("limits", "call_timeout_s", float, ("Time limit of one call of a student function, in seconds: the CPU time of "
+     "the submission's processes where a cgroup counts it (the wall clock then stops it at 4 times the limit), "
+     "else the wall clock.")),
+    ("limits", "submission_timeout_s", float, ("Time limit of one submission's whole run, in seconds, judged as "
+     "call_timeout_s is.")),
     ("limits", "timeouts_per_function", int, "Timed-out calls of one function after which its remaining tests fail at once, not run (status timeout)."),
     ("limits", "memory_mb", int, ("Memory limit in MiB: of each student process's address space (RLIMIT_AS), and of all "
                                        "its processes together, shared memory and in-memory files included (its cgroup, "

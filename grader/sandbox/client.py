@@ -66,6 +66,13 @@ __all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RA
            "CallResult", "Sandbox", "SandboxError", "Status", "reply_limit"]
 
 
+# The time limits (limits.call_timeout_s, limits.submission_timeout_s) are judged on the CPU time of the
+# submission's process tree, read from its cgroup (linux.TreeCounters), where the zygote could make one with a
+# CPU clock: a machine busy with other submissions slows a call's wall clock, not its CPU time, so it cannot
+# turn an honest call into a timeout. The wall clock is a backstop WALL_BACKSTOP times the limit: it catches
+# a hang that uses no CPU (a sleep, a blocked read) with the same status and message. Where no cgroup counts
+# the tree's CPU time, the limits are wall clock, as before.
+WALL_BACKSTOP = 4
 TEXT_BUDGET = 100_000  # characters of student-controlled text (output, messages) kept per submission
 TEXT_FLOOR = 300  # characters of a message kept even when the budget is spent
 NPROC = 256  # processes and threads student code may have at once (RLIMIT_NPROC)
@@ -151,6 +158,9 @@ class _Child:
     output: _Output
     speaker: int | None = None  # pid of the worker on ``sock``: whoever wrote its greeting (``_from_worker``)
     greeting: bytes = GREETING  # what of the greeting has yet to arrive
+    counters: linux.TreeCounters | None = None  # its cgroup's CPU time and OOM kills, when it has one
+    cpu_seen: float = 0.0  # the tree's CPU seconds counted against the submission so far
+    oom_seen: int = 0  # the OOM kills in its cgroup seen so far
 
 
 # ---------------------------------------------------------------- trees kept from one submission to the next
@@ -232,7 +242,11 @@ class Sandbox:
         self.hidden = tuple(hidden)
         self._cgroup, self._seccomp = cgroup, seccomp  # off only to measure what they cost (benchmarks)
         get_zygote()  # starts it now, if needed, without waiting: it imports numpy while pytest collects
-        self.deadline = time.monotonic() + limits.submission_timeout_s
+        self.deadline = time.monotonic() + limits.submission_timeout_s  # judged on the wall clock (no CPU clock)
+        self.backstop = time.monotonic() + WALL_BACKSTOP * limits.submission_timeout_s  # judged on CPU time
+        self._cpu_used = 0.0  # CPU seconds the submission's trees have used, as far as read (_read_cpu)
+        self._cpu_judged: bool | None = None  # are the limits judged on CPU time (_judged_on_cpu)
+        self._used_up = False  # a wait given all the submission's time left ran out (_receive)
         self._workdir: tempfile.TemporaryDirectory | None = None  # made when a new tree needs it (a kept one does not)
         self._child: _Child | None = None
         self._loading = False  # the child was launched and its import not yet awaited
@@ -361,12 +375,17 @@ class Sandbox:
         except SandboxError:  # the new worker's setup failed
             answer = CallResult(CRASHED)
         self._close_retired()
-        # Memory the kernel frees late (an IPC namespace's segments, say) must not count against this submission.
+        # Memory the kernel frees late (an IPC namespace's segments, say) must not count against this submission,
+        # nor the CPU time its tree has used so far.
         charged = linux._charged_bytes(get_zygote().cgroups, kept.child.keeper)
+        if kept.child.counters is not None:
+            kept.child.cpu_seen = kept.child.counters.cpu_seconds() or 0.0
+            kept.child.oom_seen = kept.child.counters.oom_kills()
         failed = answer.status != OK or answer.output or charged > (self.limits.memory_mb << 20) // KEPT_MEMORY_SHARE
         if failed:
             self._stop_child()
         self.deadline += time.monotonic() - started  # emptying the last submission's tree took this
+        self.backstop += time.monotonic() - started
         if failed:
             return False
         self._settings, self._respawns = settings, True
@@ -395,7 +414,7 @@ class Sandbox:
 
     def _call(self, function: str, args: tuple, kwargs: dict) -> CallResult:
         if self._import_failure is None and self._child is None:
-            if self._remaining() <= 0:
+            if self._spent():
                 return self._out_of_time()
             self._launch()
         if self._loading and (failed := self._loaded()):
@@ -411,7 +430,7 @@ class Sandbox:
         request = {"op": "call", "function": function, "args": specs[: len(args)],
                    "kwargs": dict(zip(kwargs, specs[len(args):]))}
         try:
-            child.sock.settimeout(max(0.001, min(self.limits.call_timeout_s, self._remaining())))
+            child.sock.settimeout(self._wall(min(self.limits.call_timeout_s, self._remaining())))
             send_message(child.sock, request, blobs, fds)
         except OSError:
             return self._failure(child, "the submission's process stopped answering")
@@ -446,18 +465,22 @@ class Sandbox:
         (``reply_limit``); a reply that announces more is refused unread and its worker replaced.
         The import's answer and a ping's hold none.
         """
-        deadline = time.monotonic() + max(timeout, 0.001)
+        started = time.monotonic()
+        timeout = max(timeout, 0.001)
+        deadline, backstop = started + timeout, started + self._wall(timeout) if self._judged_on_cpu() else 0.0
+        spent = self._read_cpu(child)  # the tree's CPU seconds before this reply
+        last = timeout >= self._remaining() - 1e-6  # this wait has all the submission's time that is left
         reader = MessageReader(self.limits.max_result_bytes, bound if expect == _CALL else 0)  # "ready": no arrays
         watch: list[socket.socket | int] = [child.sock, child.out]
         message = None
         while message is None:
             left = deadline - time.monotonic()
+            if left <= 0 and (used := self._read_cpu(child) - spent) < timeout and time.monotonic() < backstop:
+                # CPU time left: wait at least until the tree, on every core, could have used it up
+                deadline = min(backstop, time.monotonic() + max(0.01, (timeout - used) / (os.cpu_count() or 1)))
+                continue
             if left <= 0:
-                self._stop_child()
-                if self._remaining() <= 0:
-                    return replace(self._out_of_time(), output=child.output.take())
-                return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s",
-                                  output=child.output.take())
+                return self._timed_out(child, timeout, last)
             ready, _, _ = select.select(watch, [], [], left)
             if child.out in ready and not self._read_output(child):
                 watch.remove(child.out)
@@ -481,7 +504,37 @@ class Sandbox:
                 except ProtocolError as exc:
                     return self._failure(child, f"the submission's process broke the grading protocol ({exc})")
         self._drain_output(child)
+        if self._judged_on_cpu() and self._read_cpu(child) - spent >= timeout:
+            return self._timed_out(child, timeout, last)  # threads that used the limit before the wall clock did
+        if self._met_oom(child):  # a helper the OOM killer took while the worker answered: the tree's budget is spent
+            output = child.output.take()
+            self._stop_child()
+            return self._out_of_memory(output)
         return self._decode(*message, child.output.take(), expect=expect)
+
+    def _timed_out(self, child: _Child, timeout: float, last: bool) -> CallResult:
+        """The wait for a reply ran out of time (``last``: it had all the submission's time left): end the tree."""
+        self._stop_child()
+        # Given all the time left, on CPU time or up to the backstop: either way the submission's is spent.
+        self._used_up = self._used_up or last
+        if self._spent():
+            return replace(self._out_of_time(), output=child.output.take())
+        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=child.output.take())
+
+    def _met_oom(self, child: _Child) -> bool:
+        """Has the OOM killer struck in ``child``'s tree since the last look? Its keeper ends the whole tree then,
+        but the worker's reply may arrive first: whichever comes first, the status is "memory"."""
+        if child.counters is None:
+            return False
+        kills, before = child.counters.oom_kills(), child.oom_seen
+        child.oom_seen = kills
+        return kills > before
+
+    def _out_of_memory(self, output: str) -> CallResult:
+        return CallResult(MEMORY, message=(
+            f"ran out of memory: the submission's processes together used more than its {self.limits.memory_mb} MB "
+            "(limits.memory_mb, counting shared memory and files held in memory), and the kernel killed it"),
+            output=output)
 
     def _drain_output(self, child: _Child) -> None:
         for _ in range(64):  # what is already in the pipe was printed before the reply
@@ -605,10 +658,7 @@ class Sandbox:
         output = child.output.take()
         self._stop_child()
         if ended.get("oom"):
-            return CallResult(MEMORY, message=(
-                f"ran out of memory: the submission's processes together used more than its {self.limits.memory_mb} MB "
-                "(limits.memory_mb, counting shared memory and files held in memory), and the kernel killed it"),
-                output=output)
+            return self._out_of_memory(output)
         if "signal" in ended:
             number = ended["signal"]
             name = signal.Signals(number).name if number in signal.valid_signals() else f"signal {number}"
@@ -652,7 +702,38 @@ class Sandbox:
     # ------------------------------------------------------------ the child
 
     def _remaining(self) -> float:
+        """Seconds of the submission's time limit left: CPU seconds where they are counted (``WALL_BACKSTOP``
+        times as many wall seconds at most), else wall seconds."""
+        if self._judged_on_cpu():
+            return min(self.limits.submission_timeout_s - self._cpu_used,
+                       (self.backstop - time.monotonic()) / WALL_BACKSTOP)
         return self.deadline - time.monotonic()
+
+    def _spent(self) -> bool:
+        """Is the submission's time limit used up? (A microsecond's tolerance: the CPU seconds are sums of floats.)"""
+        return self._used_up or self._remaining() < 1e-6
+
+    def _judged_on_cpu(self) -> bool:
+        """Are the time limits judged on the tree's CPU time (its cgroup counts it), not on the wall clock?"""
+        if self._cpu_judged is None:
+            self._cpu_judged = self._cgroup and linux.cpu_clock(get_zygote().cgroups)
+        return self._cpu_judged
+
+    def _wall(self, timeout: float) -> float:
+        """The wall seconds a wait for ``timeout`` seconds of the limit may last (a socket's send, say)."""
+        return max(0.001, timeout * (WALL_BACKSTOP if self._judged_on_cpu() else 1))
+
+    def _read_cpu(self, child: _Child) -> float:
+        """The CPU seconds the submission's trees have used, counting ``child``'s tree up to now (0 when not
+        judged on CPU time). A tree met for the first time counts from its start: its worker's import is the
+        submission's; a kept tree from when it was taken (``_adopt_kept``)."""
+        if not self._judged_on_cpu() or child.counters is None:
+            return self._cpu_used
+        now = child.counters.cpu_seconds()
+        if now is not None:
+            self._cpu_used += max(0.0, now - child.cpu_seen)
+            child.cpu_seen = now
+        return self._cpu_used
 
     def _prestart(self) -> None:
         """Start the first child now, without waiting for it: it imports the submission while pytest collects.
@@ -703,7 +784,8 @@ class Sandbox:
         except ProcessLookupError:  # already gone: a pidfd of this process never becomes readable, use a pipe
             pidfd, write_end = os.pipe()
             os.close(write_end)
-        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes))
+        counters = linux.TreeCounters(zygote.cgroups, keeper) if self._cgroup and zygote.cgroups else None
+        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes), counters)
         self._child = child
         self._respawns = isolated  # a restart keeps the tree wherever the visible folders lie (linux._mount_tmp)
         self._settings = settings if self._respawns else ""
@@ -729,7 +811,7 @@ class Sandbox:
     def _send_load(self, child: _Child) -> None:
         """Send the worker the submission to import; ``_loaded`` waits for its reply."""
         try:
-            child.sock.settimeout(max(0.001, min(self.limits.call_timeout_s, self._remaining())))
+            child.sock.settimeout(self._wall(min(self.limits.call_timeout_s, self._remaining())))
             send_message(child.sock, {"op": "load", "filename": self.filename, "module": self._module,
                                       "argv0": self._module + ".py", "extra": [name for name, _ in self.extra]},
                          [self.source, *(data for _, data in self.extra)])
@@ -748,10 +830,10 @@ class Sandbox:
         if result.status == "ok":
             return None
         self._stop_child()
-        if respawned and self._remaining() > 0:  # the tree could not replace its worker: a new tree, as before
+        if respawned and not self._spent():  # the tree could not replace its worker: a new tree, as before
             self._launch()
             return self._loaded()
-        if result.status == TIMEOUT and self._remaining() <= 0:
+        if result.status == TIMEOUT and self._spent():
             return result  # the submission's time ran out while it was being imported again
         # An import that fails fails every call the same way: remember it, start no more children.
         if result.status == TIMEOUT:  # a hang at import: no call can run, so it is the import that failed
@@ -837,6 +919,8 @@ def _end_tree(child: _Child) -> None:
             pass
     select.select([child.pidfd], [], [], 5)  # the keeper has exited, not only closed its sockets
     os.close(child.pidfd)
+    if child.counters is not None:
+        child.counters.close()
     child.sock.close()
     child.ctl.close()
     os.close(child.out)

@@ -13,8 +13,8 @@ emptied by its pid 1, on to its next submission: client.keep_trees):
 
     zygote (imported numpy and libseccomp; forks on request, never runs student code)
      └─ keeper: own session; makes the tree's cgroup, watches the tree, kills it on
-        request or when the parent's control socket closes, reports how the worker
-        ended (and whether the OOM killer struck), removes the cgroup
+        request, when the parent's control socket closes or at the group's first OOM
+        kill, reports how the worker ended (and whether the OOM killer struck), removes the cgroup
          ├─ isolated: pid 1 of new PID, mount, network, IPC and UTS namespaces
          │  (as an ordinary user, inside a user namespace of the keeper's own);
          │  joins the cgroup, builds a minimal root file system, then forks
@@ -197,6 +197,9 @@ def _run_child(function, *args) -> None:
     os._exit(code)
 
 
+OOM_POLL_S = 0.25  # how often a keeper without an OOM eventfd (v2) reads its group's OOM kills
+
+
 def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     """Watch one submission's process tree; kill all of it on request, on EOF, or when the worker ends."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -265,9 +268,22 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     pidfd = os.pidfd_open(child)
     status = None
     kills = 0  # the OOM kills before the current worker started: a later one is its
+    # The tree's memory is one budget: at its group's first OOM kill (v1 kills one process, maybe a helper,
+    # and the worker could answer on), the whole tree ends, reported as "memory". v1 wakes this loop through
+    # an eventfd; elsewhere it looks every OOM_POLL_S (v2's memory.oom.group has killed the group already).
+    oom = linux._oom_watch(cgroups)
+    poll = OOM_POLL_S if cgroups and oom is None else None
     while status is None:
-        watched: list[socket.socket | int] = [ctl, pidfd]
-        ready, _, _ = select.select(watched, [], [])
+        watched: list[socket.socket | int] = [ctl, pidfd] if oom is None else [ctl, pidfd, oom]
+        ready, _, _ = select.select(watched, [], [], poll)
+        struck = oom is not None and oom in ready and _drained(oom)  # v1 before Linux 4.13 counts no oom_kill
+        if cgroups and pidfd not in ready and ctl not in ready and (struck or linux._oom_kills(cgroups) > kills):
+            os.kill(child, signal.SIGKILL)  # pid 1: its namespace with it; unisolated: the worker, then the rest
+            status = os.waitpid(child, 0)[1]
+            if not isolated:
+                _kill_tree()
+            report(ctl, {"event": "ended", "signal": int(signal.SIGKILL), "oom": True})
+            break
         if ctl in ready:
             try:
                 message, fds, _, _ = socket.recv_fds(ctl, 64, 2)
@@ -294,7 +310,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
                     pass
             else:
                 _kill_tree()
-            if linux._oom_kills(cgroups) > kills:
+            if struck or linux._oom_kills(cgroups) > kills:
                 event["oom"] = True
             report(ctl, event)
     if status is None:
@@ -302,6 +318,8 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
         os.waitpid(child, 0)
     if not isolated:
         _kill_tree()
+    if oom is not None:
+        os.close(oom)
     linux._remove_cgroups(cgroups)
     os._exit(0)
 

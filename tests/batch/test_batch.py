@@ -456,6 +456,14 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def _both_sandboxes_run(tree: dict[int, tuple[int, int, str]], main: int) -> bool:
+    """Two keepers, each with its tree started below it. A keeper leads a session of its own, and so does its
+    parent, a zygote (which the main process may have started: a session counted alone is no sandbox)."""
+    leaders = {pid for pid, (_, session, _) in tree.items() if session == pid and pid != main}
+    keepers = {pid for pid in leaders if tree[pid][0] in leaders}
+    return len(keepers) >= 2 and all(any(parent == keeper for parent, _, _ in tree.values()) for keeper in keepers)
+
+
 @pytest.mark.sandbox
 def test_kill_9_of_a_batch_leaves_no_process(tmp_path):
     # Two submissions that hang at import under a 60 s limit keep both workers and their sandboxes busy;
@@ -473,14 +481,9 @@ def test_kill_9_of_a_batch_leaves_no_process(tmp_path):
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 90
     tree: dict[int, tuple[int, int, str]] = {}
-    while time.monotonic() < deadline:  # until both sandboxes run: two keepers, each in its own session
-        tree = _process_tree(batch.pid)
-        if len({session for _, session, _ in tree.values()} - {batch.pid}) >= 2:
-            break
+    while time.monotonic() < deadline and not _both_sandboxes_run(tree := _process_tree(batch.pid), batch.pid):
         time.sleep(0.1)
-    time.sleep(1)
-    tree = _process_tree(batch.pid)
-    assert len({session for _, session, _ in tree.values()} - {batch.pid}) >= 2, tree
+    assert _both_sandboxes_run(tree, batch.pid), tree
     assert len(tree) >= 7  # main, fork server, 2 workers, zygote(s), 2 keepers and what they started
     os.kill(batch.pid, signal.SIGKILL)
     batch.wait()
@@ -759,6 +762,19 @@ def test_discovery_reads_a_students_second_file_within_the_bounds(tmp_path):
     assert peak < 64 << 20, f"discovery allocated {peak >> 20} MiB at its peak"
 
 
+# Spins in eight sessions of its own for as long as its tree lives, and loops forever on one entropy case.
+SESSION_HOG = """
+
+import os as _os
+
+for _ in range(8):
+    if _os.fork() == 0:
+        _os.setsid()
+        while True:
+            pass
+"""
+
+
 @pytest.mark.sandbox
 @pytest.mark.slow
 def test_one_students_notebook_never_stops_the_class(tmp_path):
@@ -798,3 +814,26 @@ def test_a_log_line_shows_names_without_bidirectional_or_zero_width_characters()
 
     entry = Entry(Path("ann.py"), "ann\u202e.py", {"id": "7", "name": "Ann\u2066\u200bLee"})
     assert log_line(entry, None, 1, 2) == "[1/2] ann.py (AnnLee): kept the existing report (--resume)"
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_jobs_at_twice_the_cores_with_a_cpu_hog_in_the_class_cost_no_classmate_a_point(tmp_path):
+    """Two trees share each core, one of them a hog whose helpers each take a session: every tree has the same
+    CPU weight, and the limits are judged on each tree's own CPU time, so every correct file scores 100."""
+    hostile = ROOT / "tests" / "hostile"
+    config_file = hostile / "grader.toml"  # a call limit of 2 s, a submission limit of 20 s
+    klass = tmp_path / "class"
+    klass.mkdir()
+    for index in range(8):
+        shutil.copy(SUBMISSIONS / "correct.py", klass / f"student{index}.py")
+    (klass / "hog.py").write_text((hostile / "busy_loop.py").read_text() + SESSION_HOG)
+    jobs = 2 * len(os.sched_getaffinity(0))
+    run = subprocess.run([sys.executable, "-m", "grader", "batch", str(klass), "-o", str(tmp_path / "out"),
+                          "--jobs", str(jobs), "--config", str(config_file), "--course", str(ROOT)],
+                         check=False, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    reports = {p.name.split(".")[0]: json.loads(p.read_text()) for p in (tmp_path / "out" / "reports").glob("*.json")}
+    assert {name: report["score"] for name, report in reports.items() if name != "hog"} == {
+        f"student{index}": 100 for index in range(8)}
+    assert "timeout" in {t["status"] for t in reports["hog"]["tests"]}

@@ -536,34 +536,58 @@ def test_passed_tests_that_a_trivial_implementation_passes_say_why_they_earn_not
 NOBODY = 65534
 
 
-def _as_nobody(script: str, folder: Path, cgroups: list[Path], env: dict) -> list[str]:
-    """A command that runs ``script`` (sh) as uid 65534, with this interpreter's prefix reachable.
+def _reachable(folder: Path, paths: list[str]) -> dict[str, str]:
+    """Where uid 65534 finds each of ``paths`` (the checkout, the site-packages folders) in ``_as_nobody``.
+
+    A checkout or virtual environment under a private folder (mode 700, as ``mktemp -d`` makes and
+    as /root is) is out of its reach: each is bind-mounted below ``folder`` (world-traversable),
+    as the interpreter's prefix is. Folders inside the prefix are found through its own mount.
+    """
+    prefix = Path(sys.base_prefix).resolve()
+    places = {}
+    for index, path in enumerate(paths):
+        resolved = Path(path).resolve()
+        if resolved.is_relative_to(prefix):
+            places[path] = str(folder / "python" / resolved.relative_to(prefix))
+        else:
+            (folder / "bound" / str(index)).mkdir(parents=True)
+            places[path] = str(folder / "bound" / str(index))
+    return places
+
+
+def _as_nobody(script: str, folder: Path, cgroups: list[Path], env: dict, places: dict[str, str] | None = None,
+               cwd: str = "/") -> list[str]:
+    """A command that runs ``script`` (sh) as uid 65534 in ``cwd``, with this interpreter's prefix reachable.
 
     Python lives under /root (mode 700) here, so in a private mount namespace the prefix is
-    bind-mounted onto a world-traversable folder first; the process joins ``cgroups`` (delegated
-    to uid 65534, as systemd delegates a user's own cgroup) before it drops root.
+    bind-mounted onto a world-traversable folder first, and so is each folder of ``places``
+    (``_reachable``) that lies outside it; the process joins ``cgroups`` (delegated to uid 65534,
+    as systemd delegates a user's own cgroup) before it drops root.
     """
 
     joins = "".join(f"echo $$ > {shlex.quote(str(g / 'cgroup.procs'))} && " for g in cgroups)
+    binds = "".join(f"mount --bind {shlex.quote(path)} {shlex.quote(place)} && "
+                    for path, place in (places or {}).items() if Path(place).is_relative_to(folder / "bound"))
     python = folder / "python" / Path(sys.executable).resolve().relative_to(Path(sys.base_prefix).resolve())
     assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     inner = (f"{joins}mount --bind {shlex.quote(sys.base_prefix)} {shlex.quote(str(folder / 'python'))} && "
-             f"exec setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups "
+             f"{binds}cd {shlex.quote(cwd)} && exec setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups "
              f"env -i {assignments} {shlex.quote(str(python))} {script}")
     return ["unshare", "-m", "--propagation", "private", "sh", "-c", inner]
 
 
 def _delegated_cgroups(name: str) -> list[Path]:
-    """Memory and pids cgroups (v1) of this process's own, handed to uid 65534; [] when not possible."""
+    """Memory and pids cgroups (v1) of this process's own, and cpu and cpuacct ones where mounted, handed to
+    uid 65534; [] when not possible."""
     import shutil
 
     from grader.sandbox.linux import _cgroup_places
 
     places = _cgroup_places()
-    if set(places) != {"memory", "pids"}:
+    if "v2" in places or not places:
         return []
     made = []
-    for parent in (places["memory"], places["pids"]):
+    for parent in dict.fromkeys(places.values()):  # cpu and cpuacct may be one hierarchy
         folder = Path(parent) / name
         folder.mkdir()
         made.append(folder)
@@ -596,18 +620,20 @@ def test_corpus_in_user_mode(tmp_path_factory):
     (folder / "home").mkdir()
     shutil.chown(folder / "home", NOBODY, NOBODY)
     cgroups = _delegated_cgroups(folder.name)
-    paths = [str(ROOT), *(p for p in sys.path if p.endswith("site-packages"))]
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder / "home"), "PYTHONPATH": ":".join(paths),
+    places = _reachable(folder, [str(ROOT), *(p for p in sys.path if p.endswith("site-packages"))])
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder / "home"), "PYTHONPATH": ":".join(places.values()),
            "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(folder / "home")}
+    here = Path(places[str(ROOT)]) / Path(__file__).resolve().relative_to(ROOT)
     try:
         probe = subprocess.run(_as_nobody("-c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).unshare(0x10000000))'",
-                                          folder, [], env), check=False, capture_output=True, text=True, timeout=60)
+                                          folder, [], env, places), check=False, capture_output=True, text=True,
+                               timeout=60)
         if probe.returncode != 0:
             pytest.skip(f"the kernel refuses unprivileged user namespaces here ({probe.stderr.strip()[-200:]})")
-        pytest_args = f"-m pytest -q -rs -p no:cacheprovider {shlex.quote(__file__)} -k 'not user_mode'"
+        pytest_args = f"-m pytest -q -rs -p no:cacheprovider {shlex.quote(str(here))} -k 'not user_mode'"
         # The timeout caps a broken grader only: on a loaded machine the whole file may take many minutes.
-        run = subprocess.run(_as_nobody(pytest_args, folder, cgroups, env),
-                             check=False, capture_output=True, text=True, timeout=3600, cwd=ROOT)
+        run = subprocess.run(_as_nobody(pytest_args, folder, cgroups, env, places, places[str(ROOT)]),
+                             check=False, capture_output=True, text=True, timeout=3600)
     finally:
         for group in cgroups:
             group.rmdir()

@@ -32,7 +32,7 @@ from grader.grade import grade_submission
 from grader.sandbox import UNISOLATED, Sandbox, client, isolation_mode
 from grader.sandbox.linux import NOBODY, is_tree_uid
 from grader.sandbox.zygote import get_zygote
-from sandbox.test_hostile import _anothers, _as_nobody, _delegated_cgroups, _processes
+from sandbox.test_hostile import _anothers, _as_nobody, _delegated_cgroups, _processes, _reachable
 
 pytestmark = pytest.mark.sandbox  # every test here runs student code, or reads what graded it
 
@@ -413,16 +413,17 @@ def test_this_file_in_user_mode(cgroups, tmp_path_factory):
     (folder / "home").mkdir()
     shutil.chown(folder / "home", NOBODY, NOBODY)
     groups = _delegated_cgroups(folder.name) if cgroups else []
-    paths = [str(TESTS.parent), *(p for p in sys.path if p.endswith("site-packages"))]
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder / "home"), "PYTHONPATH": ":".join(paths),
+    places = _reachable(folder, [str(TESTS.parent), *(p for p in sys.path if p.endswith("site-packages"))])
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder / "home"), "PYTHONPATH": ":".join(places.values()),
            "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(folder / "home")}
+    here = Path(places[str(TESTS.parent)]) / Path(__file__).resolve().relative_to(TESTS.parent)
     try:
         # Not the batch: its multiprocessing pool fails under this relocated interpreter (the resource
         # tracker's lock), before any sandbox; the two trees at once in one process run here instead.
         selection = "not user_mode and not batch_of_two"
-        args = f"-m pytest -q -rs -p no:cacheprovider {Path(__file__)} -k '{selection}'"
-        run = subprocess.run(_as_nobody(args, folder, groups, env), check=False, capture_output=True, text=True,
-                             timeout=900, cwd=TESTS.parent)
+        args = f"-m pytest -q -rs -p no:cacheprovider {here} -k '{selection}'"
+        run = subprocess.run(_as_nobody(args, folder, groups, env, places, places[str(TESTS.parent)]),
+                             check=False, capture_output=True, text=True, timeout=900)
     finally:
         for group in groups:
             group.rmdir()

@@ -757,7 +757,131 @@ def test_each_child_tree_has_its_own_cgroup_removed_when_it_ends(tmp_path, isola
         memory = [g for g in ours if os.path.exists(g + "/memory.limit_in_bytes")]
         for group in memory:
             assert Path(group, "memory.limit_in_bytes").read_text().strip() == str(LIMITS.memory_mb << 20)
+        # Every tree weighs the same on the CPU, however many processes and sessions it starts.
+        shares = [g for g in ours if os.path.exists(g + "/cpu.shares")]
+        assert [Path(g, "cpu.shares").read_text().strip() for g in shares] == ["1024"] * len(shares)
+        assert bool(shares) == ("cpu" in get_zygote().cgroups)
     assert not [g for g in ours if os.path.exists(g)]
+
+
+# The worker and a helper it forked each hold ``mb`` MB: under RLIMIT_AS each, together past memory_mb. On
+# cgroup v1 the OOM killer takes one of them, often the helper, and the worker would answer on.
+TOGETHER = """
+    import os
+    import signal
+    import time
+    import numpy as np
+
+    def together(mb):
+        ready, tell = os.pipe()
+        helper = os.fork()
+        if helper == 0:
+            try:
+                part = np.ones(mb << 17)
+                os.write(tell, b"1")
+                time.sleep(600)  # holds its part until it is killed
+            finally:
+                os._exit(0)
+        os.close(tell)
+        held = os.read(ready, 1) == b"1"
+        own = np.ones(mb << 17)
+        os.kill(helper, signal.SIGKILL)
+        os.waitpid(helper, 0)
+        return float(own.sum()) if held else -1.0
+"""
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.skipif(not get_zygote().cgroups, reason="no cgroup can be made here")
+@pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "unisolated"])
+def test_a_tree_past_its_memory_ends_as_memory_whichever_process_the_kernel_kills(tmp_path, isolated):
+    """The tree's memory is one budget: the first OOM kill in its cgroup ends every process of it, and the
+    call's status is "memory" on every run (v2 kills the group itself; v1 kills one process: the keeper
+    ends the rest)."""
+    path = write(tmp_path, TOGETHER)
+    limits = replace(LIMITS, memory_mb=384)
+    seen = []
+    for _ in range(3):
+        with Sandbox(path, limits, isolated=isolated) as sandbox:
+            result = sandbox.call("together", 220)
+            after = sandbox.call("together", 1)  # a new tree, with the whole budget again
+        seen.append((result.status, result.message, after.status, after.value))
+    message = ("ran out of memory: the submission's processes together used more than its 384 MB "
+               "(limits.memory_mb, counting shared memory and files held in memory), and the kernel killed it")
+    assert seen == [("memory", message, "ok", float(1 << 17))] * 3
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.skipif(not linux.cpu_clock(get_zygote().cgroups), reason="no cgroup counts a tree's CPU time here")
+def test_the_call_limit_is_judged_on_cpu_time_with_the_wall_clock_as_a_backstop(tmp_path):
+    """A call that waits longer than its limit but computes less passes (a busy machine stretches the wall
+    clock, not the CPU time); one that computes past it, or waits past the backstop, times out alike."""
+    path = write(tmp_path, """
+        import os
+        import time
+
+        def nap(seconds):
+            time.sleep(seconds)
+            return seconds
+
+        def spin(seconds):
+            start = time.process_time()
+            while time.process_time() - start < seconds:
+                pass
+            return seconds
+
+        def fan(seconds, helpers):
+            children = [os.fork() for _ in range(helpers)]
+            if 0 in children:
+                spin(seconds)
+                os._exit(0)
+            for child in children:
+                os.waitpid(child, 0)
+            return seconds
+    """)
+    limits = Limits(call_timeout_s=1.0, submission_timeout_s=60.0)
+    with Sandbox(path, limits) as sandbox:
+        napped = sandbox.call("nap", 1.5)
+        spun = sandbox.call("spin", 30)
+        fanned = sandbox.call("fan", 0.8, 2)  # 1.6 s of CPU time: in 0.8 s of wall clock on two idle cores
+        hung = sandbox.call("nap", 60)
+    assert (napped.status, napped.value) == ("ok", 1.5)
+    assert (spun.status, spun.message) == ("timeout", "the call did not finish within 1 s")
+    assert (fanned.status, fanned.message) == ("timeout", "the call did not finish within 1 s")
+    assert (hung.status, hung.message) == ("timeout", "the call did not finish within 1 s")
+    assert hung.seconds >= client.WALL_BACKSTOP  # a sleep uses no CPU time: the backstop ended it
+
+
+@pytest.mark.sandbox
+@pytest.mark.skipif(not linux.cpu_clock(get_zygote().cgroups), reason="no cgroup counts a tree's CPU time here")
+def test_the_submission_limit_counts_the_cpu_time_of_every_process_of_the_tree(tmp_path):
+    """Helpers that spin in sessions of their own spend the submission's time as the worker would: its
+    own calls are quick, but the tree's CPU time runs out."""
+    path = write(tmp_path, """
+        import os
+        import time
+
+        def start(helpers):
+            for _ in range(helpers):
+                if os.fork() == 0:
+                    os.setsid()
+                    while True:
+                        pass
+            return helpers
+
+        def wait(seconds):
+            time.sleep(seconds)
+            return seconds
+    """)
+    with Sandbox(path, Limits(call_timeout_s=30.0, submission_timeout_s=2.0)) as sandbox:
+        started = sandbox.call("start", 2)
+        waited = sandbox.call("wait", 30)
+        later = sandbox.call("wait", 0)
+    assert (started.status, started.value) == ("ok", 2)
+    assert (waited.status, waited.message) == ("timeout", "the submission used up its 2 s time limit")
+    assert (later.status, later.message) == ("timeout", "the submission used up its 2 s time limit")
 
 
 def _holds_one_of(group: str, pids: set[int]) -> bool:
