@@ -785,7 +785,7 @@ class Sandbox:
             pidfd, write_end = os.pipe()
             os.close(write_end)
         counters = linux.TreeCounters(zygote.cgroups, keeper) if self._cgroup and zygote.cgroups else None
-        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes), counters)
+        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes), counters=counters)
         self._child = child
         self._respawns = isolated  # a restart keeps the tree wherever the visible folders lie (linux._mount_tmp)
         self._settings = settings if self._respawns else ""
