@@ -42,7 +42,7 @@ MIN_SHARED_TESTS = 2  # wrong outputs shared on fewer tests are not flagged
 RARE_SHARE = 0.10  # a wrong output or pattern is rare when fewer than max(RARE_FLOOR, this share) students show it
 RARE_FLOOR = 5
 CALIBRATION_FALLBACK = 0.90  # the threshold when no independent solution was found to calibrate on
-_VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-\d,]+ \(off by")
+_VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-\d,]+ \(off by|returned [-\d,]+; the expected")
 UNFLAGGED_LISTED = 20
 SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix  # the highest unflagged pairs listed in similarity.json, for context
 
