@@ -83,16 +83,19 @@ def _config(config_path: Path | None, seed: int | None, *near: Path, assignment:
         raise click.ClickException(str(exc)) from None
 
 
+# What marks a student kit's folder: its suite (grader.course.student_kit.SUITE_FOLDER), written again here because
+# importing that module costs every `grade FILE` 20 ms; tests/test_cli.py holds the two equal.
+KIT_SUITE_FILE = Path("public_cases") / "graded_kit.py"
+
+
 def _inside_kit(starts: list[Path]) -> Path | None:
     """The student kit's grader.toml when the first grader.toml found upward from ``starts`` (here, then the
     submission's folder) is a kit's (its public cases beside it), else None."""
-    from grader.course.student_kit import SUITE_FOLDER
-
     for start in starts:
         folder = Path(start).resolve()
         for candidate in (folder, *folder.parents):
             if (candidate / "grader.toml").is_file():
-                return candidate / "grader.toml" if (candidate / SUITE_FOLDER / "graded_kit.py").is_file() else None
+                return candidate / "grader.toml" if (candidate / KIT_SUITE_FILE).is_file() else None
     return None
 
 

@@ -219,3 +219,11 @@ def test_assignment_option_selects_the_course_default_or_refuses_an_unknown_one(
                                        "-o", str(out), "--config", CONFIG])
     assert result.exit_code == 1
     assert "no assignment 'nope' in [course] assignments (the course's assignments: mha" in result.output
+
+
+def test_the_kits_mark_is_the_kits_suite():
+    # grader.cli tells a student kit by its suite without importing grader.course.student_kit (20 ms a grade).
+    from grader.cli import KIT_SUITE_FILE
+    from grader.course.student_kit import KIT_SUITE, SUITE_FOLDER
+
+    assert KIT_SUITE_FILE.parts[0] == SUITE_FOLDER and (KIT_SUITE / KIT_SUITE_FILE.name).is_file()

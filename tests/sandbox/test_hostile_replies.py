@@ -30,7 +30,6 @@ import jsonschema
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from example_reports import as_in_the_kit
 
 from grader.batch.gradebook import gradebook_rows
