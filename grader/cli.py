@@ -56,13 +56,21 @@ def _config(config_path: Path | None, seed: int | None, *near: Path, assignment:
             course: Path | None = None) -> Config:
     """The configuration to grade with: grader.toml (given or searched) with the flags on top.
 
-    Looked up once: with ``course`` (--course DIR), or $GRADER_COURSE and no --config, the course
+    Looked up once: inside a student kit (the grader.toml found upward from here, then from ``near``, has the
+    kit's public cases beside it) without --course or --config, the kit's, whatever $GRADER_COURSE says (a
+    note says it is not used); with ``course`` (--course DIR), or $GRADER_COURSE and no --config, the course
     folder decides (grader.config.find_course); else the first found upward from here, then from
     ``near`` (grader.config.find_config), with a note when it is the installed one. Each grader.toml
     it leads to is read once (grader.config.load_config: the course's, then the assignment's own).
     """
     assignment = _group_assignment(assignment)
     try:
+        kit = None if course is not None or config_path is not None else _inside_kit([Path.cwd(), *near])
+        if kit is not None:  # the kit's own course always wins inside it: its public cases, never another course's
+            if os.environ.get(COURSE_ENV) and Path(os.environ[COURSE_ENV]).resolve() != kit.parent:
+                click.echo(f"note: {COURSE_ENV}={os.environ[COURSE_ENV]} is not used inside the student kit "
+                           f"{kit.parent}: grading against the kit's public cases", err=True)
+            return load_config(kit, assignment).with_overrides(seed=seed)
         if course is not None or (config_path is None and os.environ.get(COURSE_ENV)):
             folder, found = find_course(course, config_path)
             return with_course(load_config(found, assignment, course=folder), folder).with_overrides(seed=seed)
@@ -73,6 +81,22 @@ def _config(config_path: Path | None, seed: int | None, *near: Path, assignment:
         return load_config(config_path, assignment).with_overrides(seed=seed)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+# What marks a student kit's folder: its suite (grader.course.student_kit.SUITE_FOLDER), written again here because
+# importing that module costs every `grade FILE` 20 ms; tests/test_cli.py holds the two equal.
+KIT_SUITE_FILE = Path("public_cases") / "graded_kit.py"
+
+
+def _inside_kit(starts: list[Path]) -> Path | None:
+    """The student kit's grader.toml when the first grader.toml found upward from ``starts`` (here, then the
+    submission's folder) is a kit's (its public cases beside it), else None."""
+    for start in starts:
+        folder = Path(start).resolve()
+        for candidate in (folder, *folder.parents):
+            if (candidate / "grader.toml").is_file():
+                return candidate / "grader.toml" if (candidate / KIT_SUITE_FILE).is_file() else None
+    return None
 
 
 def _check_kit_seed(config: Config, seed: int | None) -> None:
@@ -344,8 +368,10 @@ def selftest_command(config_path: Path | None, seed: int | None, course: Path | 
     both), and prints a table. Exits 1 if any of that fails.
     """
     config = _course_config("selftest", config_path, course, seed, assignment)
-    from grader.course.selftest import run_selftest, table_text
+    from grader.course.selftest import run_selftest, seed_warning, table_text
 
+    if warning := seed_warning(config):
+        click.echo(warning, err=True)
     result = run_selftest(config)
     click.echo(table_text(result), nl=False)
     if not result.ok:
@@ -499,7 +525,7 @@ _add_export_commands()
 @main.command("student-kit")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="A new or empty folder.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the public cases (default: grading.seed + 1).")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the public cases (default: one drawn from grading.seed that tells nothing of it).")
 @course_option
 @assignment_option
 def student_kit_command(output: Path, config_path: Path | None, seed: int | None, course: Path | None,
@@ -521,7 +547,8 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
     except OSError as exc:
         raise click.ClickException(f"cannot write the kit to {output}: {exc.strerror or exc}") from None
     click.echo(f"Wrote the student kit to {output}: {kit.cases} public case(s) drawn with seed {kit.seed}, "
-               f"{kit.hidden} hidden case(s) left out, {sum(kit.points.values()):g} points.")
+               f"{kit.hidden} hidden case(s) left out, {kit.graded} graded case(s) left out (they draw nothing "
+               f"from the seed), {sum(kit.points.values()):g} points.")
 
 
 @main.command("batch")

@@ -263,8 +263,8 @@ def find_config(start_points: list[Path]) -> tuple[Path, str | None]:
 
     Searched upward from each of ``start_points`` in turn (the current folder,
     then the submission's); with none found, the course configuration installed
-    beside the grader package, with a note that says so. Raises ConfigError when
-    there is none at all.
+    beside the grader package, with a note that says so. Raises CourseError (``NO_COURSE``, the
+    message of every command outside a course) when there is none at all.
     """
     for start in start_points:
         folder = Path(start).resolve()
@@ -274,7 +274,7 @@ def find_config(start_points: list[Path]) -> tuple[Path, str | None]:
     installed = Path(__file__).resolve().parent.parent / CONFIG_NAME
     if installed.is_file():
         return installed, f"note: no {CONFIG_NAME} here or above; using the installed course configuration {installed}"
-    raise ConfigError(f"no {CONFIG_NAME} in this folder or above it (pass --config PATH)")
+    raise CourseError(NO_COURSE)  # the message every command gives outside a course
 
 
 COURSE_ENV = "GRADER_COURSE"

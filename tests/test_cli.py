@@ -22,8 +22,9 @@ def test_grade_writes_report_and_prints_summary(tmp_path):
     result = CliRunner().invoke(main, [str(SUBMISSIONS / "nan_entropy.py"), "-o", str(out), "--config", CONFIG])
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0] == "mha: nan_entropy.py scored 92.5 / 100"
-    assert "  head_entropy                7.5 / 15     3 of 6 tests passed" in result.output
-    assert "    ✗ entropy[one-hot-rows] [failed]: head_entropy() returned 4 non-finite value(s) of 4" in result.output
+    assert "  head_entropy                7.5 / 15     4 of 8 tests passed" in result.output
+    assert ("    ✗ entropy[one-hot-rows] [failed]: head_entropy() returned non-finite values; first at index (0,): got "
+            "nan; the expected value is withheld: this case is shared by the class") in result.output
     assert result.output.rstrip().endswith(f"Report written to {out}")
     assert json.loads(out.read_text())["score"] == 92.5
 
@@ -238,3 +239,11 @@ def test_a_full_disk_at_the_report_is_one_line_and_leaves_the_old_report(tmp_pat
         f"Error: cannot write the report to {output}: No space left on device; nothing was written ({output} is as it "
         "was), grade again once it can be written\n"))
     assert output.read_text() == "the earlier report\n"
+
+
+def test_the_kits_mark_is_the_kits_suite():
+    # grader.cli tells a student kit by its suite without importing grader.course.student_kit (20 ms a grade).
+    from grader.cli import KIT_SUITE_FILE
+    from grader.course.student_kit import KIT_SUITE, SUITE_FOLDER
+
+    assert KIT_SUITE_FILE.parts[0] == SUITE_FOLDER and (KIT_SUITE / KIT_SUITE_FILE.name).is_file()

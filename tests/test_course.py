@@ -120,6 +120,21 @@ def test_grade_from_an_unrelated_folder_with_the_package_alone(tmp_path):
     assert json.loads(result.stdout)["score"] == 100
 
 
+@pytest.mark.slow  # starts `python -m grader`
+def test_grading_a_file_outside_any_course_says_what_every_command_says(tmp_path):
+    # `grade FILE` used to say "no grader.toml ... (pass --config PATH)": the same line as every other command now,
+    # naming --course and GRADER_COURSE.
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "grader", site / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(SUBMISSIONS / "correct.py", elsewhere / "correct.py")
+    for command in (["correct.py"], ["correct.py", "--format", "html"], ["selftest"], ["batch", ".", "-o", "out"],
+                    ["student-kit", "-o", "kit"]):
+        result = _grade(*command, cwd=elsewhere, site=site)
+        assert (result.returncode, result.stdout, result.stderr) == (1, "", f"Error: {NO_COURSE}\n"), command
+
+
 def test_a_copied_grader_toml_in_a_source_checkout_grades_with_the_checkout(tmp_path):
     copied = tmp_path / "grader.toml"
     shutil.copy(ROOT / "grader.toml", copied)

@@ -109,6 +109,21 @@ def param_count_cases():
     ]
 
 
+def drawn_count_cases(rng):
+    """Counts on widths, head counts and biases drawn from the seed: the real models' counts above are the same for
+    every seed, these are not. d_k defaulted (d = h·d_k) with bias, given (h·d_k ≠ d) with and without bias: d_k
+    defaulted without bias is 4·d², which the placeholder passes (grader.judging.fairness), so it is left out."""
+    count = "attention_param_count"
+    cases = []
+    for i, (given, bias) in enumerate(((False, True), (True, False), (True, True), (False, True))):
+        h, d_k = int(rng.integers(2, 17)), int(rng.integers(4, 129))
+        d = int(rng.integers(16, 1025)) if given else h * d_k
+        kwargs = {"d_k": d_k, "bias": bias} if given else {"bias": bias}
+        id = f"drawn-{i}-d{d}-h{h}" + (f"-dk{d_k}" if given else "") + ("-bias" if bias else "-no-bias")
+        cases.append(Case("param_count", id, count, (d, h), kwargs))
+    return cases
+
+
 def _softmax_rows(logits):
     logits = logits - logits.max(axis=-1, keepdims=True)
     weights = np.exp(logits)
@@ -132,6 +147,21 @@ def entropy_cases(rng):
         Case("entropy", "one-hot-rows", entropy, (one_hot,)),
         Case("entropy", "Tq4-Tk7", entropy, (wide,)),
         Case("entropy", "Tq9-Tk3", entropy, (tall,)),
+    ]
+
+
+def drawn_entropy_cases(rng):
+    """Weights on shapes and scores drawn from the seed: causal rows of drawn T and heads, and rows peaked by a
+    drawn sharpness with T_q ≠ T_k (the uniform cases above are the same for every seed)."""
+    entropy = "head_entropy"
+    h, T = int(rng.integers(1, 5)), int(rng.integers(3, 11))
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)  # (T, T)
+    causal = _softmax_rows(np.where(future, -np.inf, rng.standard_normal((1, h, T, T))))  # (B, h, T, T)
+    h2, T_q, T_k = int(rng.integers(1, 5)), int(rng.integers(2, 9)), int(rng.integers(2, 9))
+    peaked = _softmax_rows(rng.standard_normal((h2, T_q, T_k)) * rng.uniform(2, 6))  # (h, T_q, T_k)
+    return [
+        Case("entropy", f"drawn-causal-B1-h{h}-T{T}", entropy, (causal,)),
+        Case("entropy", f"drawn-peaked-h{h2}-Tq{T_q}-Tk{T_k}", entropy, (peaked,)),
     ]
 
 
@@ -182,6 +212,7 @@ def build_cases(seed: int, n_random: int) -> list[Case]:
     rng = np.random.default_rng(seed)
     # Cases added later draw from a generator of their own, so the earlier cases stay the same for a seed.
     later = np.random.default_rng([seed, 1])
+    drawn = np.random.default_rng([seed, 2])  # the counts' and entropies' drawn cases (added after the others)
     return [
         *random_cases(rng, n_random),
         *reshape_cases(rng),
@@ -189,7 +220,9 @@ def build_cases(seed: int, n_random: int) -> list[Case]:
         *overflow_case(later),
         *model_size_cases(rng),
         *param_count_cases(),
+        *drawn_count_cases(drawn),
         *entropy_cases(rng),
+        *drawn_entropy_cases(drawn),
         *error_cases(rng),
         *causality_cases(later),
     ]

@@ -44,6 +44,20 @@ from grader.judging.settling import settle_diagnoses
 from grader.report.native import _num, diagnosis_codes  # the summary's number format
 
 STARTER_SCORE = 0  # the starter's documented score: every stub raises
+PUBLIC_SEED = Config.seed  # the seed this repository ships (grader.toml and grader.config): anyone can draw its cases
+
+
+def seed_warning(config: Config) -> str | None:
+    """A warning while grading.seed is the repository's public one, else None.
+
+    With the public seed, anyone with this repository draws the graded cases and computes their expected values;
+    a course's own seed keeps them private (docs/instructors.md, "Seeds").
+    """
+    if config.seed != PUBLIC_SEED:
+        return None
+    return (f"warning: grading.seed is {PUBLIC_SEED}, the repository's public seed: anyone can draw the graded cases; "
+            f"set the course's own in {config.root / 'grader.toml'} (e.g. the output of "
+            "python -c 'import secrets; print(secrets.randbits(63))')")
 
 
 @dataclass(frozen=True)

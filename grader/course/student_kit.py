@@ -7,7 +7,8 @@ expected outputs precomputed, plus a copy of the grader package so that
 their pictures: ``Assignment.feedback_files``) under ``assignments/<name>/``. No reference code and no hidden case
 goes in: expected values are computed here, by the instructor's grader, and
 stored as arrays. The kit's cases are drawn from their own seed (by default
-grading.seed + 1), so the public outputs are not the graded ones.
+``kit_seed(grading.seed)``, which tells nothing of grading.seed), so the public outputs are not the
+graded ones; a case that draws nothing from the seed (a real model's count) is a graded one, and is left out.
 
 Case store: ``public_cases/cases.json`` lists the cases (group, id, function,
 plain arguments, where each array is) and ``public_cases/cases/NNN.npz`` holds
@@ -68,6 +69,7 @@ class Kit:
     cases: int  # public cases written
     hidden: int  # cases left out because their group is not visible
     points: dict[str, float]  # the kit's points per visible group
+    graded: int = 0  # cases left out because they are graded ones (they draw nothing from the seed: ``_same_case``)
 
 
 def expected_value(assignment: Assignment, case) -> object:
@@ -298,13 +300,17 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
     target = Path(target)
     if target.exists() and any(target.iterdir()):
         raise KitError(f"{target} is not empty; pick a new folder")
-    seed = config.seed + 1 if seed is None else seed
+    seed = kit_seed(config.seed) if seed is None else seed
     if seed == config.seed:  # the kit would hold the graded inputs and their expected outputs
         raise KitError(f"the kit's seed must differ from grading.seed ({config.seed}): its cases and expected "
                        "outputs would be the graded ones")
+    params = {"random_cases": config.random_cases, **described.params, **config.params}
+    _fresh_builds(described.folder)
     with _recorded_draws() as draws:
-        cases = described.build_cases(seed, {"random_cases": config.random_cases, **described.params, **config.params})
-    public = [c for c in cases if config.visibility.get(c.group, "visible") == "visible"]
+        cases = described.build_cases(seed, params)
+    graded = described.build_cases(config.seed, params)
+    shown = [c for c in cases if config.visibility.get(c.group, "visible") == "visible"]
+    public = [c for c in shown if not any(_same_case(c, g) for g in graded)]
 
     suite = target / SUITE_FOLDER
     (suite / "cases").mkdir(parents=True)
@@ -357,7 +363,45 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
     for path in described.feedback_files:  # the exercise's steps and step pictures (grader.exercise.teaching)
         (target / "assignments" / path.parent.name).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target / "assignments" / path.parent.name / path.name)
-    return Kit(target, seed, len(public), len(cases) - len(public), {g: float(v) for g, v in points.items()})
+    (target / "pyproject.toml").write_text(_kit_pyproject(config.assignment), encoding="utf-8")
+    return Kit(target, seed, len(public), len(cases) - len(shown), {g: float(v) for g, v in points.items()},
+               len(shown) - len(public))
+
+
+def _fresh_builds(folder: Path) -> None:
+    """Clear the functools caches of the assignment's own modules (mha's ``build_cases`` keeps two builds): a build
+    read back from a cache draws nothing, and the kit stores its large inputs as the draws it records."""
+    import sys
+
+    for module in list(sys.modules.values()):
+        where = getattr(module, "__file__", None)
+        if where and Path(where).resolve().is_relative_to(Path(folder).resolve()):
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+
+
+def kit_seed(seed: int) -> int:
+    """The kit's default seed for grading.seed ``seed``: drawn from it one way (SHA-256), so that the kit, which
+    states its own seed, tells nothing of the course's."""
+    return int.from_bytes(hashlib.sha256(f"student-kit:{seed}".encode()).digest()[:8], "little") >> 1
+
+
+def _same_case(kit: object, graded: object) -> bool:
+    """Whether a case the kit's seed drew is one of the graded ones (same name, same inputs): a case that draws
+    nothing from the seed, such as a real model's parameter count. The kit leaves it out: its expected value
+    would be a graded answer."""
+    def same(a: object, b: object) -> bool:
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape and \
+                bool(np.array_equal(a, b))
+        if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        return type(a) is type(b) and a == b
+    return getattr(kit, "name", None) == getattr(graded, "name", None) and \
+        same((kit.args, kit.kwargs, kit.changed_args), (graded.args, graded.kwargs, graded.changed_args))  # type: ignore[attr-defined]
 
 
 def _kit_toml(config: Config, seed: int, points: dict) -> str:
@@ -375,16 +419,45 @@ def _kit_toml(config: Config, seed: int, points: dict) -> str:
     return "\n".join(lines)
 
 
+# What the kit's grader imports to grade a file and draw its feedback page (matplotlib: the pictures; rich: the
+# progress line on a terminal): the course's own requirements (pyproject.toml), less what only instructors use.
+KIT_DEPENDENCIES = ("numpy>=1.26", "pytest>=8", "click>=8.1", "threadpoolctl>=3.1", "nbformat>=5.9", "rich>=13",
+                    "matplotlib>=3.8")
+
+
+def _kit_pyproject(assignment: str) -> str:
+    """The kit's pyproject.toml: ``pip install .`` in the kit installs the grader, its `grade` command and
+    everything the feedback page needs."""
+    packages = sorted(".".join(p.relative_to(Path(grader.__file__).resolve().parent.parent).parts)
+                      for p in Path(grader.__file__).resolve().parent.rglob("*") if p.is_dir() and p.name != "__pycache__")
+    return "\n".join([
+        "# The student kit as a package: `pip install .` here installs the grader and what it needs.",
+        "[build-system]", 'requires = ["setuptools>=68"]', 'build-backend = "setuptools.build_meta"', "",
+        "[project]", f'name = "{assignment}-grader-kit"', f'version = "{grader.__version__}"',
+        'requires-python = ">=3.11"', "dependencies = [" + ", ".join(f'"{d}"' for d in KIT_DEPENDENCIES) + "]", "",
+        "[project.scripts]", 'grade = "grader.launch:main"', "",
+        "[tool.setuptools]", "packages = [" + ", ".join(f'"{p}"' for p in ["grader", *packages]) + "]", "",
+        "[tool.setuptools.package-data]", '"*" = ["*"]', "",
+    ])
+
+
 _CHECKING = """## Checking your work with this kit
 
 This folder holds the starter, the public test cases with their expected outputs, and the grader.
-With numpy, pytest, click, nbformat and threadpoolctl installed, run from this folder:
+Install the grader and everything it needs (numpy, matplotlib for the feedback page's pictures, and the
+rest) with one command, from this folder:
 
 ```sh
-python -m grader starter.py
+pip install .
 ```
 
-(or `grade starter.py` if the grader is installed). It grades your file, or your notebook,
+then run, from this folder:
+
+```sh
+grade starter.py
+```
+
+(or `python -m grader starter.py` without installing). It grades your file, or your notebook,
 against the public cases only, with the same checks and messages as the real grading; the real
 grading also has cases you do not see here, drawn from another seed.
 """

@@ -25,7 +25,8 @@ def leaked(verdict: Verdict) -> bool:
 
 
 def check_causality(first: CallResult, second: CallResult, changed_from: int,
-                    expected: tuple[np.ndarray, np.ndarray], rtol: float, atol: float, what: str) -> Verdict:
+                    expected: tuple[np.ndarray, np.ndarray], rtol: float, atol: float, what: str,
+                    reveal: bool = True) -> Verdict:
     """Compare outputs before ``changed_from`` of two calls whose inputs differ only from that token on.
 
     first, second: the calls on the original and the changed tokens, made in
@@ -34,7 +35,7 @@ def check_causality(first: CallResult, second: CallResult, changed_from: int,
     when |second − first| ≤ atol + rtol·|first| at every position before
     ``changed_from``, the outputs from ``changed_from`` on did change (a
     function that ignores its input is not causal attention), and each output
-    matches its expected value as grader.judging.compare.check_array compares. A leak's
+    matches its expected value as grader.judging.compare.check_array compares (``reveal``: as it says). A leak's
     verdict has the kind ``Kind.LEAK``.
     """
     expected_shape = np.shape(expected[0])
@@ -65,7 +66,7 @@ def check_causality(first: CallResult, second: CallResult, changed_from: int,
                                f"{changed_from} on: the output does not depend on those tokens", Kind.IGNORES_INPUT)
     for result, right, when in ((first, expected[0], "on the given tokens"),
                                 (second, expected[1], f"with tokens {changed_from}… changed")):
-        verdict = check_array(result, right, rtol, atol, what)
+        verdict = check_array(result, right, rtol, atol, what, reveal)
         if verdict.status != PASSED:
             return Verdict(verdict.status, f"{when}, {verdict.message}", verdict.kind)
     return Verdict(PASSED)

@@ -67,6 +67,11 @@ CALL_STATUSES = {  # a sandbox call that did not return a value → the test's r
 }
 
 
+# How a message of a case shared by the class ends (``reveal=False``): its expected value is never shown, so that no
+# report gives a student the answer to a case the whole class is graded on (docs/instructors.md, "Seeds").
+WITHHELD = "the expected value is withheld: this case is shared by the class"
+
+
 @dataclass(frozen=True)
 class Verdict:
     status: Status
@@ -84,8 +89,13 @@ def call_failed(result: CallResult, what: str) -> Verdict | None:
     return Verdict(status, f"{what} {result.message}" if prefixed else result.message, kind)
 
 
-def check_array(result: CallResult, expected: np.ndarray, rtol: float, atol: float, what: str) -> Verdict:
-    """Compare an array result with ``expected`` (finite, float) within |got − expected| ≤ atol + rtol·|expected|."""
+def check_array(result: CallResult, expected: np.ndarray, rtol: float, atol: float, what: str,
+                reveal: bool = True) -> Verdict:
+    """Compare an array result with ``expected`` (finite, float) within |got − expected| ≤ atol + rtol·|expected|.
+
+    reveal=False (a case shared by the class): the message gives shapes and the returned values, never an
+    expected value nor how many values are right; it ends with ``WITHHELD``.
+    """
     if result.status == "too-large" and result.shape is not None:  # refused unread, but its announced shape says why
         return Verdict(FAILED, f"{what} returned shape {result.shape}, expected {np.shape(expected)}: "
                                f"{result.message.rsplit(': ', 1)[-1]}", Kind.WRONG_SHAPE)
@@ -107,6 +117,9 @@ def check_array(result: CallResult, expected: np.ndarray, rtol: float, atol: flo
         bad = ~np.isfinite(got)
         if bad.any():
             index = tuple(int(i) for i in np.argwhere(bad)[0])
+            if not reveal:
+                return Verdict(FAILED, f"{what} returned non-finite values; first at index {index}: got {got[index]}; "
+                                       f"{WITHHELD}", Kind.NON_FINITE)
             return Verdict(FAILED, f"{what} returned {int(bad.sum())} non-finite value(s) of {got.size}; "
                                    f"first at index {index}: got {got[index]}, expected {expected[index]:.6g}",
                            Kind.NON_FINITE)
@@ -114,22 +127,31 @@ def check_array(result: CallResult, expected: np.ndarray, rtol: float, atol: flo
         wrong = error > atol + rtol * np.abs(expected)
     if wrong.any():
         index = tuple(int(i) for i in np.unravel_index(np.argmax(np.where(wrong, error, -1)), error.shape))
+        if not reveal:
+            return Verdict(FAILED, f"{what}: values differ beyond rtol={rtol:g}, atol={atol:g}; got {got[index]:.6g} "
+                                   f"at index {index}, where they differ most; {WITHHELD}", Kind.WRONG_VALUES)
         return Verdict(FAILED, f"{what}: {int(wrong.sum())} of {got.size} values differ beyond rtol={rtol:g}, atol={atol:g}; "
                                f"largest difference {error[index]:.3g} at index {index}: got {got[index]:.6g}, "
                                f"expected {expected[index]:.6g}", Kind.WRONG_VALUES)
     return Verdict(PASSED)
 
 
-def check_count(result: CallResult, expected: int, what: str) -> Verdict:
-    """Compare an integer count exactly; a Python or numpy integer of the right value passes."""
+def check_count(result: CallResult, expected: int, what: str, reveal: bool = True) -> Verdict:
+    """Compare an integer count exactly; a Python or numpy integer of the right value passes.
+
+    reveal=False (a case shared by the class): the message never gives the expected count (``WITHHELD``).
+    """
     if failed := call_failed(result, what):
         return failed
     got = result.value
     if isinstance(got, np.ndarray) and got.shape == () and got.dtype.kind in "iu":
         got = int(got)
     if type(got) is not int:
-        return Verdict(FAILED, f"{what} returned {result.type_name} {_short(got)}, expected the int {expected:,}",
+        wanted = f"the int {expected:,}" if reveal else f"an int; {WITHHELD}"
+        return Verdict(FAILED, f"{what} returned {result.type_name} {_short(got)}, expected {wanted}",
                        Kind.WRONG_TYPE)
+    if got != expected and not reveal:
+        return Verdict(FAILED, f"{what} returned {got:,}; {WITHHELD}", Kind.WRONG_VALUES)
     if got != expected:
         return Verdict(FAILED, f"{what} returned {got:,}, expected {expected:,} (off by {got - expected:+,})",
                        Kind.WRONG_VALUES)

@@ -38,12 +38,12 @@ def reply_bound(expected: object) -> int:
 
 
 def check_arrays(result: CallResult, expected: tuple, rtol: float, atol: float, what: str,
-                 outputs: Sequence[str] = ()) -> Verdict:
+                 outputs: Sequence[str] = (), reveal: bool = True) -> Verdict:
     """A returned tuple checked part by part (grader.judging.compare.check_array), each part named by ``outputs``."""
     if result.status == "too-large":
         return Verdict(FAILED, f"{what} {result.message}", Kind.TOO_LARGE)
     if result.status != "ok":
-        return check_array(result, np.asarray(0.0), rtol, atol, what)  # the call's own failure
+        return check_array(result, np.asarray(0.0), rtol, atol, what, reveal)  # the call's own failure
     value = result.value
     if not isinstance(value, tuple) or len(value) != len(expected):
         got = f"a tuple of {len(value)}" if isinstance(value, tuple) else (result.type_name or type(value).__name__)
@@ -52,7 +52,7 @@ def check_arrays(result: CallResult, expected: tuple, rtol: float, atol: float, 
                        Kind.WRONG_SHAPE if isinstance(value, tuple) else Kind.WRONG_TYPE)
     for index, (part, right) in enumerate(zip(value, expected)):
         name = outputs[index] if index < len(outputs) else f"part {index}"
-        verdict = check_array(CallResult("ok", part, type(part).__name__), right, rtol, atol, f"{what}'s {name}")
+        verdict = check_array(CallResult("ok", part, type(part).__name__), right, rtol, atol, f"{what}'s {name}", reveal)
         if verdict.status != PASSED:
             return verdict
     return Verdict(PASSED)
@@ -74,7 +74,7 @@ def judge(case, student: Student, grading, expected: object,
           catalogue: Mapping[str, Explained], search: Search | None = None, *,
           expected_changed: object = None, keep: dict | None = None,
           kind: str = "array", outputs: Sequence[str] = (), first: CallResult | None = None,
-          ) -> tuple[Verdict, Diagnosis | None, str]:
+          reveal: bool = True) -> tuple[Verdict, Diagnosis | None, str]:
     """Run ``case`` against ``student`` (a Sandbox); returns (verdict, diagnosis or None, student output).
 
     case: has function, args, kwargs, raises, changed_args, changed_from.
@@ -93,6 +93,8 @@ def judge(case, student: Student, grading, expected: object,
     ``keep["got"]``, for the feedback page's pictures (grader.judging.evidence).
     first: a causality case's first call, already made in a worker that ``student``'s current one has
     never been (then no restart is needed before the second call).
+    reveal: False for a case shared by the class (the graded cases): its messages never show an expected value
+    (grader.judging.compare.WITHHELD); the student kit's public cases show them.
     """
     bound = reply_bound(None if case.raises else expected)
     if first is None:
@@ -112,13 +114,13 @@ def judge(case, student: Student, grading, expected: object,
         output += changed.output
         verdict = check_causality(result, changed, case.changed_from,
                                   (cast(np.ndarray, expected), cast(np.ndarray, expected_changed)),
-                                  grading.rtol, grading.atol, what)
+                                  grading.rtol, grading.atol, what, reveal)
     elif kind == "count":
-        verdict = check_count(result, cast(int, expected), what)  # a count's expected value is an int
+        verdict = check_count(result, cast(int, expected), what, reveal)  # a count's expected value is an int
     elif kind == "arrays":
-        verdict = check_arrays(result, cast(tuple, expected), grading.rtol, grading.atol, what, outputs)
+        verdict = check_arrays(result, cast(tuple, expected), grading.rtol, grading.atol, what, outputs, reveal)
     else:
-        verdict = check_array(result, cast(np.ndarray, expected), grading.rtol, grading.atol, what)
+        verdict = check_array(result, cast(np.ndarray, expected), grading.rtol, grading.atol, what, reveal)
     if verdict.status not in (FAILED, ERROR) or result.status not in ("ok", "raised"):
         return verdict, None, output
     if keep is not None and case.changed_args is None and result.status == "ok":

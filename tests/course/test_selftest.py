@@ -34,7 +34,8 @@ def test_selftest_command_is_green_and_prints_one_row_per_submission(tmp_path):
     # decides, and a call that a busy machine slowed past grader.toml's 10 s would fail a row for nothing.
     result = CliRunner().invoke(main, ["selftest", "--config", str(generous_config(tmp_path)), "--course", str(ROOT)])
     assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
+    warning, *lines = result.output.splitlines()  # grader.toml's seed is the repository's: a warning first
+    assert warning.startswith("warning: grading.seed is 2026, the repository's public seed: ")
     assert lines[0].split(" | ")[0].strip() == "submission"
     rows = {line.split(" | ")[0].strip(): line for line in lines[2:-2]}
     pairs = [SEP.join(c) for f in (MHA, COUNT, ENTROPY) for c in combos(f) if len(c) == 2]
@@ -154,3 +155,15 @@ def test_each_trivial_submission_earns_exactly_nothing(config):
 def test_a_trivial_submission_that_earns_points_fails_the_selftest():
     report = {"score": 2.5, "tests": [{"name": "entropy[one-hot-rows]", "score": 2.5}, {"name": "x", "score": 0}]}
     assert check_trivial(report) == ["scored 2.5, expected 0; points for entropy[one-hot-rows]"]
+
+
+def test_selftest_warns_while_the_seed_is_the_repositorys(config):
+    from dataclasses import replace
+
+    from grader.course.selftest import seed_warning
+
+    assert seed_warning(config) == (
+        "warning: grading.seed is 2026, the repository's public seed: anyone can draw the graded cases; set the "
+        f"course's own in {config.root / 'grader.toml'} (e.g. the output of python -c 'import secrets; "
+        "print(secrets.randbits(63))')")
+    assert seed_warning(replace(config, seed=8_861_304_127_750_241_907)) is None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -14,11 +15,33 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import main
+from grader.course.student_kit import kit_seed
 from grader.grade import grade_submission
+from grader.judging.compare import WITHHELD
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "tests" / "submissions"
 HIDDEN = {"mha_reshape": "hidden", "mha_model_sizes": "after_due_date"}
+KIT_SEED = kit_seed(2026)  # the kit's seed for grading.seed 2026: drawn from it one way
+# The graded cases that draw nothing from the seed (the real models' counts, the uniform entropies): a kit leaves
+# them out, since their expected values would be graded answers.
+SEED_FREE = ["param_count[gpt2-small-bias]", "param_count[gpt2-small-no-bias]", "param_count[gpt2-small-dk-given]",
+             "param_count[gpt2-medium-bias]", "param_count[gemma-7b]", "param_count[gemma-7b-bias]",
+             "param_count[llama3-8b]", "param_count[h-does-not-divide-d]", "entropy[uniform-causal-T6]",
+             "entropy[uniform-rows]"]
+
+
+def public_tests(graded: dict) -> list[dict]:
+    """The graded report's tests that the kit holds too: visible, and drawn from the seed."""
+    return [t for t in graded["tests"] if t["group"] not in HIDDEN and t["name"] not in SEED_FREE]
+
+
+def same_messages(in_kit: dict, graded: dict) -> bool:
+    """The kit's messages are the grader's, but for the expected values, which the kit shows and the grader
+    withholds (every graded case is shared by the class)."""
+    pairs = list(zip([t["message"] for t in in_kit["tests"]], [t["message"] for t in public_tests(graded)], strict=True))
+    return all(mine == theirs if WITHHELD not in theirs else "expected" in mine and WITHHELD not in mine
+               for mine, theirs in pairs)
 # Runs the kit's own copy of the grader, with the reference made unimportable.
 RUN_IN_KIT = """
 import os, sys
@@ -47,8 +70,9 @@ def kit(course, tmp_path_factory):
     folder = tmp_path_factory.mktemp("kit") / "mha-kit"
     result = CliRunner().invoke(main, ["student-kit", "-o", str(folder), "--config", str(course)])
     assert result.exit_code == 0, result.output
-    assert result.output == (f"Wrote the student kit to {folder}: 33 public case(s) drawn with seed 2027, "
-                             "8 hidden case(s) left out, 75 points.\n")
+    assert result.output == (f"Wrote the student kit to {folder}: 29 public case(s) drawn with seed {KIT_SEED}, "
+                             "8 hidden case(s) left out, 10 graded case(s) left out (they draw nothing from the "
+                             "seed), 75 points.\n")
     return folder
 
 
@@ -83,7 +107,7 @@ def test_kit_holds_the_public_cases_and_no_reference_code(kit):
 @pytest.mark.sandbox
 def test_kit_holds_no_hidden_case(kit, config):
     manifest = json.loads((kit / "public_cases/cases.json").read_text())
-    assert manifest["seed"] == 2027
+    assert manifest["seed"] == KIT_SEED
     assert {c["group"] for c in manifest["cases"]} == {"mha_random", "mha_stability", "mha_errors", "mha_causality", "param_count", "entropy"}
     toml = (kit / "grader.toml").read_text()
     assert "mha_reshape" not in toml and "mha_model_sizes" not in toml and "[visibility]" not in toml
@@ -93,7 +117,7 @@ def test_kit_holds_no_hidden_case(kit, config):
         from cases import build_cases
     finally:
         sys.path.remove(str(ROOT / "assignments/mha"))
-    hidden = [a for c in build_cases(2027, config.random_cases) if c.group in HIDDEN
+    hidden = [a for c in build_cases(KIT_SEED, config.random_cases) if c.group in HIDDEN
               for a in c.args if isinstance(a, np.ndarray)]
     assert len(hidden) == 8 * 5
     for path in (kit / "public_cases/cases").glob("*.npz"):
@@ -108,24 +132,24 @@ def test_kit_grades_the_starter_and_a_correct_solution(kit):
     assert starter["score"] == 0 and starter["max_score"] == 75
     # NotImplementedError where a ValueError is due is the wrong exception: "failed"; elsewhere "error"
     failed = [t["name"] for t in starter["tests"] if t["status"] == "failed"]
-    assert failed == ["param_count[h-does-not-divide-d]", "mha_errors[width-not-divisible-by-h]", "mha_errors[d-mismatch]"]
+    assert failed == ["mha_errors[width-not-divisible-by-h]", "mha_errors[d-mismatch]"]
     assert {t["status"] for t in starter["tests"] if t["name"] not in failed} == {"error"}
     assert starter["tests"][0]["message"] == "multi_head_attention() raised NotImplementedError at line 29"
     correct = grade_in_kit(kit, SUBMISSIONS / "correct.py")
-    assert correct["score"] == 75 and len(correct["tests"]) == 33
+    assert correct["score"] == 75 and len(correct["tests"]) == 29
     assert {t["status"] for t in correct["tests"]} == {"passed"}
 
 
 @pytest.mark.sandbox
 def test_kit_gives_the_same_verdicts_and_messages_as_the_grader(kit, config):
     in_kit = grade_in_kit(kit, SUBMISSIONS / "wrong_reshape.py")
-    graded = grade_submission(SUBMISSIONS / "wrong_reshape.py", replace(config, seed=2027)).report
-    public = [t for t in graded["tests"] if t["group"] not in HIDDEN]
-    assert [(t["name"], t["status"], t["message"], t["diagnosis"]) for t in in_kit["tests"]] == \
-           [(t["name"], t["status"], t["message"], t["diagnosis"]) for t in public]
+    graded = grade_submission(SUBMISSIONS / "wrong_reshape.py", replace(config, seed=KIT_SEED)).report
+    assert [(t["name"], t["status"], t["diagnosis"]) for t in in_kit["tests"]] == \
+           [(t["name"], t["status"], t["diagnosis"]) for t in public_tests(graded)]
+    assert same_messages(in_kit, graded)
     # The misconception is named offline too, from the outputs stored in the kit.
     assert {t["diagnosis"]["code"] for t in in_kit["tests"] if t["diagnosis"]} == {"wrong-split-order"}
-    assert in_kit["score"] == 39.1667 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
+    assert in_kit["score"] == 43.3333 and in_kit["max_score"] == 75  # it earned nothing in the hidden groups
 
 
 @pytest.mark.sandbox
@@ -137,13 +161,12 @@ def test_kit_pays_nothing_for_trivial_code_as_the_grader_does(kit, config, tmp_p
     path = tmp_path / "checked_zeros.py"
     path.write_text(student_source("checked-zeros"), encoding="utf-8")
     in_kit = grade_in_kit(kit, path)
-    graded = grade_submission(path, replace(config, seed=2027)).report
-    public = [t for t in graded["tests"] if t["group"] not in HIDDEN]
-    assert [(t["name"], t["status"], t["message"]) for t in in_kit["tests"]] == \
-           [(t["name"], t["status"], t["message"]) for t in public]
+    graded = grade_submission(path, replace(config, seed=KIT_SEED)).report
+    assert [(t["name"], t["status"]) for t in in_kit["tests"]] == [(t["name"], t["status"]) for t in public_tests(graded)]
+    assert same_messages(in_kit, graded)
     assert in_kit["score"] == graded["score"] == 0
     unpaid = [t["name"] for t in in_kit["tests"] if "passed this test, but so does" in t["message"]]
-    assert unpaid == ["param_count[h-does-not-divide-d]", "entropy[one-hot-rows]",
+    assert unpaid == ["entropy[one-hot-rows]",
                       "mha_errors[width-not-divisible-by-h]", "mha_errors[d-mismatch]"]
 
 
@@ -155,10 +178,9 @@ def test_kit_names_combinations_and_patterns_of_raises_as_the_grader_does(kit, c
     # search and its verdict are the same offline; only the evidence's count of failed tests differs.
     submission = ROOT / "tests/misconceptions" / name
     in_kit = grade_in_kit(kit, submission)
-    graded = grade_submission(submission, replace(config, seed=2027)).report
-    public = [t for t in graded["tests"] if t["group"] not in HIDDEN]
+    graded = grade_submission(submission, replace(config, seed=KIT_SEED)).report
     assert [(t["name"], t["status"], t["diagnosis"]) for t in in_kit["tests"]] == \
-           [(t["name"], t["status"], t["diagnosis"]) for t in public]
+           [(t["name"], t["status"], t["diagnosis"]) for t in public_tests(graded)]
     verdicts = [{f: e["verdict"] and (e["verdict"]["codes"], e["verdict"]["sentence"]) for f, e in r["functions"].items()}
                 for r in (in_kit, graded)]
     assert verdicts[0] == verdicts[1] and any(verdicts[0].values())
@@ -181,7 +203,7 @@ def test_kit_refuses_a_seed_it_cannot_honour(kit):
     process = subprocess.run([sys.executable, "-c", RUN_IN_KIT, "correct.py", "--seed", "5", "-o", "report.json"],
                              cwd=kit, capture_output=True, text=True, timeout=120, check=False)
     assert process.returncode == 1
-    assert process.stderr == "Error: the kit's cases are stored, drawn with seed 2027: --seed does not apply here\n"
+    assert process.stderr == f"Error: the kit's cases are stored, drawn with seed {KIT_SEED}: --seed does not apply here\n"
     assert (kit / "report.json").read_text() == "earlier"
     (kit / "report.json").unlink()
 
@@ -235,3 +257,41 @@ def test_kit_stores_the_outputs_of_known_mistakes_beside_the_expected(course, tm
     assert json.loads((tmp_path / "kit/public_cases/cases.json").read_text())["catalogue"] == {
         "double-softmax": {"explanation": "Softmax applied twice.", "section": "§4.3",
                            "says": "applies the softmax twice"}}
+
+
+@pytest.mark.slow  # builds a kit: its probe tables take seconds
+def test_one_pip_install_of_the_kit_brings_what_its_feedback_page_needs(kit):
+    # `pip install .` in the kit installs the grader, its `grade` command and every library the feedback page
+    # imports, matplotlib (its pictures) included; each requirement is the course's own, so the two cannot drift.
+    import tomllib
+
+    from grader.course.student_kit import KIT_DEPENDENCIES
+
+    kit_project = tomllib.loads((kit / "pyproject.toml").read_text(encoding="utf-8"))
+    course_project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert kit_project["project"]["dependencies"] == list(KIT_DEPENDENCIES)
+    assert "matplotlib>=3.8" in KIT_DEPENDENCIES
+    assert set(KIT_DEPENDENCIES) <= set(course_project["project"]["dependencies"])
+    assert kit_project["project"]["scripts"] == {"grade": "grader.launch:main"}
+    folders = {".".join(p.relative_to(kit).parts) for p in (kit / "grader").rglob("*") if p.is_dir()}
+    assert set(kit_project["tool"]["setuptools"]["packages"]) == {"grader", *folders}
+    assert "```sh\npip install .\n```" in (kit / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.sandbox
+def test_inside_the_kit_the_kits_cases_win_over_an_exported_grader_course(kit, tmp_path):
+    # An instructor's GRADER_COURSE left in a student's shell: the kit still grades against its public cases,
+    # and says it did not use the variable; a GRADER_COURSE that is no course at all changes nothing either.
+    (kit / "correct.py").write_bytes((SUBMISSIONS / "correct.py").read_bytes())
+    for course in (ROOT, tmp_path):
+        environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        environ["GRADER_COURSE"] = str(course)
+        process = subprocess.run([sys.executable, "-c", RUN_IN_KIT, "correct.py", "-o", "report.json"], cwd=kit,
+                                 capture_output=True, text=True, timeout=120, check=False, env=environ)
+        assert process.returncode == 0, process.stderr
+        assert process.stderr == (f"note: GRADER_COURSE={course} is not used inside the student kit {kit}: "
+                                  "grading against the kit's public cases\n")
+        report = json.loads((kit / "report.json").read_text())
+        assert (report["score"], report["max_score"], len(report["tests"])) == (75, 75, 29)
+        assert report["seed"] == KIT_SEED
+    (kit / "report.json").unlink()

@@ -67,7 +67,7 @@ def test_a_second_grade_reads_the_cases_back_and_reports_alike(monkeypatch, tmp_
     entries = list((tmp_path / "course-grader/cases").glob("*.cases"))
     assert [p.name for p in entries] == [f"{case_store.key(config)}.cases"]
     cases, memo = case_store.load(case_store.key(config), (config.assignment_dir,))
-    assert len(cases) == 41 and sum(len(v) for v in memo.values()) == 41 + 38 + 2  # trivial, expected, changed
+    assert len(cases) == 47 and sum(len(v) for v in memo.values()) == 47 + 44 + 2  # trivial, expected, changed
     # Read back in another process (this one keeps the cases it built): drawn nothing, the same report.
     monkeypatch.setattr(case_building, "_BUILDS", {})
     monkeypatch.setattr(case_building, "_REMEMBERED", {})

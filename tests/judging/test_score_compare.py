@@ -93,3 +93,29 @@ def test_every_check_result_carries_its_kind():
     assert raises(CallResult("raised", message="raised KeyError: 'x'")) == Kind.WRONG_EXCEPTION
     assert raises(ok(1, "int")) == Kind.NOT_RAISED
     assert raises(CallResult("timeout", message="m")) == Kind.TIMEOUT
+
+
+def test_a_shared_case_never_shows_its_expected_value():
+    # reveal=False (every graded case): what came back, where it differs most and the shapes, never the answer.
+    withheld = "the expected value is withheld: this case is shared by the class"
+    got = CallResult("ok", np.array([[1.0, 2.0], [3.0, 9.5]]), "ndarray")
+    right = np.array([[1.0, 2.0], [3.0, 4.25]])
+    assert check_array(got, right, 1e-3, 1e-5, "f()", reveal=False).message == (
+        f"f(): values differ beyond rtol=0.001, atol=1e-05; got 9.5 at index (1, 1), where they differ most; {withheld}")
+    assert check_array(got, right, 1e-3, 1e-5, "f()").message == (
+        "f(): 1 of 4 values differ beyond rtol=0.001, atol=1e-05; largest difference 5.25 at index (1, 1): got 9.5, "
+        "expected 4.25")
+    nan = CallResult("ok", np.array([np.nan, 1.0]), "ndarray")
+    assert check_array(nan, np.array([0.5, 1.0]), 1e-3, 1e-5, "f()", reveal=False).message == (
+        f"f() returned non-finite values; first at index (0,): got nan; {withheld}")
+    assert check_array(got, np.zeros(3), 1e-3, 1e-5, "f()", reveal=False).message == (
+        "f() returned shape (2, 2), expected (3,)")  # shapes are no answer
+    assert check_count(CallResult("ok", 85824, "int"), 86400, "g()", reveal=False).message == (
+        f"g() returned 85,824; {withheld}")
+    assert check_count(CallResult("ok", 1.5, "float"), 86400, "g()", reveal=False).message == (
+        f"g() returned float 1.5, expected an int; {withheld}")
+    assert check_count(CallResult("ok", 86400, "int"), 86400, "g()", reveal=False).status == "passed"
+    # withheld or not, what was found is the same kind
+    assert [check_count(CallResult("ok", v, t), 86400, "g()", reveal=False).kind for v, t in ((85824, "int"), (1.5, "float"))] == [
+        Kind.WRONG_VALUES, Kind.WRONG_TYPE]
+    assert check_array(nan, np.array([0.5, 1.0]), 1e-3, 1e-5, "f()", reveal=False).kind == Kind.NON_FINITE

@@ -124,7 +124,7 @@ def test_grades_real_submissions(autograder_zip, tmp_path, files, score):
     (root / "results" / "results.json").write_text('{"score": 1000, "tests": []}')  # planted before the run
     results, stdout = run_autograder(root)
     assert results["score"] == score
-    assert len(results["tests"]) == 41
+    assert len(results["tests"]) == 47
     assert "submission 123456 by Ada Lovelace <ada@example.edu>" in stdout
 
 
@@ -158,7 +158,7 @@ def test_hostile_submission_that_forges_results(autograder_zip, tmp_path):
     # A result the submission writes while it runs is replaced by the grader's own.
     root = autograder_root(tmp_path, autograder_zip, {"forger.py": FORGER})
     results, _ = run_autograder(root)
-    assert results["score"] == 0 and len(results["tests"]) == 41
+    assert results["score"] == 0 and len(results["tests"]) == 47
     assert {t["status"] for t in results["tests"]} == {"failed"}  # no function defined: every test fails
 
 
@@ -182,5 +182,5 @@ def test_a_main_file_and_its_helper_module_are_graded_as_one_submission(autograd
     helper = SUBMISSIONS / "with_helper"
     root = autograder_root(tmp_path, autograder_zip, {p.name: p.read_bytes() for p in helper.glob("*.py")})
     results, stdout = run_autograder(root)
-    assert results["score"] == 100 and len(results["tests"]) == 41
+    assert results["score"] == 100 and len(results["tests"]) == 47
     assert "mha: mha.py scored 100 / 100" in stdout

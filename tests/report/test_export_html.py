@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from batch.test_batch_html import CHROMIUM, chromium
 from click.testing import CliRunner
-from example_reports import graded
+from example_reports import as_in_the_kit, graded
 
 from grader.cli import main
 from grader.config import load_config
@@ -63,9 +63,25 @@ def test_evidence_only_for_a_numeric_array_of_the_expected_shape_and_bounded_siz
     assert evidence((), np.float64(1.0), 0.5)["got"] == {"shape": [], "values": [0.5]}  # a scalar comes back as a float
 
 
+def _shown(name: str) -> dict:
+    """The report of tests/submissions/<name>.py with the arrays the student kit's report keeps (example_reports)."""
+    return as_in_the_kit(graded(name), SUBMISSIONS / f"{name}.py")
+
+
+@pytest.mark.sandbox
+def test_a_graded_report_keeps_the_inputs_shapes_and_no_array(validate_report):
+    # Its cases are shared by the class: an expected output drawn would be an answer (docs/instructors.md).
+    report = validate_report(_graded_hidden("wrong_reshape"))
+    kept = [t for t in report["tests"] if "evidence" in t]
+    assert kept and all(t["visibility"] == "visible" and t["status"] == "failed" for t in kept)
+    assert all(t["evidence"]["expected"] is None and t["evidence"]["got"] is None for t in kept)
+    assert head_shape(kept[0]["evidence"]) == (3, 7, 13, 11)  # T, h, d_k, d_v of B1-T3-d13-h7-dk13-dv11
+    assert not [t for t in report["tests"] if t["visibility"] != "visible" and "evidence" in t]
+
+
 @pytest.mark.sandbox
 def test_report_keeps_arrays_of_the_first_three_visible_failures_per_function_and_nothing_of_hidden_ones(validate_report):
-    report = _graded_hidden("wrong_reshape")
+    report = as_in_the_kit(_graded_hidden("wrong_reshape"), SUBMISSIONS / "wrong_reshape.py")
     validate_report(report)
     kept = [t for t in report["tests"] if "evidence" in t]
     assert all(t["visibility"] == "visible" and t["status"] == "failed" for t in kept)
@@ -77,7 +93,7 @@ def test_report_keeps_arrays_of_the_first_three_visible_failures_per_function_an
     first = kept[0]["evidence"]
     expected = decode(first["expected"])
     assert expected.shape == (3, 3)  # mha_random[02-B1-T3-...-unbatched]: (T, d_out)
-    # the message's "largest difference ... at index (1, 2): got -0.0603658, expected 1.25662" is in the arrays
+    # the message's "got -0.0603658 at index (1, 2), where they differ most" is in the arrays (1.25662 expected)
     assert decode(first["got"])[1, 2] == pytest.approx(-0.0603658, abs=1e-6)
     assert expected[1, 2] == pytest.approx(1.25662, abs=1e-5)
     assert head_shape(first) == (3, 7, 13, 11)  # T, h, d_k, d_v of B1-T3-d13-h7-dk13-dv11
@@ -127,10 +143,15 @@ def test_page_of_the_wrong_split_shows_the_diagnosis_the_head_map_and_every_fail
     assert "<code>wrong-split-order + wrong-merge-order</code> · textbook §4.5 · 23 tests" in page
     assert page.count("diagnosis: <code>wrong-split-order + wrong-merge-order</code> (§4.5)") == 23
     assert "How your code split the projected tokens into heads, for T=4, h=4, d_k=4 (mha_reshape[B1-T4-d8-h4-dk4-dv3-full])" in page
-    assert page.count(": expected output, yours, and where they differ</figcaption>") == 3
+    # the split's and the merge's step pictures (grader.report.steps), drawn from the inputs' shapes; no heatmap:
+    # a graded report keeps no array
+    assert page.count(": expected output, yours, and where they differ</figcaption>") == 0
     images = _images(page)
-    # the split's and the merge's step pictures (grader.report.steps), and three tests' heatmaps
-    assert len(images) == 5 and all(i[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
+    assert len(images) == 2 and all(i[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
+    # with the arrays the student kit keeps, three tests' heatmaps too
+    shown = feedback_html(_shown("wrong_reshape"))
+    assert shown.count(": expected output, yours, and where they differ</figcaption>") == 3
+    assert len(_images(shown)) == 5
     assert "9.1667 / 70 points · 4 of 27 tests passed" in page
     assert not re.search(r"(src|href)=['\"]?(https?:|//)", page)  # nothing fetched from the network
 
@@ -144,7 +165,8 @@ def test_page_of_the_wrong_merge_draws_the_merge():
 
 @pytest.mark.sandbox
 def test_page_of_nan_entropy_draws_entropy_bars():
-    page = feedback_html(graded("nan_entropy"))
+    assert ": entropy of each head" not in feedback_html(graded("nan_entropy"))  # no array in a graded report
+    page = feedback_html(_shown("nan_entropy"))
     assert "<code>entropy-log-zero</code>" in page
     assert page.count(": entropy of each head, expected and yours</figcaption>") == 3
     assert "Every test of this function passed." in page  # multi_head_attention and the parameter count
@@ -168,12 +190,12 @@ def test_page_of_a_grader_error_says_why():
 
 @pytest.mark.sandbox
 def test_no_hidden_test_name_or_value_appears_anywhere_in_the_page_or_the_lms_results():
+    checked = 0
     for name in ("wrong_reshape", "nan_entropy"):
         report = _graded_hidden(name)
         hidden = [t for t in report["tests"] if t["visibility"] != "visible"]
         assert hidden and any(t["status"] != "passed" for t in hidden)
         outputs = [feedback_html(report), json.dumps(prairielearn.results(report))]
-        checked = 0
         for text in outputs:
             for test in hidden:
                 assert test["name"] not in text
@@ -185,12 +207,13 @@ def test_no_hidden_test_name_or_value_appears_anywhere_in_the_page_or_the_lms_re
                     for number in [n for n in quoted if sum(c.isdigit() for c in n) >= 4]:  # not "0" or "1"
                         assert not re.search(rf"(?<![\d.]){re.escape(number)}(?![\d])", text), (name, test["name"], number)
                         checked += 1
-        assert checked >= 4 and "a hidden test" in outputs[0]
+        assert "a hidden test" in outputs[0]
+    assert checked >= 4  # wrong_reshape's hidden failures quote what they returned (nan_entropy's quote nan)
 
 
 @pytest.mark.sandbox
 def test_pictures_come_only_from_visible_tests():
-    report = _graded_hidden("wrong_reshape")
+    report = as_in_the_kit(_graded_hidden("wrong_reshape"), SUBMISSIONS / "wrong_reshape.py")
     pictures = report_pictures(report)
     assert pictures.tests and all(report["tests"][i]["visibility"] == "visible" for i in pictures.tests)
     (split,) = pictures.functions["multi_head_attention"]  # drawn for a visible case: mha_reshape is hidden
@@ -211,7 +234,7 @@ def test_page_renders_in_headless_chromium(tmp_path, name):
     assert dom.returncode == 0, dom.stderr.decode(errors="replace")[-2000:]
     text = dom.stdout.decode()
     assert f"<title>mha: feedback on {name}.py</title>" in text
-    assert text.count("<img ") == {"correct": 0, "wrong_reshape": 5, "wrong_merge": 4, "nan_entropy": 3}[name]
+    assert text.count("<img ") == {"correct": 0, "wrong_reshape": 2, "wrong_merge": 1, "nan_entropy": 0}[name]
     shot = tmp_path / "feedback.png"  # in the test's temporary folder, never in the repository
     result = chromium(tmp_path, "--window-size=1280,3000", f"--screenshot={shot}", page.as_uri())
     assert result.returncode == 0, result.stderr.decode(errors="replace")[-2000:]
@@ -248,7 +271,8 @@ def test_matplotlib_is_imported_only_to_draw_pictures(tmp_path):
 
 @pytest.mark.sandbox
 def test_prairielearn_carries_the_pictures_as_images():
-    results = prairielearn.results(graded("wrong_reshape"))
+    assert [t for t in prairielearn.results(graded("wrong_reshape"))["tests"] if "images" in t] == []  # no array kept
+    results = prairielearn.results(_shown("wrong_reshape"))
     assert prairielearn.size(results) < prairielearn.SIZE_CAP
     (top,) = results["images"]
     assert top["label"].startswith("How your code split the projected tokens into heads")
@@ -259,7 +283,7 @@ def test_prairielearn_carries_the_pictures_as_images():
 
 @pytest.mark.sandbox
 def test_prairielearn_drops_pictures_before_shortening_messages_below_1000_characters():
-    results = prairielearn.results(graded("wrong_reshape"))
+    results = prairielearn.results(_shown("wrong_reshape"))
     biggest = prairielearn.size(results)
     # 2000 bytes too many: more than shortening every text to 1000 characters saves (the summary loses ~400)
     fitted = prairielearn.fit(json.loads(json.dumps(results)), cap=biggest - 2000)

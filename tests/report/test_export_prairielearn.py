@@ -38,7 +38,7 @@ def test_score_is_a_fraction_and_points_are_per_test(wrong_reshape):
     assert results["score"] == 0.391667  # 39.1667 of 100 points
     assert sum(t["points"] for t in results["tests"]) == pytest.approx(39.1667, abs=1e-3)
     assert sum(t["max_points"] for t in results["tests"]) == pytest.approx(100, abs=1e-3)  # per-test points rounded to 4 places
-    assert len(results["tests"]) == 41
+    assert len(results["tests"]) == 47
 
 
 @pytest.mark.sandbox
@@ -68,7 +68,7 @@ def test_hidden_tests_are_redacted(wrong_reshape):
 @pytest.mark.sandbox
 def test_hidden_tests_can_be_left_out(wrong_reshape):
     results = validate(prairielearn.results(wrong_reshape, list_hidden=False))
-    assert len(results["tests"]) == 33
+    assert len(results["tests"]) == 39
     assert results["score"] == 0.391667  # the score still counts them
 
 
@@ -77,7 +77,7 @@ def test_results_are_cut_under_the_size_cap(wrong_reshape):
     noisy = dict(wrong_reshape, tests=[dict(t, output="x" * 4000, message="m" * 3000) for t in wrong_reshape["tests"]] * 8)
     assert prairielearn.size(prairielearn.results(noisy, cap=10**9)) > 1_000_000
     results = validate(prairielearn.results(noisy))
-    assert len(results["tests"]) == 328
+    assert len(results["tests"]) == 376
     assert "characters omitted" in results["tests"][0]["output"]
     small = prairielearn.results(noisy, cap=50_000)
     assert prairielearn.size(small) < 50_000

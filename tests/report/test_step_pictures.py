@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from example_reports import graded
+from example_reports import as_in_the_kit, graded
 
 from grader.config import load_config
 from grader.exercise.teaching import load_feedback
@@ -102,13 +102,15 @@ def test_a_correct_file_has_no_step_section():
 @pytest.mark.sandbox
 def test_a_code_without_a_picture_falls_back_to_the_tests_pictures():
     # The output projection has no step picture: its section says so, and the failed tests keep their heatmaps.
-    page = feedback_html(_misconception("reshape_no_output_projection"))
+    # (the heatmaps and bars of a report as the student kit keeps it: a graded report keeps no arrays)
+    page = feedback_html(as_in_the_kit(_misconception("reshape_no_output_projection"),
+                                       MISCONCEPTIONS / "reshape_no_output_projection.py"))
     sections = _sections(page)
     assert list(sections) == ["split", "merge", "output"]
     assert sections["output"] == ("<h3>Step: the output projection</h3><p>Named in this step: "
                                   f"<code>missing-output-projection</code></p><p class='note'>{NO_PICTURE}</p>")
     # the entropy's steps too, beside the per-head bars of each failed test
-    page = feedback_html(_misconception("entropy_bits_summed"))
+    page = feedback_html(as_in_the_kit(_misconception("entropy_bits_summed"), MISCONCEPTIONS / "entropy_bits_summed.py"))
     sections = _sections(page)
     assert list(sections) == ["base", "reduction"] and not any(_images(s) for s in sections.values())
     assert page.count(": entropy of each head, expected and yours</figcaption>") == 3

@@ -45,7 +45,7 @@ AS_ROOT = os.geteuid() == 0
 ISOLATED = isolation_mode() != UNISOLATED  # root mode (as in CI), or user namespaces (user mode, see below)
 CGROUPS = bool(get_zygote().cgroups)
 MHA, COUNT, ENTROPY = "multi_head_attention", "attention_param_count", "head_entropy"
-ALL_PASS = {MHA: {"passed": 27}, COUNT: {"passed": 8}, ENTROPY: {"passed": 6}}
+ALL_PASS = {MHA: {"passed": 27}, COUNT: {"passed": 12}, ENTROPY: {"passed": 8}}
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,12 @@ class Expect:
 
 def entropy(statuses: dict, message: str, failing: tuple = ()) -> Expect:
     """Only head_entropy is hostile: the other two functions keep their 85 points."""
-    lost = sum(n for s, n in statuses.items() if s != "passed") * 2.5
+    lost = sum(n for s, n in statuses.items() if s != "passed") * 15 / 8
     return Expect(100 - lost, {**ALL_PASS, ENTROPY: statuses}, message, ENTROPY, failing)
 
 
 def import_failure(message: str) -> Expect:
-    return Expect(0, {MHA: {"import-error": 27}, COUNT: {"import-error": 8}, ENTROPY: {"import-error": 6}},
+    return Expect(0, {MHA: {"import-error": 27}, COUNT: {"import-error": 12}, ENTROPY: {"import-error": 8}},
                   message)
 
 
@@ -87,38 +87,39 @@ EXPECTED: dict[str, Expect] = {
     "hang_at_import": replace(import_failure("importing hang_at_import.py failed: the import did not finish within 2 s"),
                               times_out=True),
     # One function fails; the others keep their points.
-    "missing_function": entropy({"error": 6}, "head_entropy is not defined"),
-    "os_exit_in_entropy": entropy({"crashed": 6}, "the submission's process exited with status 1"),
-    "segfault_in_entropy": entropy({"crashed": 6}, "the submission's process was killed by SIGSEGV"),
+    "missing_function": entropy({"error": 8}, "head_entropy is not defined"),
+    "os_exit_in_entropy": entropy({"crashed": 8}, "the submission's process exited with status 1"),
+    "segfault_in_entropy": entropy({"crashed": 8}, "the submission's process was killed by SIGSEGV"),
     # A function that hangs costs its own tests two call limits; the other functions keep their 30 points.
     "hang_in_attention": Expect(30, {**ALL_PASS, MHA: {"timeout": 27}}, "", MHA, times_out=True),
-    "busy_loop": replace(entropy({"passed": 5, "timeout": 1}, "the call did not finish within 2 s",
+    "busy_loop": replace(entropy({"passed": 7, "timeout": 1}, "the call did not finish within 2 s",
                                  ("entropy[one-hot-rows]",)), times_out=True),
-    "sigterm_ignored_sleep": replace(entropy({"passed": 5, "timeout": 1}, "the call did not finish within 2 s",
+    "sigterm_ignored_sleep": replace(entropy({"passed": 7, "timeout": 1}, "the call did not finish within 2 s",
                                              ("entropy[uniform-rows]",)), times_out=True),
-    "huge_allocation": entropy({"memory": 6}, "ran out of memory (limit 1024 MB): raised MemoryError at line 47"),
-    "memory_growth": entropy({"passed": 5, "memory": 1}, "ran out of memory (limit 1024 MB): raised MemoryError",
+    "huge_allocation": entropy({"memory": 8}, "ran out of memory (limit 1024 MB): raised MemoryError at line 47"),
+    "memory_growth": entropy({"passed": 7, "memory": 1}, "ran out of memory (limit 1024 MB): raised MemoryError",
                              ("entropy[uniform-rows]",)),
-    "file_size_limit": entropy({"error": 6}, "raised OSError at line 49: [Errno 27] File too large"),
-    "forged_reply": entropy({"failed": 3, "crashed": 3}, ""),
-    "monkeypatch_numpy": entropy({"failed": 6}, "got 0.5, expected"),
+    "file_size_limit": entropy({"error": 8}, "raised OSError at line 49: [Errno 27] File too large"),
+    "forged_reply": entropy({"failed": 4, "crashed": 4}, ""),
+    "monkeypatch_numpy": entropy({"failed": 8}, "got 0.5"),
     # A subclass or an object array is refused by type; the 2-D case returns a numpy scalar, an honest float.
-    "ndarray_subclass": entropy({"passed": 1, "failed": 5},
+    "ndarray_subclass": entropy({"passed": 1, "failed": 7},
                                 "returned ndarray_subclass.Agreeable, a subclass of numpy.ndarray",
                                 ("entropy[causal-zeros-B2-h3-T6]", "entropy[uniform-rows]", "entropy[one-hot-rows]",
-                                 "entropy[Tq4-Tk7]", "entropy[Tq9-Tk3]")),
-    "object_array": entropy({"passed": 1, "failed": 5}, "returned an array of dtype object, not numbers"),
-    "complex_result": entropy({"failed": 6}, "complex128"),  # an array of them, or one numpy.complex128
-    "huge_exception_message": entropy({"error": 6}, "raised ValueError at line 47: entropy! entropy!"),
-    "str_raises": entropy({"error": 6}, "raised Unprintable at line 52: <its message could not be read"),
-    "recursion": entropy({"error": 6}, "raised RecursionError at line 47: maximum recursion depth exceeded"),
-    "bad_utf8": entropy({"error": 6}, "raised ValueError at line 54: bad ? value"),
-    "huge_return": entropy({"failed": 6}, "returned shape (2000, 2000), expected"),
+                                 "entropy[Tq4-Tk7]", "entropy[Tq9-Tk3]", "entropy[drawn-causal-B1-h4-T7]",
+                                 "entropy[drawn-peaked-h1-Tq2-Tk3]")),
+    "object_array": entropy({"passed": 1, "failed": 7}, "returned an array of dtype object, not numbers"),
+    "complex_result": entropy({"failed": 8}, "complex128"),  # an array of them, or one numpy.complex128
+    "huge_exception_message": entropy({"error": 8}, "raised ValueError at line 47: entropy! entropy!"),
+    "str_raises": entropy({"error": 8}, "raised Unprintable at line 52: <its message could not be read"),
+    "recursion": entropy({"error": 8}, "raised RecursionError at line 47: maximum recursion depth exceeded"),
+    "bad_utf8": entropy({"error": 8}, "raised ValueError at line 54: bad ? value"),
+    "huge_return": entropy({"failed": 8}, "returned shape (2000, 2000), expected"),
     # The one count test they pass, the ValueError case, pays only alongside a passed count: 0 of 15.
-    "eq_tricks": Expect(85, {**ALL_PASS, COUNT: {"failed": 8}},
+    "eq_tricks": Expect(85, {**ALL_PASS, COUNT: {"failed": 12}},
                         "attention_param_count() returned eq_tricks.Anything", COUNT, unpaid=1),
-    "fake_results_printed": Expect(85, {**ALL_PASS, COUNT: {"failed": 8}},
-                                   "attention_param_count() returned 0, expected", COUNT, unpaid=1),
+    "fake_results_printed": Expect(85, {**ALL_PASS, COUNT: {"failed": 12}},
+                                   "attention_param_count() returned 0; the expected value is withheld", COUNT, unpaid=1),
     # Returns a trap object except where it must raise: the two mha_errors tests pass, but always raising
     # ValueError passes them too, and no other attention test passes, so they earn nothing.
     "array_method_raises": Expect(30, {**ALL_PASS, MHA: {"failed": 27}},
@@ -128,13 +129,13 @@ EXPECTED: dict[str, Expect] = {
     "inf_when_causal": Expect(round(100 - (6 * 25 / 12 + 3 * 20 / 6 + 2 * 10 / 3 + 2 * 2.5 + 2 * 2.5), 4),
                               {**ALL_PASS, MHA: {"failed": 15, "passed": 12}},
                               "non-finite value", MHA),  # "1 non-finite value(s) of …", or "non-finite values" (causality)
-    "wrong_types": Expect(0, {MHA: {"failed": 27}, COUNT: {"failed": 8}, ENTROPY: {"failed": 6}}, "returned",
+    "wrong_types": Expect(0, {MHA: {"failed": 27}, COUNT: {"failed": 12}, ENTROPY: {"failed": 8}}, "returned",
                           unpaid=3),
     # Gaming the causality check: no attention at all (zeros of the right shape) earns nothing, not even
     # the two shape-error cases it passes; remembering the first call of a pair to copy it into the second
     # is defeated by a fresh process per call (it scores as the same code without the trick would).
-    "stub_zeros": Expect(0, {MHA: {"failed": 27}, COUNT: {"error": 7, "failed": 1},
-                             ENTROPY: {"error": 6}}, "", MHA, unpaid=2),
+    "stub_zeros": Expect(0, {MHA: {"failed": 27}, COUNT: {"error": 11, "failed": 1},
+                             ENTROPY: {"error": 8}}, "", MHA, unpaid=2),
     # Files in /tmp, /tmp/work and /dev/shm, SysV shared memory, a daemon: none outlives the process that made
     # them (a restart keeps the tree; its pid 1 empties all of it), so no answer turns wrong.
     "state_across_restart": Expect(100, ALL_PASS, root_only=True),
@@ -147,16 +148,16 @@ EXPECTED: dict[str, Expect] = {
                                     "its result of 251,658,368 bytes is larger than the 67,108,864 bytes", MHA),
     # A forged .npy header claiming 8 TiB fails its own calls, read against the bytes that follow.
     # The two mha_errors tests it passes earn nothing without a passed attention test.
-    "forged_npy_header": Expect(17.5, {MHA: {"crashed": 25, "failed": 2}, COUNT: {"passed": 8},
-                                       ENTROPY: {"crashed": 5, "passed": 1}},
+    "forged_npy_header": Expect(16.875, {MHA: {"crashed": 25, "failed": 2}, COUNT: {"passed": 12},
+                                         ENTROPY: {"crashed": 7, "passed": 1}},
                                 "unreadable array from the submission (the .npy header claims shape (1099511627776,)",
                                 unpaid=2),
     # A header numpy's parser cannot read without RecursionError (3000 unary minus signs in its shape) fails
     # those calls only, with a message that names no test (it used to be a grader error naming the test).
-    "npy_recursion_header": entropy({"crashed": 5, "passed": 1},
+    "npy_recursion_header": entropy({"crashed": 7, "passed": 1},
                                     "unreadable array from the submission (maximum recursion depth exceeded"),
     # Carriage returns and ANSI escapes in an exception message are shown escaped, never obeyed.
-    "terminal_escapes": Expect(85, {**ALL_PASS, ENTROPY: {"error": 6}},
+    "terminal_escapes": Expect(85, {**ALL_PASS, ENTROPY: {"error": 8}},
                                "raised ValueError at line 47: x\\x0d\\x1b[1A\\x1b[2K", ENTROPY),
     # Honest answers, one head at a time: the loop-over-heads note quotes the loop's line, escaped (below).
     "escapes_in_loop_comment": Expect(100, ALL_PASS),
@@ -176,14 +177,14 @@ EXPECTED: dict[str, Expect] = {
     # The process and kernel boundary. Memory outside RLIMIT_AS: System V shared memory counts in the
     # submission's cgroup, which the kernel kills as a whole; memfd_create is refused; /tmp and /dev/shm
     # are small tmpfs.
-    "shm_memory_hog": Expect(85, {**ALL_PASS, ENTROPY: {"memory": 6}},
+    "shm_memory_hog": Expect(85, {**ALL_PASS, ENTROPY: {"memory": 8}},
                              "ran out of memory: the submission's processes together used more than its 384 MB",
                              ENTROPY, cgroup=True, memory_mb=384),
-    "memfd_memory_hog": entropy({"error": 6}, "raised PermissionError at line 52: [Errno 1] Operation not permitted"),
+    "memfd_memory_hog": entropy({"error": 8}, "raised PermissionError at line 52: [Errno 1] Operation not permitted"),
     "tmpfs_memory_hog": Expect(100, ALL_PASS, root_only=True),
     # Any ABI but the native one kills the process (the 32-bit int 0x80 one, x32).
-    "int80_keyctl": entropy({"crashed": 6}, "the submission's process was killed by SIGSYS"),
-    "x32_syscall": entropy({"crashed": 6}, "the submission's process was killed by SIGSYS"),
+    "int80_keyctl": entropy({"crashed": 8}, "the submission's process was killed by SIGSYS"),
+    "x32_syscall": entropy({"crashed": 8}, "the submission's process was killed by SIGSYS"),
     # Refused system calls: the attempts fail, and the honest answers stay.
     "keyring_persistence": Expect(100, ALL_PASS),
     "unshare_user_namespace": Expect(100, ALL_PASS),
@@ -202,10 +203,10 @@ EXPECTED: dict[str, Expect] = {
     "nproc_hog": Expect(100, ALL_PASS),
     # Replies only the trusted side reads (tests/test_hostile_replies.py says more): an import-error after the
     # import was fine fails each call as crashed; 64 MiB of the wrong shape is refused unread; any float is judged.
-    "forged_import_error": Expect(0, {MHA: {"crashed": 27}, COUNT: {"crashed": 8}, ENTROPY: {"crashed": 6}},
+    "forged_import_error": Expect(0, {MHA: {"crashed": 27}, COUNT: {"crashed": 12}, ENTROPY: {"crashed": 8}},
                                   "answered a call with 'import-error'"),
-    "huge_wrong_reply": Expect(0, {MHA: {"failed": 27}, COUNT: {"failed": 8}, ENTROPY: {"failed": 6}}, "returned"),
-    "extreme_floats": Expect(15, {MHA: {"failed": 27}, COUNT: {"passed": 8}, ENTROPY: {"failed": 6}}),
+    "huge_wrong_reply": Expect(0, {MHA: {"failed": 27}, COUNT: {"failed": 12}, ENTROPY: {"failed": 8}}, "returned"),
+    "extreme_floats": Expect(15, {MHA: {"failed": 27}, COUNT: {"passed": 12}, ENTROPY: {"failed": 8}}),
     # Wrong outputs that change from call to call: the search over every combination runs 3 times, not 25.
     "shifting_outputs": Expect(30, {**ALL_PASS, MHA: {"failed": 27}}, "", MHA, unpaid=2),
     # Processes the submission starts (issue 36): only the worker answers the grader. A helper that comes back
@@ -388,7 +389,7 @@ def test_huge_output_is_kept_as_head_and_tail(graded):
 def test_forged_replies_are_never_trusted(graded):
     """A reply the submission wrote itself is checked like any other: an int is not an array."""
     tests = [t for t in graded[0]["forged_reply"]["tests"] if t["function"] == ENTROPY]
-    assert [t["status"] for t in tests] == ["failed", "crashed"] * 3
+    assert [t["status"] for t in tests] == ["failed", "crashed"] * 4
     assert all("returned int 0, expected an array" in t["message"] for t in tests[::2])
 
 

@@ -43,8 +43,8 @@ AS_ROOT = os.geteuid() == 0
 ISOLATED = isolation_mode() != UNISOLATED
 needs_isolation = pytest.mark.skipif(not ISOLATED, reason="needs root mode or user namespaces")
 LIMITS = Limits(call_timeout_s=20, submission_timeout_s=60)
-ALL_PASS = {"multi_head_attention": {"passed": 27}, "attention_param_count": {"passed": 8},
-            "head_entropy": {"passed": 6}}
+ALL_PASS = {"multi_head_attention": {"passed": 27}, "attention_param_count": {"passed": 12},
+            "head_entropy": {"passed": 8}}
 
 # A correct solution whose functions run their work on a pool of 8 threads, started afresh at each call.
 THREAD_POOL = CORRECT.read_text() + textwrap.dedent("""
