@@ -531,6 +531,7 @@ class TreeCounters:
                        "oom": (f"{memory}/{TREE_CGROUP}{keeper}/{'memory.events' if v2 else 'memory.oom_control'}"
                                if memory else "")}
         self._fds: dict[str, int] = {}
+        self._oom_read, self._oom_count = b"", 0  # the last bytes of the OOM file read, and their count
 
     def _read(self, name: str) -> bytes | None:
         if name not in self._fds:
@@ -559,18 +560,28 @@ class TreeCounters:
             return None
 
     def oom_kills(self) -> int:
-        """The OOM kills in the tree's memory group so far (memory.events v2, memory.oom_control v1); 0 without one."""
-        data = self._read("oom")
-        try:
-            fields = dict(line.split() for line in (data or b"").splitlines() if len(line.split()) == 2)
-            return int(fields.get(b"oom_kill", 0)) + int(fields.get(b"oom_group_kill", 0))
-        except ValueError:
-            return 0
+        """The OOM kills in the tree's memory group so far (memory.events v2, memory.oom_control v1); 0 without one.
+
+        Read after every reply, and the same bytes nearly every time: those are parsed once (``_kills``).
+        """
+        data = self._read("oom") or b""
+        if data != self._oom_read:
+            self._oom_read, self._oom_count = data, _kills(data)
+        return self._oom_count
 
     def close(self) -> None:
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+
+
+def _kills(data: bytes) -> int:
+    """oom_kill plus oom_group_kill of a memory.events (v2) or memory.oom_control (v1) file's bytes; 0 when unreadable."""
+    try:
+        fields = dict(line.split() for line in data.splitlines() if len(line.split()) == 2)
+        return int(fields.get(b"oom_kill", 0)) + int(fields.get(b"oom_group_kill", 0))
+    except ValueError:
+        return 0
 
 
 def _charged_bytes(places: dict[str, str], keeper: int) -> int:
