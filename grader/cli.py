@@ -406,7 +406,30 @@ def gradescope_zip_command(output: Path, config_path: Path | None, course: Path 
     click.echo(f"Wrote {output} ({len(names)} files). Upload it as the autograder of a programming assignment.")
 
 
-@main.group("export")
+class _ExportGroup(click.Group):
+    """``grade export``: one command per LMS with an export (grader.lms.registry), made when the group is first
+    asked for its commands. Importing every LMS module cost each `grade FILE`, which needs none, about 12 ms of CPU."""
+
+    made = False
+
+    def _make(self) -> None:
+        if not self.made:
+            from grader.lms.registry import exporters
+
+            self.made = True
+            for lms in exporters():
+                self.add_command(_export_command(lms))
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._make()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self._make()
+        return super().get_command(ctx, cmd_name)
+
+
+@main.group("export", cls=_ExportGroup)
 def export_group() -> None:
     """Turn a folder of JSON reports into a gradebook CSV for an LMS (one command per LMS)."""
 
@@ -510,16 +533,6 @@ def _export_command(lms) -> click.Command:
         _run_export(lms, reports_dir, output, only_changed, options)
 
     return click.Command(lms.name, callback=command, params=params, help=lms.export_help)
-
-
-def _add_export_commands() -> None:
-    from grader.lms.registry import exporters
-
-    for lms in exporters():
-        export_group.add_command(_export_command(lms))
-
-
-_add_export_commands()
 
 
 @main.command("student-kit")

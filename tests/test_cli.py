@@ -247,3 +247,16 @@ def test_the_kits_mark_is_the_kits_suite():
     from grader.course.student_kit import KIT_SUITE, SUITE_FOLDER
 
     assert KIT_SUITE_FILE.parts[0] == SUITE_FOLDER and (KIT_SUITE / KIT_SUITE_FILE.name).is_file()
+
+
+def test_the_command_line_imports_no_lms_until_export_is_asked_for():
+    """`grade FILE` needs no LMS: the export group makes its commands (grader.lms.registry) when first asked."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from grader.cli import export_group, main; from click import Context; "
+             "before = sorted(m for m in sys.modules if m.startswith('grader.lms')); "
+             "names = export_group.list_commands(Context(main)); "
+             "print(before, names, 'grader.lms.registry' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert shown.strip() == "[] ['canvas', 'moodle'] True"
