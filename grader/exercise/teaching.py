@@ -37,18 +37,30 @@ class Step:
 
 
 _FEEDBACK: dict[str, ModuleType] = {}  # exercise name → its feedback.py, once loaded
+_LOADED: dict[str, tuple[str, ModuleType | None]] = {}  # folder as given → (exercise name, its feedback.py or None)
 
 
 def load_feedback(folder: Path) -> ModuleType | None:
-    """``folder/feedback.py`` imported once per process and filed under the folder's name; None when there is none."""
+    """``folder/feedback.py`` imported once per process and filed under the folder's name; None when there is none.
+
+    Every grade asks (a batch worker once per submission): a folder asked before is answered from
+    memory, filed again under its name (another course's exercise of the same name may have been
+    filed since), without looking at the disk.
+    """
+    key = str(folder)
+    if key in _LOADED:
+        name, module = _LOADED[key]
+        if module is not None:
+            _FEEDBACK[name] = module
+        return module
     from grader.exercise.assignment import import_file
 
     folder = Path(folder).resolve()
     path = folder / "feedback.py"
-    if not path.is_file():
-        return None
-    module = import_file(path, f"grader_course_{folder.name}_feedback")
-    _FEEDBACK[folder.name] = module
+    module = import_file(path, f"grader_course_{folder.name}_feedback") if path.is_file() else None
+    if module is not None:
+        _FEEDBACK[folder.name] = module
+    _LOADED[key] = (folder.name, module)
     return module
 
 
