@@ -212,9 +212,10 @@ def attention(X, W_Q, W_K, W_V, W_O, h, causal=True, switches: Iterable[str] = (
             for i in range(T):
                 row = []
                 for j in range(T):
-                    value = math.fsum(Q[i_head][i][c] * Kt[c][j] for c in range(wq))
+                    value = np.float64(math.fsum(Q[i_head][i][c] * Kt[c][j] for c in range(wq)))
                     if "missing-scale" not in s:
-                        value = value / scale
+                        with np.errstate(all="ignore"):
+                            value = value / np.float64(scale)  # a width of 0 (d // h with h > d) gives ±inf or NaN
                     if masked and j >= i + first_hidden:
                         value = fill
                     row.append(np.float64(value))

@@ -14,9 +14,10 @@ as .npz and JSON, never a pickle. This process then:
   a test that a do-nothing shortcut passes pays only when its function also
   passes a test no shortcut passes), with expected values from the loop oracle;
 - checks the declared truth: the oracle with the file's ``mistakes`` and
-  ``extras`` on must return what the file returns (or raise where it raises) on
-  every case and probe, and without any one of them must not (every declared
-  switch is needed).
+  ``extras`` on must return what the file returns (or raise what it raises) on
+  every case and probe; without any one of them it must not (every declared
+  switch is needed); and no extra may be replaceable by a catalogued code (what
+  behaves as a catalogued mistake on every input is declared as that mistake).
 
 It prints one line per file and the score as a fraction; the corpus.toml entries are written by hand.
 """
@@ -294,8 +295,9 @@ def predict(function, args, kwargs, switches):
         return ("raised", type(exc).__name__)
 
 
-def disagreements(calls, results, switches) -> tuple[list[int], int]:
-    """Indices where the oracle with ``switches`` disagrees with the file, and how many inputs it leaves out."""
+def disagreements(calls, results, switches, first=False) -> tuple[list[int], int]:
+    """Indices where the oracle with ``switches`` disagrees with the file (``first``: stop at the first), and how
+    many inputs it leaves out."""
     wrong, unmodelled = [], 0
     for n, ((function, args, kwargs), result) in enumerate(zip(calls, results)):
         predicted = predict(function, args, kwargs, switches)
@@ -303,6 +305,8 @@ def disagreements(calls, results, switches) -> tuple[list[int], int]:
             unmodelled += 1
         elif not _same(result, predicted):
             wrong.append(n)
+            if first:
+                break
     return wrong, unmodelled
 
 
@@ -336,9 +340,13 @@ def check(name: str, entry: dict) -> list[str]:
         if unmodelled == len(idx):
             problems.append(f"{function}: no input is modelled")
         for code in mine:
-            wrong_without, _ = disagreements(own_calls, own_results, [c for c in mine if c != code])
+            wrong_without, _ = disagreements(own_calls, own_results, [c for c in mine if c != code], first=True)
             if not wrong_without:
                 problems.append(f"{function}: without {code} the oracle still agrees on every input")
+        for extra in [c for c in mine if c in extras]:  # an extra that a catalogued code could stand for is that code
+            for code in sorted(codes - set(mine)):
+                if not disagreements(own_calls, own_results, [c for c in mine if c != extra] + [code], first=True)[0]:
+                    problems.append(f"{function}: {code} in place of {extra} agrees on every input: declare {code}")
     return problems
 
 
