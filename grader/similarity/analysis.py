@@ -36,6 +36,8 @@ from grader.judging.diagnose import GENERIC
 from grader.lms.reports import batch_reports
 from grader.report.native import one_line, shown_name
 from grader.similarity.fingerprints import Fingerprint, fingerprint
+from grader.submission.load import NOTEBOOK, PYTHON, classify
+from grader.submission.notebook import NotebookError, extract_script
 
 MIN_FINGERPRINTS = 8  # a file with fewer (an almost empty submission) has no code score
 MARGIN = 0.05  # a flagged code score lies this far above the highest independent one
@@ -48,6 +50,7 @@ WRONG_VALUES = "wrong-values"  # a test's ``kind`` (grader.judging.compare.Kind)
 _OLD_VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-\d,]+ \(off by")
 UNFLAGGED_LISTED = 20  # the highest unflagged pairs listed in similarity.json, for context
 SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix
+MAX_READ = 16 << 20  # bytes of a submission read at most (a notebook carries outputs; limits.file_size_mb's default)
 
 
 
@@ -105,12 +108,14 @@ def calibration_sources(paths: Iterable[Path], extra: Iterable[Path] = ()) -> li
     and ``extra``, each a .py file or a folder of them."""
     found: list[tuple[str, str]] = []
     for path in [*paths, *extra]:
-        files = sorted(path.glob("*.py")) if path.is_dir() else [path] if path.is_file() else []
+        files = sorted([*path.glob("*.py"), *path.glob("*.ipynb")]) if path.is_dir() else [path] if path.is_file() else []
         for file in files:
             try:
-                found.append((file.as_posix(), file.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError):
+                source, _ = read_code(file, _read_bounded(file))
+            except OSError:
                 continue
+            if source is not None:
+                found.append((file.as_posix(), source))
     return found
 
 
@@ -317,6 +322,27 @@ def load_works(outdir: Path, term: str = "", known: Mapping[str, bytes] | None =
     return works
 
 
+def read_code(path: Path, data: bytes) -> tuple[str | None, str]:
+    """(the code grading reads in ``data``, the file at ``path``, or None; why not, if not): one reading.
+
+    Decoded as grader.submission.load.classify decides (a PEP 263 coding line, a UTF-8 byte-order
+    mark, else UTF-8; line endings are tokenize's), and a notebook as the script its code cells make
+    (grader.submission.notebook.extract_script), so what is compared is what was graded. A file over
+    MAX_READ bytes is not read: the comparing process stays bounded whatever one file holds.
+    """
+    if len(data) > MAX_READ:
+        return None, f"over {MAX_READ >> 20} MiB: its code is not compared"
+    kind, encoding, problem = classify(data, path)
+    if kind == NOTEBOOK:
+        try:
+            return extract_script(path, data, max_bytes=MAX_READ).source, ""
+        except NotebookError as exc:
+            return None, f"{exc}: its code is not compared"
+    if kind != PYTHON:
+        return None, f"{problem}: its code is not compared"
+    return data.decode(encoding), ""
+
+
 def _attach_source(work: Work, report: dict, outdir: Path, known: Mapping[str, bytes]) -> None:
     submission: dict = report["submission"] if isinstance(report.get("submission"), dict) else {}
     given = submission.get("path")
@@ -329,19 +355,24 @@ def _attach_source(work: Work, report: dict, outdir: Path, known: Mapping[str, b
         data = known.get(str(submission.get("sha256")))  # the bytes graded, read by the batch
         if data is None:
             try:
-                data = candidate.read_bytes()
+                data = _read_bounded(candidate)
             except OSError:
                 continue
         elif not candidate.is_file():
             continue
+        if len(data) > MAX_READ:
+            work.path, work.note = candidate.as_posix(), f"over {MAX_READ >> 20} MiB: its code is not compared"
+            return
         if hashlib.sha256(data).hexdigest() != submission.get("sha256"):
             work.note = f"{given} has changed since it was graded: its code is not compared"
             continue
         work.path = candidate.as_posix()
-        if candidate.suffix == ".ipynb":
-            work.note = "a notebook: its code is not compared"
-            return
-        work.source = data.decode("utf-8", errors="replace")
-        work.note = ""
+        work.source, work.note = read_code(candidate, data)
         return
     work.note = work.note or f"{given} was not found: its code is not compared"
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes, its first MAX_READ + 1 only when it is larger (then it is not compared)."""
+    with path.open("rb") as handle:
+        return handle.read(MAX_READ + 1)

@@ -17,7 +17,7 @@ from grader.config import Config
 from grader.exercise.assignment import load_assignment
 from grader.report.csvcells import csv_text
 from grader.report.native import one_line, write_atomic
-from grader.similarity.analysis import Work, analyse, calibrate, calibration_sources, load_works
+from grader.similarity.analysis import Work, analyse, calibrate, calibration_sources, load_works, read_code
 from grader.similarity.fingerprints import starter_hashes
 from grader.similarity.page import render_html
 
@@ -51,7 +51,8 @@ def run_similarity(outdir: Path, config: Config, *, against: Sequence[Path] = ()
     except FileNotFoundError as exc:
         raise SimilarityError(str(exc)) from None
     starter_file = config.assignment_dir / "starter.py"
-    starter = starter_hashes(starter_file.read_text(encoding="utf-8")) if starter_file.is_file() else set()
+    starter_code = read_code(starter_file, starter_file.read_bytes())[0] if starter_file.is_file() else None
+    starter = starter_hashes(starter_code) if starter_code is not None else set()
     sources = calibration_sources(load_assignment(config.assignment_dir).calibration, calibration)
     data = {"assignment": config.assignment, **analyse(works, calibrate(sources, starter), starter)}
     indent = 2 if len(data["pairs"]) <= INDENTED_PAIRS else None  # a large file is written by json's C encoder
