@@ -35,7 +35,7 @@ import numpy as np
 from grader.judging.diagnose import GENERIC
 from grader.lms.reports import batch_reports
 from grader.report.native import one_line, shown_name
-from grader.similarity.fingerprints import Fingerprint, fingerprint
+from grader.similarity.fingerprints import MAX_TOKENS, Fingerprint, fingerprint
 from grader.submission.load import NOTEBOOK, PYTHON, classify
 from grader.submission.notebook import NotebookError, extract_script
 
@@ -207,12 +207,22 @@ def analyse(works: list[Work], calibration: Calibration, starter: set[int]) -> d
         "parameters": {"min_fingerprints": MIN_FINGERPRINTS, "margin": MARGIN, "min_shared_tests": MIN_SHARED_TESTS,
                        "rare_below": rare_below},
         "submissions": [{"key": w.key, "label": w.label, "term": w.term, "path": w.path,
-                         "fingerprints": len(w.fp.hashes), "note": w.note or w.fp.error or ""} for w in works],
+                         "fingerprints": len(w.fp.hashes), "note": _note(w)} for w in works],
         "pairs": listed,
         "pairs_compared": compared,
         "flagged": len(flagged),
         "clusters": clusters([(a.key, b.key) for a, b in flagged]),
     }
+
+
+def _note(work: Work) -> str:
+    """Why a submission's code is not compared, or only in part; "" when it is compared whole."""
+    if work.note or work.fp.error:
+        return work.note or work.fp.error or ""
+    if work.fp.cut:
+        return (f"over {MAX_TOKENS:,} tokens: compared on its top-level statements within them "
+                f"(its first {work.fp.cut} lines)")
+    return ""
 
 
 def _pair(score: float, a: Work, b: Work, same: frozenset, calibration: Calibration, outputs: dict,

@@ -38,6 +38,9 @@ _SKIPPED = {tokenize.ENCODING, tokenize.COMMENT, tokenize.NL, tokenize.INDENT, t
             tokenize.ENDMARKER}
 MODULE_UNIT = "<module>"
 MAX_SOURCE = 1 << 20  # characters: a larger file (no 30-line exercise) is not parsed, as grader.submission.load does
+# Tokens of a file read at most (a whole solution has about 1,500): past them, the file is compared on its top-level
+# statements that end within the bound, so the memory and time one file costs are bounded whatever it holds.
+MAX_TOKENS = 40_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,7 @@ class Fingerprint:
     hashes: dict[int, tuple[str, int, int]] = field(default_factory=dict)
     units: dict[str, set[int]] = field(default_factory=dict)  # unit -> its selected hashes
     tokens: int = 0  # normalized tokens read
+    cut: int = 0  # the lines compared when the file was cut at MAX_TOKENS tokens (bounded), else 0
     error: str | None = None  # why the file could not be read as Python, if it could not
 
 
@@ -112,6 +116,43 @@ def _tokens(source: str, fast: bool = True) -> list[tokenize.TokenInfo]:
 
 _FSTRING_START = getattr(tokenize, "FSTRING_START", -1)  # Python 3.12 splits an f-string into tokens
 _FSTRING_END = getattr(tokenize, "FSTRING_END", -2)
+
+
+def bounded(source: str, limit: int = MAX_TOKENS, fast: bool = True) -> tuple[str, int]:
+    """(``source`` cut before the first top-level statement that ends past ``limit`` tokens, its lines kept).
+
+    The second item is the number of lines kept, or -1 when nothing was cut. A top-level
+    statement is never cut in two, and a decorator stays with its function. Raises what _tokens raises.
+    """
+    tokens = _C_TOKENIZER(source) if fast and _C_TOKENIZER is not None else tokenize.generate_tokens(
+        io.StringIO(source).readline)
+    level = 0
+    depth = 0
+    cut = 0  # the first line of the statement being read at the top level
+    after_newline = True
+    decorated = False
+    for count, token in enumerate(tokens):
+        if token.type == tokenize.INDENT:
+            level += 1
+        elif token.type == tokenize.DEDENT:
+            level -= 1
+        elif token.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT) or token.type in _SKIPPED:
+            after_newline = after_newline or (token.type == tokenize.NEWLINE and depth == 0)
+            continue
+        elif after_newline and level == 0:
+            if not decorated:
+                cut = token.start[0]
+            decorated = token.string == "@"
+            after_newline = False
+        else:
+            after_newline = False
+        if token.type == tokenize.OP:
+            depth += token.string in "([{"
+            depth -= token.string in ")]}" and depth > 0
+        if count >= limit:
+            kept = max(cut - 1, 0)
+            return "".join(source.splitlines(keepends=True)[:kept]), kept
+    return source, -1
 
 
 def normalize(source: str, fast: bool = True) -> list[Token]:
@@ -225,10 +266,13 @@ def fingerprint(source: str, starter: set[int] = frozenset(), k: int = K, window
     if len(source) > MAX_SOURCE:
         return Fingerprint(error=f"over {MAX_SOURCE >> 20} MiB: not compared")
     try:
+        source, kept = bounded(source)
+        if kept == 0:
+            return Fingerprint(error=f"its first statement is over {MAX_TOKENS:,} tokens: not compared")
         tokens = normalize(source)
     except (SyntaxError, tokenize.TokenError, ValueError, RecursionError, MemoryError) as exc:  # ValueError: a NUL
         return Fingerprint(error=f"not readable as Python: {exc.__class__.__name__}")
-    result = Fingerprint(tokens=len(tokens))
+    result = Fingerprint(tokens=len(tokens), cut=max(kept, 0))
     for value, index in winnow(kgrams(tokens, k), window):
         if value in starter or value in result.hashes:
             continue

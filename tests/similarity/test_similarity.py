@@ -91,10 +91,12 @@ def test_the_starter_and_a_nearly_empty_file_are_no_evidence():
     broken = fingerprint("def f(:\n", STARTER)
     assert broken.error == "not readable as Python: SyntaxError" and broken.hashes == {}
     # Hostile files are parsed, never run; what cannot be parsed within bounds is no evidence and no crash.
-    deep = fingerprint("-" * 200_000 + "1\n", STARTER)  # the parser's own limit: MemoryError or RecursionError
+    deep = fingerprint("-" * 30_000 + "1\n", STARTER)  # the parser's own limit: MemoryError or RecursionError
     assert deep.error in ("not readable as Python: MemoryError", "not readable as Python: RecursionError")
+    long = fingerprint("-" * 200_000 + "1\n", STARTER)  # one statement over the bound of tokens read
+    assert long.error == "its first statement is over 40,000 tokens: not compared"
     assert fingerprint("x = 1\n" * 200_000, STARTER).error == "over 1 MiB: not compared"
-    assert fingerprint("a\x00b", STARTER).error == "not readable as Python: SyntaxError"
+    assert fingerprint("a\x00b", STARTER).error == "not readable as Python: ValueError"  # the tokenizer refuses a NUL
 
 
 def test_clusters_are_groups_of_three_or_more():
