@@ -152,7 +152,8 @@ def _cut(text: str, limit: int) -> str:
 
 def _groups(groups: list[list[str]], labels: dict[str, str]) -> str:
     """The groups as list items, NAMES names in all at most."""
-    items, left = [], NAMES
+    items: list[str] = []
+    left = NAMES
     for group in groups:
         if left <= 0:
             items.append(f"<li class='hint'>… {len(groups) - len(items)} more group(s) in similarity.json</li>")
