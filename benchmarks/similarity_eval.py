@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from corpus import INDEPENDENT, build, planted
 
-from grader.similarity import analyse, calibrate, load_works, starter_hashes
+from grader.similarity import analyse, calibrate, load_works, starter_functions, starter_hashes
 
 
 def scores(flagged: set[frozenset[str]], truth: set[frozenset[str]]) -> str:
@@ -42,9 +42,11 @@ def scores(flagged: set[frozenset[str]], truth: set[frozenset[str]]) -> str:
 
 
 def ours(outdir: Path, origins: dict[str, str], calibration_files: list[Path], kinds: set[str]) -> set[frozenset[str]]:
-    starter = starter_hashes((ROOT / "assignments" / "mha" / "starter.py").read_text())
+    starter_code = (ROOT / "assignments" / "mha" / "starter.py").read_text()
+    starter = starter_hashes(starter_code)
     works = load_works(outdir)
-    data = analyse(works, calibrate([(p.as_posix(), p.read_text()) for p in calibration_files], starter), starter)
+    data = analyse(works, calibrate([(p.as_posix(), p.read_text()) for p in calibration_files], starter,
+                                    starter_functions(starter_code)), starter)
     return {frozenset((p["a"], p["b"])) for p in data["pairs"] if p["flagged"] and kinds & set(p["evidence"])}
 
 

@@ -261,6 +261,15 @@ def starter_hashes(source: str, k: int = K) -> set[int]:
         return set()
 
 
+def starter_functions(source: str) -> list[str]:
+    """The top-level functions the starter defines (the exercise's functions), in order; [] when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
 def fingerprint(source: str, starter: set[int] = frozenset(), k: int = K, window: int = WINDOW) -> Fingerprint:  # type: ignore[assignment]
     """The winnowed fingerprints of ``source`` less the ``starter``'s k-grams; ``error`` set when it does not parse."""
     if len(source) > MAX_SOURCE:

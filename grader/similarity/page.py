@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from grader.report.native import printable
 from grader.report.page import SORT_SCRIPT, SORTABLE_STYLE, escape, html_page
-from grader.similarity.analysis import Work
+from grader.similarity.reading import Work
 
 ROWS = 500  # pairs listed in the page's table (the first listed); similarity.json lists them all
 VIEWS = 50  # pairs given a side-by-side view (the first listed)
@@ -138,12 +138,27 @@ def _pair_view(index: int, pair: dict, works: dict[str, Work], labels: dict[str,
     outputs_html = (f"<h4>Wrong outputs both returned on the same cases</h4><ul>{outputs}</ul>" if outputs else
                     "<p class='hint'>No shared wrong output (right outputs are never evidence).</p>")
     return (f"<section class='pair' id='pair-{index}'><h3>{_e(labels.get(a, a))} and {_e(labels.get(b, b))}</h3>"
-            f"<p>Code score {pair['code_score']:.2f}, at the {pair['percentile']:g}th percentile of independent pairs; "
-            f"{pair['shared_fingerprints']} shared fingerprint(s) in {len(pair['spans'])} region(s); evidence: "
-            f"{_kinds(pair['evidence'])}</p>{outputs_html}"
+            f"<p>Code score {pair['code_score']:.2f} (a's code in b: {pair.get('a_in_b', 0):.2f}; b's in a: "
+            f"{pair.get('b_in_a', 0):.2f}), at the {pair['percentile']:g}th percentile of independent pairs, "
+            f"{pair.get('margin', 0):+.2f} from the threshold; {pair['shared_fingerprints']} shared fingerprint(s) in "
+            f"{len(pair['spans'])} region(s); evidence: {_kinds(pair['evidence'])}</p>"
+            f"<p>{_e(_carried(pair))}</p>{outputs_html}"
             f"<p class='hint'>Regions of the same colour match each other.</p><div class='sides'>"
             f"{_side(works.get(a), pair['spans'], 'a', labels.get(a, a))}"
             f"{_side(works.get(b), pair['spans'], 'b', labels.get(b, b))}</div></section>")
+
+
+def _carried(pair: dict) -> str:
+    """Which evidence carried the flag, in words."""
+    said = {"code": "the two files are alike as a whole, beyond the calibration",
+            "function": f"a function is alike beyond its own calibration ({', '.join(pair.get('functions', []))})",
+            "containment": "one file holds most of the other's code, though the two are not alike as a whole",
+            "wrong-outputs": "they return the same rare wrong values on the same cases",
+            "failure-pattern": "they fail the same rare set of tests (support only)"}
+    carried = [said[k] for k in pair["evidence"] if k in said]
+    if not pair["flagged"]:
+        return "Not flagged: below the calibration."
+    return "Flagged because " + "; ".join(carried) + "."
 
 
 def _cut(text: str, limit: int) -> str:
@@ -164,6 +179,20 @@ def _groups(groups: list[list[str]], labels: dict[str, str]) -> str:
     return "".join(items)
 
 
+def _holders(found: list[dict], labels: dict[str, str]) -> str:
+    """Each file that holds most of other files' code: "holds code of N others", NAMES names in all at most."""
+    if not found:
+        return "<p class='hint'>No file holds most of another's code.</p>"
+    items, left = [], NAMES
+    for entry in found[:NAMES]:
+        names = ", ".join(_e(labels.get(k, k)) for k in entry["holds"][:max(left, 0)])
+        more = " …" if len(entry["holds"]) > max(left, 0) else ""
+        items.append(f"<li>{_e(labels.get(entry['holder'], entry['holder']))} holds code of {entry['count']} "
+                     f"other(s): {names}{more}</li>")
+        left -= len(entry["holds"])
+    return f"<ul>{''.join(items)}</ul>"
+
+
 def render_html(data: dict, works: list[Work]) -> str:
     """similarity.json's ``data`` as a self-contained page; ``works`` give the files' text for the side-by-side views."""
     by_key = {w.key: w for w in works}
@@ -179,13 +208,16 @@ def render_html(data: dict, works: list[Work]) -> str:
 <p class="notice">{_e(data['about'])} Look at the code and the outputs side by side, and talk with the students,
 before drawing any conclusion.</p>
 <p>{data['pairs_compared']} pair(s) compared; <b>{data['flagged']}</b> flagged as a reason to look.
-Code scores are the share of the smaller file's fingerprints (normalized tokens, the starter's code removed) that
-the other file holds too. Calibration: {calibration['independent_pairs']} pairs of
-{calibration['independent_files']} independent solutions score at most {maximum}; a code score above
-{calibration['threshold']:.2f} is flagged. Shared wrong outputs count only where no known misconception explains
+A code score is the share of the larger file's fingerprints (normalized code, the starter's code and what much
+of the class writes removed) that the other file holds too. Calibration: {calibration['independent_pairs']} pairs
+of {calibration['independent_files']} independent solutions score at most {maximum}; a model of their scores puts
+the chance that an independent pair scores above {calibration['threshold']:.2f} below
+{calibration.get('false_flag_rate', 0):g}, and a score above it is flagged. Shared wrong outputs count only where no known misconception explains
 them and fewer than {data['parameters']['rare_below']:g} submissions return them.</p>
 <h2>Pairs</h2><p class="hint">Click a column's header to sort by it; follow a name to see the two files.</p>
 {_pair_rows(data, labels)}
+<h2>Files holding others' code</h2>
+{_holders(data.get('containment', []), labels)}
 <h2>Clusters</h2>
 {f"<ul>{clusters}</ul>" if clusters else "<p class='hint'>No group of three or more.</p>"}
 <h2>Side by side</h2><p class="hint">The first pair is shown; follow another pair's link above to show it here.</p>

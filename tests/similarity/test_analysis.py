@@ -1,63 +1,75 @@
-"""grader.similarity.analysis: one reading (the grader's), so every file graded is a file compared."""
+"""grader.similarity.analysis: symmetric scores, containment as its own finding, the class's common code discounted."""
 
 from __future__ import annotations
 
-import hashlib
-import json
+import re
 from pathlib import Path
 
-from grader.similarity import analyse, calibrate, fingerprint, load_works, starter_hashes
-from grader.similarity.analysis import MAX_READ, read_code
+from grader.similarity import Work, analyse, calibrate, containment, starter_functions, starter_hashes
+from grader.similarity.analysis import common_fingerprints
 
 ROOT = Path(__file__).resolve().parents[2]
-EINSUM = (ROOT / "reference" / "mha" / "styles" / "einsum.py").read_bytes()
-STARTER = starter_hashes((ROOT / "assignments" / "mha" / "starter.py").read_text())
+STARTER_CODE = (ROOT / "assignments" / "mha" / "starter.py").read_text()
+STARTER = starter_hashes(STARTER_CODE)
+INDEPENDENT = [*sorted((ROOT / "reference" / "mha" / "styles").glob("*.py")), ROOT / "tests" / "submissions" / "correct.py",
+               *sorted((ROOT / "tests" / "similarity" / "independent").glob("*.py"))]
 
 
-def notebook(source: str) -> bytes:
-    """A notebook of two code cells and a markdown cell, split where the source's second function starts."""
-    at = source.index("\ndef ", source.index("\ndef ") + 1)
-    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# My attention"},
-             {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [], "source": source[:at]},
-             {"cell_type": "code", "metadata": {}, "execution_count": 2, "outputs": [], "source": source[at:]}]
-    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+def calibration():
+    return calibrate([(p.as_posix(), p.read_text()) for p in INDEPENDENT], STARTER, starter_functions(STARTER_CODE))
 
 
-def test_a_bom_crlf_file_and_a_notebook_read_as_the_plain_file():
-    plain, note = read_code(Path("a.py"), EINSUM)
-    assert note == "" and plain == EINSUM.decode()
-    bom, note = read_code(Path("b.py"), b"\xef\xbb\xbf" + EINSUM.replace(b"\n", b"\r\n"))
-    assert note == "" and bom.replace("\r\n", "\n") == plain
-    cells, note = read_code(Path("c.ipynb"), notebook(plain))
-    assert note == "" and fingerprint(cells).hashes.keys() == fingerprint(plain).hashes.keys()
-    assert fingerprint(bom).hashes == fingerprint(plain).hashes and len(fingerprint(plain).hashes) == 121
+def _function(source: str, name: str) -> str:
+    """One top-level function of ``source``, as written."""
+    match = re.search(rf"^def {name}\(.*?(?=^\S|\Z)", source, re.S | re.M)
+    assert match
+    return match.group()
 
 
-def test_a_pep_263_file_is_decoded_as_declared_and_refused_files_say_why():
-    latin = b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + EINSUM
-    source, note = read_code(Path("l.py"), latin)
-    assert note == "" and source.startswith("# -*- coding: latin-1 -*-\n# caf\u00e9\n")
-    assert read_code(Path("e.py"), b"  \n") == (None, "e.py is empty: there is no code to grade: its code is not compared")
-    assert read_code(Path("n.py"), b"x = 1\x00") == (
-        None, ("n.py is not text: it holds binary content (a NUL byte at byte 6); submit the Python source file: its "
-               "code is not compared"))
-    assert read_code(Path("big.py"), b"#" * (MAX_READ + 1)) == (None, "over 16 MiB: its code is not compared")
-    source, note = read_code(Path("bad.ipynb"), b"{not json")
-    assert source is None and note.startswith("bad.ipynb is not a valid notebook: not valid JSON")
+def test_a_one_function_partial_file_is_not_alike_every_full_file():
+    # A student who wrote head_entropy only (the docstring says the functions can be done one by one), beside the
+    # full solutions: its code is in theirs as far as it goes, yet it is not flagged with any of them.
+    full = {p.name: p.read_text() for p in INDEPENDENT}
+    partial = STARTER_CODE.replace(_function(STARTER_CODE, "head_entropy"), _function(full["correct.py"], "head_entropy"))
+    works = [Work("partial.py", "partial.py", source=partial), *(Work(n, n, source=s) for n, s in full.items())]
+    data = analyse(works, calibration(), STARTER)
+    with_partial = [p for p in data["pairs"] if "partial.py" in (p["a"], p["b"])]
+    assert data["flagged"] == 0 and data["containment"] == [] and data["clusters"] == []
+    assert all(p["code_score"] < 0.2 for p in with_partial)
 
 
-def test_the_class_compares_bom_crlf_and_notebook_copies_of_one_file(tmp_path):
-    # The three copies grade as the plain file does; read as grading reads them, each is the same code.
-    files = {"plain.py": EINSUM, "bom.py": b"\xef\xbb\xbf" + EINSUM, "crlf.py": EINSUM.replace(b"\n", b"\r\n"),
-             "cells.ipynb": notebook(EINSUM.decode())}
-    (tmp_path / "reports").mkdir()
-    for name, data in files.items():
-        (tmp_path / name).write_bytes(data)
-        (tmp_path / "reports" / f"{name}.json").write_text(json.dumps(
-            {"schema_version": 1, "status": "graded", "score": 100, "tests": [],
-             "submission": {"path": str(tmp_path / name), "sha256": hashlib.sha256(data).hexdigest()}}))
-    works = load_works(tmp_path)
-    assert [w.note for w in works] == ["", "", "", ""]
-    data = analyse(works, calibrate([], STARTER), STARTER)
-    assert data["flagged"] == 6 and data["pairs_compared"] == 6
-    assert {p["code_score"] for p in data["pairs"]} == {1.0}
+def _suffixed(source: str, suffix: str) -> str:
+    """``source`` with each function it defines renamed, wherever it is named (so 13 files can share one)."""
+    for name in re.findall(r"^def (\w+)\(", source, re.M):
+        source = re.sub(rf"\b{name}\b", name + suffix, source)
+    return source
+
+
+def test_a_file_holding_the_code_of_13_others_is_one_finding_not_a_cluster():
+    sources = [p.read_text() for p in INDEPENDENT]
+    names = [f"s{i:02}.py" for i in range(13)]
+    hoard = "\n\n".join(_suffixed(s, f"_{i}") for i, s in enumerate(sources))
+    works = [*(Work(n, n, source=s) for n, s in zip(names, sources)), Work("hoard.py", "hoard.py", source=hoard)]
+    data = analyse(works, calibration(), STARTER)
+    assert data["containment"] == [{"holder": "hoard.py", "holds": names, "count": 13}]
+    assert data["clusters"] == []
+    pairs = [p for p in data["pairs"] if p["flagged"]]
+    assert len(pairs) == 13 and all(p["evidence"] == ["containment"] for p in pairs)
+    # Both directions: each file is whole in the hoard, the hoard's code mostly not in the file.
+    for p in pairs:
+        held_share, holder_share = (p["a_in_b"], p["b_in_a"]) if p["b"] == "hoard.py" else (p["b_in_a"], p["a_in_b"])
+        assert held_share == 1.0 and holder_share < 0.2 and p["code_score"] == holder_share
+
+
+def test_containment_names_the_larger_file_as_the_holder():
+    assert containment([("a", "big", 1.0, 0.1), ("big", "b", 0.1, 0.9), ("c", "d", 0.8, 0.9)]) == [
+        {"holder": "big", "holds": ["a", "b"], "count": 2}, {"holder": "c", "holds": ["d"], "count": 1}]
+
+
+def test_fingerprints_most_of_the_class_holds_are_discounted():
+    # 30 students: 22 hold one more fingerprint (above max(20, 30/4)); 20 hold another (not above).
+    from grader.similarity.fingerprints import Fingerprint
+
+    works = [Work(f"s{i}", f"s{i}", fp=Fingerprint(hashes={**({1: ("f", 1, 1)} if i < 22 else {}),
+                                                          **({2: ("f", 1, 1)} if i < 20 else {})})) for i in range(30)]
+    assert common_fingerprints(works) == frozenset({1})

@@ -47,7 +47,9 @@ def test_the_largest_page_the_bounds_allow():
     spans = [{"a": [1, 2000], "b": [1, 2000], "a_unit": "f", "b_unit": "f"}]
     outputs = [{"test": quote, "output": '"' * 10_000, "students_sharing": 2}] * 50
     pairs = [_pair(works[i].key, works[i + 1].key, spans, outputs) for i in range(1999)]
-    page = render_html(_data(pairs, [[w.key for w in works]] * 5), works).encode()
+    data = _data(pairs, [[w.key for w in works]] * 5)
+    data["containment"] = [{"holder": w.key, "holds": [v.key for v in works], "count": len(works)} for w in works]
+    page = render_html(data, works).encode()
     assert page.count(b"<section class='pair'") == VIEWS
     assert 3_000_000 < len(page) < LARGEST_PAGE
 
