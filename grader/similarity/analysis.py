@@ -62,17 +62,21 @@ def _unit_prints(fp: Fingerprint, name: str, common: frozenset = frozenset()) ->
 
 
 def _scores(sets: Sequence[frozenset]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(shared counts, symmetric scores: shared / the larger set, containment: shared / the smaller set), (n, n)."""
+    """(shared counts, symmetric scores, containment: shared / the smaller set), each (n, n).
+
+    The symmetric score is the harmonic mean of the two directions (the share of each set the other holds),
+    2·shared / (|a| + |b|): a file that holds a little of a larger one's code scores little, whichever it is.
+    """
     shared = shared_counts(sets)
     sizes = np.array([len(p) for p in sets], dtype=np.float64)
-    larger, smaller = np.maximum.outer(sizes, sizes), np.minimum.outer(sizes, sizes)
-    symmetric = np.divide(shared, larger, out=np.zeros_like(shared), where=smaller > 0)
+    total, smaller = np.add.outer(sizes, sizes), np.minimum.outer(sizes, sizes)
+    symmetric = np.divide(2 * shared, total, out=np.zeros_like(shared), where=smaller > 0)
     contain = np.divide(shared, smaller, out=np.zeros_like(shared), where=smaller > 0)
     return shared, symmetric, contain
 
 
 def code_score(a: Fingerprint, b: Fingerprint) -> float:
-    """The symmetric score of two files: the share of the larger one's fingerprints the other holds (0 to 1)."""
+    """The symmetric score of two files: the harmonic mean of the shares of each one's fingerprints the other holds."""
     _, symmetric, _ = _scores([_prints(a), _prints(b)])
     return float(symmetric[0, 1])
 

@@ -10,8 +10,8 @@ threshold is never below the highest independent score plus FLOOR_MARGIN (no cal
 ever flagged), and with fewer than MIN_PAIRS independent pairs the threshold is FALLBACK.
 
 The class itself is a second sample of independent work (most of a class's pairs are): its
-scores are fitted robustly (median and median absolute deviation of the logits, which a minority
-of copies does not move), and where that fit asks for a higher threshold, it is used.
+scores are fitted robustly (median and median absolute deviation, which a minority of copies does
+not move), and where that fit asks for a higher threshold, it is used.
 """
 
 from __future__ import annotations
@@ -81,13 +81,17 @@ def fit(scores: Sequence[float]) -> Scale:
 
 
 def robust_threshold(scores: Sequence[float]) -> float:
-    """The threshold a robust logit-normal fit of the class's own pair ``scores`` gives (0.0 with too few)."""
+    """The threshold a robust normal fit of the class's own pair ``scores`` gives (0.0 with too few pairs).
+
+    Median and median absolute deviation of the scores themselves (a minority of copies moves neither):
+    the score a normal distribution of that centre and spread exceeds with FALSE_FLAG_RATE.
+    """
     if len(scores) < CLASS_PAIRS:
         return 0.0
-    logits = sorted(_logit(s) for s in scores)
-    median = logits[len(logits) // 2]
-    mad = sorted(abs(x - median) for x in logits)[len(logits) // 2]
-    return round(min(1.0, _expit(median + _Z * 1.4826 * mad)), 4)
+    ordered = sorted(scores)
+    median = ordered[len(ordered) // 2]
+    mad = sorted(abs(x - median) for x in ordered)[len(ordered) // 2]
+    return round(min(1.0, median + _Z * 1.4826 * mad), 4)
 
 
 @dataclass

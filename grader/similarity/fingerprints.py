@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import io
 import keyword
 import tokenize
 import zlib
 from dataclasses import dataclass, field
+
+from grader.similarity.canonical import canonical
 
 K = 10  # tokens per k-gram (the noise threshold: a shorter shared run is never evidence)
 WINDOW = 6  # winnowing window: any shared run of K + WINDOW - 1 = 15 tokens is found
@@ -85,17 +88,6 @@ def _walk(tree: ast.Module) -> tuple[dict[str, str], list[tuple[tuple[int, int],
     roles = dict.fromkeys(bound, "V")
     roles.update(named)  # a function or an import keeps its role where it is also assigned
     return roles, sorted(strings)
-
-
-def _unit_of_line(tree: ast.Module, lines: int) -> list[str]:
-    """For each line (1-based), the top-level function or class it lies in (decorators included), else MODULE_UNIT."""
-    units = [MODULE_UNIT] * (lines + 2)
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            last = min(node.end_lineno or node.lineno, lines + 1)
-            units[first:last + 1] = [node.name] * (last + 1 - first)
-    return units
 
 
 # CPython's own C tokenizer, as tokenize's Python one reads the same text (the same tokens, but no comments, no
@@ -158,36 +150,71 @@ def bounded(source: str, limit: int = MAX_TOKENS, fast: bool = True) -> tuple[st
 def normalize(source: str, fast: bool = True) -> list[Token]:
     """The normalized tokens of ``source`` (see the module docstring); raises SyntaxError or tokenize.TokenError.
 
+    The canonical tree (grader.similarity.canonical) is written back one statement at a time by
+    ``ast.unparse`` (one layout whatever the student's), each statement's tokens carrying its line.
     fast: read with CPython's C tokenizer where it can be (the same result; see _tokens).
     """
-    tree = ast.parse(source)
-    roles, strings = _walk(tree)
-    unit_of = _unit_of_line(tree, source.count("\n") + 1)
+    tree = canonical(ast.parse(source))
+    roles, _ = _walk(tree)
     tokens: list[Token] = []
+    for node in tree.body:
+        unit = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else MODULE_UNIT
+        _statement(node, unit, roles, tokens, fast)
+    return tokens
+
+
+_BLOCKS = ("body", "orelse", "handlers", "finalbody", "cases")
+
+
+def _header(node: ast.AST) -> str:
+    """The text of a compound statement's header, e.g. "for V in range(h):", without its blocks or decorators."""
+    bare = copy.copy(node)
+    for name in _BLOCKS:
+        if hasattr(bare, name):
+            setattr(bare, name, [])
+    bare.body = [ast.Pass()]  # type: ignore[attr-defined]
+    if hasattr(bare, "decorator_list"):
+        bare.decorator_list = []  # type: ignore[attr-defined]
+    return ast.unparse(bare).rsplit("\n", 1)[0]
+
+
+def _statement(node: ast.AST, unit: str, roles: dict[str, str], tokens: list[Token], fast: bool) -> None:
+    """Append the tokens of one statement (or except clause), then of each of its blocks, to ``tokens``."""
+    line = getattr(node, "lineno", tokens[-1].line if tokens else 1)
+    blocks = [name for name in _BLOCKS if isinstance(getattr(node, name, None), list)]
+    if not blocks or isinstance(node, ast.Match):
+        _symbols(ast.unparse(node), line, unit, roles, tokens, fast)
+        return
+    for decorator in getattr(node, "decorator_list", []):
+        _symbols("@" + ast.unparse(decorator), decorator.lineno, unit, roles, tokens, fast)
+    _symbols(_header(node), line, unit, roles, tokens, fast)
+    for child in node.body:  # type: ignore[attr-defined]
+        _statement(child, unit, roles, tokens, fast)
+    for handler in getattr(node, "handlers", []):
+        _statement(handler, unit, roles, tokens, fast)
+    for name, word in (("orelse", "else"), ("finalbody", "finally")):
+        block = getattr(node, name, [])
+        if block:
+            tokens += [Token(word, block[0].lineno, unit), Token(":", block[0].lineno, unit),
+                       Token(";", block[0].lineno, unit)]
+            for child in block:
+                _statement(child, unit, roles, tokens, fast)
+
+
+def _symbols(text: str, line: int, unit: str, roles: dict[str, str], tokens: list[Token], fast: bool) -> None:
+    """Append the normalized tokens of ``text`` (one statement or header, as unparsed), all on ``line``, and ";"."""
     previous = ""  # the previous significant raw token's text
     depth = 0  # bracket depth: a name followed by "=" inside brackets is a keyword argument
     inside_fstring = 0
-    next_string = 0  # the first bare-string statement that does not end before this token
-    raw = [t for t in _tokens(source, fast) if t.type not in _SKIPPED]
+    raw = [t for t in _tokens(text, fast) if t.type not in _SKIPPED and t.type != tokenize.NEWLINE]
     for index, token in enumerate(raw):
-        start = token.start
-        while next_string < len(strings) and strings[next_string][1] < start:
-            next_string += 1
-        if next_string < len(strings) and strings[next_string][0] <= start:
-            continue  # inside a docstring, or a string statement
         if token.type == _FSTRING_END:
             inside_fstring -= 1
             continue
         if inside_fstring:
             continue
-        unit = unit_of[start[0]] if start[0] < len(unit_of) else MODULE_UNIT
         text = token.string
-        if token.type == tokenize.NEWLINE or text == ";":
-            symbol = ";"
-            if tokens and tokens[-1].symbol == ";":  # an emptied statement (a docstring) leaves no trace
-                previous = ";"
-                continue
-        elif token.type == tokenize.NAME:
+        if token.type == tokenize.NAME:
             following = raw[index + 1].string if index + 1 < len(raw) else ""
             if keyword.iskeyword(text) or previous == "." or (depth and following == "=" and previous in ("(", ",")):
                 symbol = text  # a keyword, an attribute, a keyword argument: the API, not the student's name
@@ -204,11 +231,9 @@ def normalize(source: str, fast: bool = True) -> list[Token]:
             symbol = text
             depth += text in "([{"
             depth -= text in ")]}" and depth > 0
-        if not tokens and symbol == ";":
-            continue
-        tokens.append(Token(symbol, start[0], unit))
+        tokens.append(Token(symbol, line, unit))
         previous = text
-    return tokens
+    tokens.append(Token(";", line, unit))
 
 
 def _code(symbol: str) -> int:
@@ -285,7 +310,7 @@ def fingerprint(source: str, starter: set[int] = frozenset(), k: int = K, window
     for value, index in winnow(kgrams(tokens, k), window):
         if value in starter or value in result.hashes:
             continue
-        first, last = tokens[index], tokens[index + k - 1]
-        result.hashes[value] = (first.unit, first.line, last.line)
-        result.units.setdefault(first.unit, set()).add(value)
+        lines = [t.line for t in tokens[index:index + k]]  # a canonical order may differ from the file's
+        result.hashes[value] = (tokens[index].unit, min(lines), max(lines))
+        result.units.setdefault(tokens[index].unit, set()).add(value)
     return result

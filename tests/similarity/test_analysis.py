@@ -21,7 +21,7 @@ def calibration():
 
 def _function(source: str, name: str) -> str:
     """One top-level function of ``source``, as written."""
-    match = re.search(rf"^def {name}\(.*?(?=^\S|\Z)", source, re.S | re.M)
+    match = re.search(rf"^def {name}\(.*?(?=^\S|\Z)", source, re.DOTALL | re.MULTILINE)
     assert match
     return match.group()
 
@@ -40,7 +40,7 @@ def test_a_one_function_partial_file_is_not_alike_every_full_file():
 
 def _suffixed(source: str, suffix: str) -> str:
     """``source`` with each function it defines renamed, wherever it is named (so 13 files can share one)."""
-    for name in re.findall(r"^def (\w+)\(", source, re.M):
+    for name in re.findall(r"^def (\w+)\(", source, re.MULTILINE):
         source = re.sub(rf"\b{name}\b", name + suffix, source)
     return source
 
@@ -58,7 +58,7 @@ def test_a_file_holding_the_code_of_13_others_is_one_finding_not_a_cluster():
     # Both directions: each file is whole in the hoard, the hoard's code mostly not in the file.
     for p in pairs:
         held_share, holder_share = (p["a_in_b"], p["b_in_a"]) if p["b"] == "hoard.py" else (p["b_in_a"], p["a_in_b"])
-        assert held_share == 1.0 and holder_share < 0.2 and p["code_score"] == holder_share
+        assert held_share == 1.0 and holder_share < 0.2 and p["code_score"] < 0.3  # the harmonic mean of the two
 
 
 def test_containment_names_the_larger_file_as_the_holder():

@@ -52,7 +52,7 @@ def test_every_copy_is_flagged_as_code_and_no_independent_pair_is(tmp_path):
     assert len(copies) == 168  # 7 hand-made copies, 5 solutions x 7 by script, and the copies of one origin together
     assert set(flagged) == copies  # recall 1 and precision 1 on the code
     kinds = Counter(tuple(p["evidence"]) for p in flagged.values())
-    assert kinds == {("code",): 123, ("containment",): 45}
+    assert kinds == {("code",): 168}
     # Each pair flagged on the whole code lies above every independent pair, and says where the matches are.
     code = [p for p in flagged.values() if "code" in p["evidence"]]
     assert all(p["percentile"] == 100.0 and p["spans"] and p["margin"] > 0 for p in code)
@@ -70,9 +70,10 @@ def test_each_obfuscation_alone_keeps_the_score_high(how):
 def test_normalized_tokens_ignore_names_comments_docstrings_and_layout():
     one = 'def f(x, y):\n    """Add."""\n    total = x + y  # sum\n    return np.sum(total, axis=-1)\n'
     two = "def g(a,\n      b):\n    # another comment\n    s = a+b\n    return np.sum(s,\n                  axis=-1)\n"
+    # The temporary read once is inlined, the keyword that names sum's next parameter is positional.
     assert [t.symbol for t in normalize(one)] == [t.symbol for t in normalize(two)] == [
-        "def", "F", "(", "V", ",", "V", ")", ":", ";", "V", "=", "V", "+", "V", ";",
-        "return", "V", ".", "sum", "(", "V", ",", "axis", "=", "-", "1", ")", ";"]
+        "def", "F", "(", "V", ",", "V", ")", ":", ";", "return", "V", ".", "sum", "(", "V", "+", "V", ",", "-", "1",
+        ")", ";"]
     # Two statements on one line read as two statements on two lines.
     assert [t.symbol for t in normalize("a = 1; b = 2\n")] == [t.symbol for t in normalize("a = 1\nb = 2\n")]
 
