@@ -39,7 +39,7 @@ from grader.similarity.reading import Work
 
 MIN_FINGERPRINTS = 8  # a file with fewer (an almost empty submission) has no code score
 MIN_CONTAINED = 30  # a file held in another has at least this many fingerprints (a partial file is no evidence)
-MIN_UNIT = 15  # a function compared on its own has at least this many fingerprints on each side
+MIN_UNIT = 30  # a function compared on its own has at least this many fingerprints on each side (a short one is alike by nature)
 COMMON_FLOOR = 20  # a fingerprint held by more than max(COMMON_FLOOR, COMMON_SHARE of the class) files is discounted
 COMMON_SHARE = 0.25
 MIN_SHARED_TESTS = 2  # wrong outputs shared on fewer tests are not flagged
