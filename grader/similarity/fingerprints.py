@@ -1,16 +1,22 @@
 """Code fingerprints for similarity: normalized token streams and winnowing (Schleimer, Wilkerson and Aiken 2003).
 
-A submission's source is read with Python's own ``tokenize`` and ``ast`` (never run):
+A submission's source is parsed with Python's own ``ast`` (never run), put in canonical form
+(grader.similarity.canonical: equivalent spellings written one way) and written back one statement
+at a time by ``ast.unparse``, whose tokens are read with ``tokenize``:
 
-- comments, docstrings (any statement that is a bare string), blank lines, indentation and line
-  breaks inside brackets are dropped, so reformatting and changed comments change nothing;
-- ``;`` and the end of a statement are one token, so two statements on one line read as two;
+- comments, docstrings (any statement that is a bare string), blank lines, indentation and the
+  student's layout are gone, so reformatting and changed comments change nothing;
+- the end of each statement (and of each compound statement's header) is a ``;`` token;
 - every name the file binds is renamed to its role: ``F`` for a function or class it defines,
   ``M`` for a name it imports, ``V`` for any other (parameters, variables, loop targets); names of
   attributes (``.reshape``), keyword arguments (``axis=``) and builtins (``range``) stay, as they
   are the API a student cannot rename; every string literal is ``S``;
 - each top-level function (with whatever it nests) is its own unit, so no k-gram spans two
-  functions and reordering them changes nothing; code outside functions is one more unit.
+  functions and reordering them changes nothing; code outside functions is one more unit;
+- every token carries the line of its statement in the file, for the side-by-side view.
+
+A file of more than MAX_TOKENS tokens is read as far as its last top-level statement within them
+(``bounded``), so one file costs a bounded time and memory whatever it holds.
 
 Each unit's k-grams of tokens are hashed (a stable polynomial hash, the same in every run) and
 winnowed: in every window of ``WINDOW`` consecutive hashes the smallest is kept (the rightmost
