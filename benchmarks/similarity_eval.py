@@ -28,7 +28,6 @@ one project (the same source address in corpus.toml) count as planted.
 from __future__ import annotations
 
 import argparse
-import ast
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "similarity"))
 sys.path.insert(0, str(ROOT))
 
-from corpus import INDEPENDENT, SHARED_OUTPUT, STARTER, build_class, planted
+from corpus import INDEPENDENT, SHARED_OUTPUT, STARTER, build_class, external_files, planted
 
 from grader.similarity import analyse, calibrate, load_works, starter_functions, starter_hashes
 
@@ -89,36 +88,6 @@ def compare50_ranked(folder: Path, names: list[str]) -> list[frozenset[str]]:
     scores = _api.rank(subs, [], distro, pass_, n=len(names) ** 2)
     return [frozenset((Path(s.sub_a.path / s.sub_a.files[0].name).name, Path(s.sub_b.path / s.sub_b.files[0].name).name))
             for s in scores if s.score > 0]
-
-
-class _Unglued(ast.NodeTransformer):
-    """Statements whose every line is marked "# glue" left out (a block left empty holds ``pass``)."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-
-    def generic_visit(self, node):
-        super().generic_visit(node)
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                kept = [s for s in block if not all("# glue" in self.lines[i - 1]
-                                                    for i in range(s.lineno, (s.end_lineno or s.lineno) + 1))]
-                setattr(node, field, kept or [ast.Pass()])
-        return node
-
-
-def external_files(folder: Path, external: Path, origins: dict[str, str]) -> None:
-    """The public corpus's files into ``folder``, their glue statements left out; each project one origin."""
-    import tomllib
-
-    table = tomllib.loads((external / "corpus.toml").read_text())["files"]
-    for path in sorted((external / "files").glob("*.py")):
-        lines = path.read_text().splitlines()
-        tree = ast.parse("\n".join(lines))
-
-        (folder / f"ext_{path.name}").write_text(ast.unparse(_Unglued(lines).visit(tree)) + "\n")
-        origins[f"ext_{path.name}"] = table.get(path.name, {}).get("source", path.name)
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ and refuses a copy that computes anything else.
 
 from __future__ import annotations
 
+import ast
 import shutil
 import sys
 from pathlib import Path
@@ -187,3 +188,35 @@ def build_class(folder: Path, check: bool = False) -> dict[str, str]:
                 continue
             assert same(wanted, outputs(folder / name)), name
     return origins
+
+
+class _Unglued(ast.NodeTransformer):
+    """Statements whose every line is marked "# glue" left out (a block left empty holds ``pass``)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                kept = [s for s in block if not all("# glue" in self.lines[i - 1]
+                                                    for i in range(s.lineno, (s.end_lineno or s.lineno) + 1))]
+                setattr(node, field, kept or [ast.Pass()])
+        return node
+
+
+def external_files(folder: Path, external: Path, origins: dict[str, str]) -> None:
+    """Issue 32's public corpus (``external``: a tests/external folder) into ``folder`` as ext_<name>.py, the
+    statements marked "# glue" (one person's, the same in every file) left out; each project (its source
+    address in corpus.toml) is one origin, so two versions of one project are a planted pair."""
+    import tomllib
+
+    table = tomllib.loads((external / "corpus.toml").read_text())["files"]
+    for path in sorted((external / "files").glob("*.py")):
+        lines = path.read_text().splitlines()
+        tree = ast.parse("\n".join(lines))
+
+        (folder / f"ext_{path.name}").write_text(ast.unparse(_Unglued(lines).visit(tree)) + "\n")
+        origins[f"ext_{path.name}"] = table.get(path.name, {}).get("source", path.name)

@@ -21,7 +21,7 @@ from grader.similarity import Work, analyse, calibrate, read_code, starter_funct
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-from corpus import FRESH, INDEPENDENT, SHARED_OUTPUT, STARTER, build_class, planted
+from corpus import FRESH, INDEPENDENT, SHARED_OUTPUT, STARTER, build_class, external_files, planted
 
 STARTER_CODE = STARTER.read_text()
 STARTER_HASHES = starter_hashes(STARTER_CODE)
@@ -74,11 +74,24 @@ def test_the_decoys_are_alike_by_nature_and_never_flagged(klass):
 
 
 def test_no_false_flag_among_independent_solutions():
-    # The course's independent solutions, the ten written fresh, and the public corpus where this tree has it
-    # (its glue, the lines marked "# glue" that one person wrote for every file, is left out).
+    # The course's independent solutions and the ten written fresh to the statement.
     files = {p.name: p.read_text() for p in [*INDEPENDENT, *FRESH]}
     data = analyse([Work(n, n, source=s) for n, s in sorted(files.items())], calibration(), STARTER_HASHES)
     assert len(files) == 23 and data["pairs_compared"] == 253 and data["flagged"] == 0
+
+
+@pytest.mark.skipif(not (EXTERNAL / "corpus.toml").is_file(), reason="issue 32's tests/external is not in this tree")
+def test_no_false_flag_among_public_implementations(tmp_path):
+    # Issue 32's public implementations beside the independent solutions, their glue (the statements marked
+    # "# glue", one person's for every file) left out: only two versions of one project are flagged.
+    origins = {p.name: p.stem for p in [*INDEPENDENT, *FRESH]}
+    for p in [*INDEPENDENT, *FRESH]:
+        (tmp_path / p.name).write_text(p.read_text())
+    external_files(tmp_path, EXTERNAL, origins)
+    data = _analyse(tmp_path, origins)
+    flagged = {frozenset((p["a"], p["b"])) for p in data["pairs"] if p["flagged"]}
+    assert len(origins) >= 43
+    assert flagged and flagged <= planted(origins)  # every flag joins two versions of one project
 
 
 @pytest.mark.slow
