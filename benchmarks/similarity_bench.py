@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import sys
@@ -99,6 +100,8 @@ def main() -> None:
         print(f"grade similar: {run:.3f} s (median of {args.rounds}; rounds {', '.join(f'{r:.2f}' for r in runs)})")
         print(f"grade similar's CPU time: {statistics.median(cpu):.3f} s (median)")
         print(f"ratio: {run / floor:.1f}x the floor")
+        print(f"similarity.html: {(outdir / 'similarity.html').stat().st_size / 1e6:.2f} MB; the process's peak memory: "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
         print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

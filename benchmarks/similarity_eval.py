@@ -1,18 +1,28 @@
-"""Precision and recall of `grade similar` on the similarity corpus, beside copydetect's defaults on the same files.
+"""Precision and recall of `grade similar` on the similarity test class, beside copydetect's and compare50's.
 
-    python benchmarks/similarity_eval.py [--no-grade] [--keep DIR]
+    python benchmarks/similarity_eval.py [--no-grade] [--keep DIR] [--external DIR]
 
-Lays out tests/similarity's corpus (tests/similarity/corpus.py: independent solutions, copies
-obfuscated by hand and by script, three students sharing an unusual wrong output), grades it
-with `grade batch` (unless --no-grade: code evidence only), runs the similarity analysis and
-counts, over every pair of files, the planted pairs flagged (recall) and the flagged pairs that
-were planted (precision). Two calibrations: on every independent solution (as `grade similar`
-does in this course), and held out (calibrated on reference/mha/styles and tests/submissions/correct.py
-only, so the fresh independent solutions are unseen). copydetect (pip install copydetect) is run
-with its defaults: noise threshold 25 tokens, guarantee threshold 30 (window 6), no boilerplate,
-a pair reported when either file's similarity exceeds display_t = 0.33; it has no output evidence.
-copydetect hashes k-grams with Python's hash(), so its figures change from run to run unless
-PYTHONHASHSEED is set; ours use a fixed hash.
+Lays out the test class (tests/similarity/corpus.py's build_class: independent solutions, ten written
+fresh to the statement, copies disguised by hand, by script and with numpy's equivalent spellings,
+a chain of copies, a copy of one function, a notebook and a BOM/CRLF copy, starters and partial
+files, three students sharing an unusual wrong output), grades it with `grade batch` (unless
+--no-grade: code evidence only), runs the similarity analysis and counts, over every pair of files,
+the planted pairs flagged (recall) and the flagged pairs that were planted (precision). Two
+calibrations: on every independent solution of the course (as `grade similar` does), and held out
+(on reference/mha/styles and tests/submissions/correct.py only). The fresh solutions are never
+calibrated on.
+
+In the same run, on the same files:
+- copydetect (pip install copydetect), its defaults: noise threshold 25 tokens, guarantee threshold
+  30 (window 6), no boilerplate, a pair reported when either file's similarity exceeds 0.33. It hashes
+  k-grams with Python's hash(), so its figures change from run to run unless PYTHONHASHSEED is set.
+- compare50 (pip install compare50), its default "structure" pass (winnowing, k = 25, t = 35, names
+  and layout normalized), the starter given as distribution code; it ranks pairs and reports its top
+  n (50 by default): counted as its default top 50, and cut at the number of planted pairs (a cut
+  that knows the answer, its best case).
+Neither has output evidence. --external DIR adds the public implementations of issue 32
+(tests/external/files, their "# glue" lines left out) as independent files; pairs of two versions of
+one project (the same source address in corpus.toml) count as planted.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+import time
 from itertools import combinations
 from pathlib import Path
 
@@ -28,9 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "similarity"))
 sys.path.insert(0, str(ROOT))
 
-from corpus import INDEPENDENT, build, planted
+from corpus import INDEPENDENT, SHARED_OUTPUT, STARTER, build_class, external_files, planted
 
-from grader.similarity import analyse, calibrate, load_works, starter_hashes
+from grader.similarity import analyse, calibrate, load_works, starter_functions, starter_hashes
 
 
 def scores(flagged: set[frozenset[str]], truth: set[frozenset[str]]) -> str:
@@ -42,9 +53,11 @@ def scores(flagged: set[frozenset[str]], truth: set[frozenset[str]]) -> str:
 
 
 def ours(outdir: Path, origins: dict[str, str], calibration_files: list[Path], kinds: set[str]) -> set[frozenset[str]]:
-    starter = starter_hashes((ROOT / "assignments" / "mha" / "starter.py").read_text())
+    starter_code = (ROOT / "assignments" / "mha" / "starter.py").read_text()
+    starter = starter_hashes(starter_code)
     works = load_works(outdir)
-    data = analyse(works, calibrate([(p.as_posix(), p.read_text()) for p in calibration_files], starter), starter)
+    data = analyse(works, calibrate([(p.as_posix(), p.read_text()) for p in calibration_files], starter,
+                                    starter_functions(starter_code)), starter)
     return {frozenset((p["a"], p["b"])) for p in data["pairs"] if p["flagged"] and kinds & set(p["evidence"])}
 
 
@@ -60,17 +73,37 @@ def copydetect_defaults(folder: Path, names: list[str]) -> set[frozenset[str]]:
     return flagged
 
 
+def compare50_ranked(folder: Path, names: list[str]) -> list[frozenset[str]]:
+    """compare50's structure pass over the files (the starter as distribution code): every pair, best first."""
+    from compare50 import _api, _data
+    from compare50.__main__ import SubmissionFactory
+
+    _api.Executor = _api.FauxExecutor  # in this process: no pool of its own on a shared machine
+    pass_ = _data.Pass._get("structure")
+    preprocessor = _data.Preprocessor(pass_.preprocessors)
+    factory = SubmissionFactory()
+    factory.include("*")
+    subs = [sub for sub in factory.get_all([folder / n for n in names], preprocessor) if sub.files]
+    distro = {f for sub in factory.get_all([STARTER], preprocessor) for f in sub.files}
+    scores = _api.rank(subs, [], distro, pass_, n=len(names) ** 2)
+    return [frozenset((Path(s.sub_a.path / s.sub_a.files[0].name).name, Path(s.sub_b.path / s.sub_b.files[0].name).name))
+            for s in scores if s.score > 0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-grade", action="store_true", help="code evidence only: no batch run")
-    parser.add_argument("--keep", type=Path, default=None, help="keep the corpus and the batch's output here")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the class and the batch's output here")
+    parser.add_argument("--external", type=Path, default=None, help="issue 32's tests/external folder")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="similarity-eval-"))
-    folder, outdir = work / "corpus", work / "out"
-    origins = build(folder)
+    folder, outdir = work / "class", work / "out"
+    origins = build_class(folder)
+    if args.external:
+        external_files(folder, args.external, origins)
     names = sorted(origins)
     truth = planted(origins)
-    code_truth = {p for p in truth if not any(origins[n] == "shared-entropy-offset" for n in p)}
+    code_truth = {p for p in truth if not any(origins[n] == SHARED_OUTPUT for n in p)}
     print(f"{len(names)} files, {len(names) * (len(names) - 1) // 2} pairs, {len(truth)} planted "
           f"({len(code_truth)} copies, {len(truth) - len(code_truth)} shared wrong output)")
     if args.no_grade:
@@ -86,19 +119,31 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "grader", "batch", str(folder), "-o", str(outdir), "--jobs", "2"],
                        check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     held_out = [p for p in INDEPENDENT if "similarity" not in p.parts]
-    for label, calibration in (("calibrated on all independent solutions", INDEPENDENT),
+    kinds = {"code", "function", "containment", "wrong-outputs"}
+    for label, calibration in (("calibrated on the course's independent solutions", INDEPENDENT),
                                ("held out: calibrated on the shipped styles only", held_out)):
-        print(f"grade similar, {label}:")
-        print(f"  every kind of evidence: {scores(ours(outdir, origins, calibration, {'code', 'wrong-outputs'}), truth)}")
+        start = time.process_time()
+        found = ours(outdir, origins, calibration, kinds)
+        print(f"grade similar, {label} ({time.process_time() - start:.1f} s CPU):")
+        print(f"  every kind of evidence: {scores(found, truth)}")
         print(f"  code evidence alone, against the copies: "
-              f"{scores(ours(outdir, origins, calibration, {'code'}), code_truth)}")
+              f"{scores(ours(outdir, origins, calibration, kinds - {'wrong-outputs'}), code_truth)}")
     try:
+        start = time.process_time()
         found = copydetect_defaults(folder, names)
+        print(f"copydetect defaults ({time.process_time() - start:.1f} s CPU): against every planted pair: "
+              f"{scores(found, truth)}")
+        print(f"copydetect defaults: against the copies: {scores(found, code_truth)}")
     except ImportError:
         print("copydetect: not installed (pip install copydetect)")
-        return
-    print(f"copydetect defaults: against every planted pair: {scores(found, truth)}")
-    print(f"copydetect defaults: against the copies: {scores(found, code_truth)}")
+    try:
+        start = time.process_time()
+        ranked = compare50_ranked(folder, names)
+        print(f"compare50 structure pass ({time.process_time() - start:.1f} s CPU), its top 50: "
+              f"{scores(set(ranked[:50]), truth)}")
+        print(f"compare50 structure pass, cut at the {len(truth)} planted pairs: {scores(set(ranked[:len(truth)]), truth)}")
+    except ImportError:
+        print("compare50: not installed (pip install compare50)")
 
 
 if __name__ == "__main__":

@@ -1,48 +1,50 @@
-"""Similarity evidence across a class: shared code, and shared wrong outputs on the same hidden cases.
+"""Similarity evidence across a class: shared code, code held whole in another file, shared wrong outputs.
 
-Reads a batch's output folder (``reports/``, and the submission files the reports name) and
-finds pairs of submissions that share more than independent work does:
+Finds pairs of submissions that share more than independent work does:
 
-- **code**: winnowed fingerprints of normalized token streams (grader.similarity.fingerprints), the
-  starter's code subtracted. A pair's score is the share of the smaller file's fingerprints that
-  the other file holds too (0 to 1). It is flagged only above the highest score measured between
-  independent solutions of the same exercise (the calibration), and each pair's percentile
-  against that distribution is reported.
-- **wrong-outputs**: tests that both students fail with the same wrong values (the report's ``kind``
-  ``wrong-values``; its message names the value at the largest difference, to 6 significant digits, and a visible
-  test's ``evidence.got`` holds the whole array), where no known misconception explains the
-  failure and few students of the class share it. Right outputs are never evidence.
-- **failure-pattern**: the same set of tests failed, with the same statuses, when that pattern
-  is rare in the class; supporting evidence, never a flag on its own.
+- **code**: winnowed fingerprints of normalized code (grader.similarity.fingerprints), the starter's
+  code subtracted, and the fingerprints that more than max(COMMON_FLOOR, COMMON_SHARE of the class)
+  submissions hold discounted (MOSS's ``-m``: what much of the class writes is how the exercise is
+  written, not evidence). A pair's score is symmetric: the share of the larger file's fingerprints the
+  other holds, the lesser of the two directions (``a_in_b``, ``b_in_a`` are both reported), so a partial
+  file is not "similar" to every full file. It is flagged above the calibration's threshold
+  (grader.similarity.calibration: a stated false-flag rate on a model of independent pairs).
+- **function**: one of the exercise's functions (those the starter defines) shared beyond that function's
+  own calibration, when the files are not alike as a whole: a copy of one function only.
+- **containment**: a file that holds most of another's code (the smaller file's fingerprints, beyond
+  the containment calibration) without being alike as a whole. A file that holds code of several others
+  is one finding, "holds code of N others", and its pairs join no cluster.
+- **wrong-outputs**: tests that both students fail with the same wrong values that no known
+  misconception explains and few of the class share (grader.similarity.outputs).
+- **failure-pattern**: the same rare set of tests failed; supporting evidence, never a flag on its own.
 
 A flag is a reason to look, never a finding: independent students do write alike, and share bugs.
 """
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 
 from grader.judging.diagnose import GENERIC
-from grader.lms.reports import batch_reports
-from grader.report.native import one_line, shown_name
-from grader.similarity.fingerprints import Fingerprint, fingerprint
+from grader.report.native import one_line
+from grader.similarity.calibration import Calibration, fit, robust_threshold
+from grader.similarity.fingerprints import MAX_TOKENS, Fingerprint, fingerprint
+from grader.similarity.reading import Work
 
 MIN_FINGERPRINTS = 8  # a file with fewer (an almost empty submission) has no code score
-MARGIN = 0.05  # a flagged code score lies this far above the highest independent one
+MIN_CONTAINED = 30  # a file held in another has at least this many fingerprints (a partial file is no evidence)
+MIN_UNIT = 30  # a function compared on its own has at least this many fingerprints on each side (a short one is alike by nature)
+COMMON_FLOOR = 20  # a fingerprint held by more than max(COMMON_FLOOR, COMMON_SHARE of the class) files is discounted
+COMMON_SHARE = 0.25
 MIN_SHARED_TESTS = 2  # wrong outputs shared on fewer tests are not flagged
 RARE_SHARE = 0.10  # a wrong output or pattern is rare when fewer than max(RARE_FLOOR, this share) students show it
 RARE_FLOOR = 5
-CALIBRATION_FALLBACK = 0.90  # the threshold when no independent solution was found to calibrate on
 WRONG_VALUES = "wrong-values"  # a test's ``kind`` (grader.judging.compare.Kind) when it returned wrong values
 # How an older grader's message read for wrong values, in a report written before tests had a ``kind``.
 _OLD_VALUE_MESSAGE = re.compile(r"values differ beyond|returned [-\d,]+, expected [-\d,]+ \(off by")
@@ -50,68 +52,53 @@ UNFLAGGED_LISTED = 20  # the highest unflagged pairs listed in similarity.json, 
 SHARED_BLOCK = 4096  # columns of one block of shared_counts's matrix
 
 
-
-@dataclass
-class Work:
-    """One submission under comparison."""
-
-    key: str  # the report's path under reports/, without .json (the batch's key)
-    label: str  # who, for people: "file (name)"
-    term: str = ""  # "" for the class graded; the folder's name for a past term (--against)
-    path: str | None = None  # the submission file, as found
-    source: str | None = None  # its text, when found with the sha256 the report names
-    report: dict | None = None
-    note: str = ""  # why there is no source, if there is none
-    fp: Fingerprint = field(default_factory=Fingerprint)
+def _prints(fp: Fingerprint, common: frozenset = frozenset()) -> frozenset:
+    return frozenset(fp.hashes.keys() - common) if len(fp.hashes) >= MIN_FINGERPRINTS else frozenset()
 
 
-@dataclass
-class Calibration:
-    """Code scores of pairs of independent solutions, sorted; the flag threshold lies above them."""
-
-    scores: list[float]
-    files: list[str]
-    threshold: float
-
-    def percentile(self, score: float) -> float:
-        """The share of independent pairs scoring below ``score``, in percent (100: above every one)."""
-        if not self.scores:
-            return 100.0
-        return round(100.0 * bisect.bisect_left(self.scores, score) / len(self.scores), 1)
+def _unit_prints(fp: Fingerprint, name: str, common: frozenset = frozenset()) -> frozenset:
+    held = fp.units.get(name, set()) - common
+    return frozenset(held) if len(held) >= MIN_UNIT else frozenset()
 
 
-def code_score(a: Fingerprint, b: Fingerprint) -> tuple[float, set[int]]:
-    """(share of the smaller file's fingerprints found in the other, the shared hashes); 0 for a tiny file."""
-    if min(len(a.hashes), len(b.hashes)) < MIN_FINGERPRINTS:
-        return 0.0, set()
-    shared = a.hashes.keys() & b.hashes.keys()
-    return len(shared) / min(len(a.hashes), len(b.hashes)), shared
+def _scores(sets: Sequence[frozenset]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(shared counts, symmetric scores, containment: shared / the smaller set), each (n, n).
+
+    The symmetric score is the harmonic mean of the two directions (the share of each set the other holds),
+    2·shared / (|a| + |b|): a file that holds a little of a larger one's code scores little, whichever it is.
+    """
+    shared = shared_counts(sets)
+    sizes = np.array([len(p) for p in sets], dtype=np.float64)
+    total, smaller = np.add.outer(sizes, sizes), np.minimum.outer(sizes, sizes)
+    symmetric = np.divide(2 * shared, total, out=np.zeros_like(shared), where=smaller > 0)
+    contain = np.divide(shared, smaller, out=np.zeros_like(shared), where=smaller > 0)
+    return shared, symmetric, contain
 
 
-def calibrate(sources: Sequence[tuple[str, str]], starter: set[int]) -> Calibration:
-    """The distribution of code scores between the independent solutions ``sources`` ((name, text) pairs).
+def code_score(a: Fingerprint, b: Fingerprint) -> float:
+    """The symmetric score of two files: the harmonic mean of the shares of each one's fingerprints the other holds."""
+    _, symmetric, _ = _scores([_prints(a), _prints(b)])
+    return float(symmetric[0, 1])
 
-    The threshold is the highest of them plus MARGIN (CALIBRATION_FALLBACK with fewer than 3 files).
+
+def calibrate(sources: Sequence[tuple[str, str]], starter: set[int], functions: Sequence[str] = ()) -> Calibration:
+    """The distributions of scores between the independent solutions ``sources`` ((name, text) pairs).
+
+    functions: the exercise's functions (the starter's), each calibrated on its own.
     """
     prints = [(name, fingerprint(text, starter)) for name, text in sources]
     prints = [(name, fp) for name, fp in prints if fp.error is None]
-    scores = sorted(code_score(a, b)[0] for (_, a), (_, b) in combinations(prints, 2))
-    threshold = min(1.0, scores[-1] + MARGIN) if len(prints) >= 3 else CALIBRATION_FALLBACK
-    return Calibration([round(s, 4) for s in scores], [name for name, _ in prints], round(threshold, 4))
-
-
-def calibration_sources(paths: Iterable[Path], extra: Iterable[Path] = ()) -> list[tuple[str, str]]:
-    """The independent solutions to calibrate on: the exercise's (grader.exercise.assignment.Assignment.calibration)
-    and ``extra``, each a .py file or a folder of them."""
-    found: list[tuple[str, str]] = []
-    for path in [*paths, *extra]:
-        files = sorted(path.glob("*.py")) if path.is_dir() else [path] if path.is_file() else []
-        for file in files:
-            try:
-                found.append((file.as_posix(), file.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError):
-                continue
-    return found
+    sets = [_prints(fp) for _, fp in prints]
+    upper = np.triu_indices(len(sets), 1)
+    _, symmetric, contain = _scores(sets)
+    pairs = [(i, j) for i, j in zip(*upper) if sets[i] and sets[j]]
+    scales = {}
+    for name in functions:
+        units = [_unit_prints(fp, name) for _, fp in prints]
+        _, unit_scores, _ = _scores(units)
+        scales[name] = fit([float(unit_scores[i, j]) for i, j in zip(*upper) if units[i] and units[j]])
+    return Calibration([name for name, _ in prints], fit([float(symmetric[i, j]) for i, j in pairs]),
+                       fit([float(contain[i, j]) for i, j in pairs]), scales)
 
 
 # ---- output evidence ---------------------------------------------------------------------------
@@ -157,8 +144,16 @@ def failure_pattern(report: dict | None) -> str | None:
 
 # ---- the analysis ------------------------------------------------------------------------------
 
+def common_fingerprints(works: Sequence[Work]) -> frozenset:
+    """The fingerprints more than max(COMMON_FLOOR, COMMON_SHARE of the class) of the class's files hold."""
+    present = [w for w in works if w.term == ""]
+    held = Counter(h for w in present for h in w.fp.hashes)
+    above = max(COMMON_FLOOR, COMMON_SHARE * len(present))
+    return frozenset(h for h, n in held.items() if n > above)
+
+
 def analyse(works: list[Work], calibration: Calibration, starter: set[int]) -> dict:
-    """similarity.json's content for ``works`` (the class, then past terms' submissions): pairs, clusters, calibration.
+    """similarity.json's content for ``works`` (the class, then past terms' submissions): pairs, findings, calibration.
 
     Pairs are every two of the class, and each of the class with each past submission.
     """
@@ -172,61 +167,107 @@ def analyse(works: list[Work], calibration: Calibration, starter: set[int]) -> d
     patterns = {w.key: failure_pattern(w.report) for w in works}
     pattern_counts = Counter(p for p in patterns.values() if p)
 
-    prints = [frozenset(w.fp.hashes) if len(w.fp.hashes) >= MIN_FINGERPRINTS else frozenset() for w in works]
+    common = common_fingerprints(works)
+    prints = [_prints(w.fp, common) for w in works]
     rare = [frozenset((name, sig) for name, sig in outputs[w.key].items() if output_counts[(name, sig)] < rare_below)
             for w in works]
-    # Every pair at once: shared fingerprints and shared rare wrong outputs as two matrix products.
-    shared, outputs_shared = shared_counts(prints), shared_counts(rare)
-    sizes = np.array([len(p) for p in prints], dtype=np.float64)
-    smaller = np.minimum.outer(sizes, sizes)
-    scores = np.divide(shared, smaller, out=np.zeros_like(shared), where=smaller > 0)
+    # Every pair at once: shared fingerprints and shared rare wrong outputs as matrix products.
+    _, scores, contain = _scores(prints)
+    outputs_shared = shared_counts(rare)
     past = np.array([bool(w.term) for w in works])
     compare = np.triu(np.ones((len(works), len(works)), dtype=bool), 1) & ~np.logical_and.outer(past, past)
-    flag = compare & ((scores > calibration.threshold) | (outputs_shared >= MIN_SHARED_TESTS))
+    threshold = max(calibration.threshold, robust_threshold(scores[compare & (scores > 0)].tolist()))
+    code = compare & (scores > threshold)
+    sizes = np.array([len(p) for p in prints])
+    held = compare & ~code & (contain > calibration.contain.threshold) & (np.minimum.outer(sizes, sizes) >= MIN_CONTAINED)
+    functions = np.zeros_like(compare)
+    function_names: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for name, scale in sorted(calibration.functions.items()):
+        units = [_unit_prints(w.fp, name, common) for w in works]
+        _, unit_scores, _ = _scores(units)
+        hit = compare & ~code & (unit_scores > scale.threshold)
+        for i, j in zip(*np.nonzero(hit)):
+            function_names[(int(i), int(j))].append(name)
+        functions |= hit
+    flag = code | held | functions | (compare & (outputs_shared >= MIN_SHARED_TESTS))
     rest_i, rest_j = np.nonzero(compare & ~flag)
     order = np.lexsort((rest_j, rest_i, -outputs_shared[rest_i, rest_j], -scores[rest_i, rest_j]))[:UNFLAGGED_LISTED]
     chosen = [*zip(*np.nonzero(flag)), *zip(rest_i[order], rest_j[order])]
-    compared = int(compare.sum())
-    flagged = [(works[i], works[j]) for i, j in zip(*np.nonzero(flag))]
-    found = [(float(scores[i, j]), works[i], works[j], rare[i] & rare[j]) for i, j in chosen]
-    listed = [_pair(score, a, b, same, calibration, outputs, output_counts, patterns, pattern_counts, rare_below)
-              for score, a, b, same in found]
+    listed = []
+    for i, j in chosen:
+        kinds = (["code"] if code[i, j] else []) + (["function"] if functions[i, j] else []) + (
+            ["containment"] if held[i, j] else [])
+        listed.append(_pair(works[i], works[j], kinds, prints[i] & prints[j], (scores[i, j], contain[i, j]),
+                            sizes[i], sizes[j], rare[i] & rare[j], threshold, calibration, function_names[(i, j)],
+                            outputs, output_counts, patterns, pattern_counts, rare_below))
     listed.sort(key=lambda p: (not p["flagged"], -p["code_score"], -len(p["shared_wrong_outputs"]), p["a"], p["b"]))
+    holders = containment([(p["a"], p["b"], p["a_in_b"], p["b_in_a"]) for p in listed if "containment" in p["evidence"]])
+    grouped = [(p["a"], p["b"]) for p in listed if p["flagged"] and "containment" not in p["evidence"]]
+    summary = calibration.summary()
+    summary["threshold"] = threshold
+    summary["class_threshold"] = robust_threshold(scores[compare & (scores > 0)].tolist())
     return {
         "about": ("Evidence of shared work: a flagged pair is a reason to look at two submissions side by side, "
                   "not a finding. Independent students write alike on a short exercise and make the same mistakes."),
-        "calibration": {"independent_files": len(calibration.files), "independent_pairs": len(calibration.scores),
-                        "max": calibration.scores[-1] if calibration.scores else None,
-                        "median": calibration.scores[len(calibration.scores) // 2] if calibration.scores else None,
-                        "threshold": calibration.threshold, "files": calibration.files},
-        "parameters": {"min_fingerprints": MIN_FINGERPRINTS, "margin": MARGIN, "min_shared_tests": MIN_SHARED_TESTS,
-                       "rare_below": rare_below},
+        "calibration": summary,
+        "parameters": {"min_fingerprints": MIN_FINGERPRINTS, "min_contained": MIN_CONTAINED, "min_unit": MIN_UNIT,
+                       "common_above": max(COMMON_FLOOR, COMMON_SHARE * len(present)), "common_fingerprints": len(common),
+                       "min_shared_tests": MIN_SHARED_TESTS, "rare_below": rare_below},
         "submissions": [{"key": w.key, "label": w.label, "term": w.term, "path": w.path,
-                         "fingerprints": len(w.fp.hashes), "note": w.note or w.fp.error or ""} for w in works],
+                         "fingerprints": len(w.fp.hashes), "note": _note(w)} for w in works],
         "pairs": listed,
-        "pairs_compared": compared,
-        "flagged": len(flagged),
-        "clusters": clusters([(a.key, b.key) for a, b in flagged]),
+        "pairs_compared": int(compare.sum()),
+        "flagged": int(flag.sum()),
+        "containment": holders,
+        "clusters": clusters(grouped),
     }
 
 
-def _pair(score: float, a: Work, b: Work, same: frozenset, calibration: Calibration, outputs: dict,
-          output_counts: Counter, patterns: dict, pattern_counts: Counter, rare_below: float) -> dict:
-    """One pair of similarity.json: its scores, evidence kinds, matched spans and shared wrong outputs."""
-    kinds = []
-    if score > calibration.threshold:
-        kinds.append("code")
+def containment(edges: Iterable[tuple[str, str, float, float]]) -> list[dict]:
+    """{holder, holds: [...], count} for each file that holds most of other files' code, most held first.
+
+    edges: (a, b, share of a's fingerprints in b, share of b's in a) of the pairs found by containment; the
+    file whose share is the lower one holds the other.
+    """
+    holds: dict[str, list[str]] = defaultdict(list)
+    for a, b, a_in_b, b_in_a in edges:
+        holder, held = (a, b) if a_in_b < b_in_a else (b, a)
+        holds[holder].append(held)
+    return [{"holder": h, "holds": sorted(found), "count": len(found)}
+            for h, found in sorted(holds.items(), key=lambda item: (-len(item[1]), item[0]))]
+
+
+def _note(work: Work) -> str:
+    """Why a submission's code is not compared, or only in part; "" when it is compared whole."""
+    if work.note or work.fp.error:
+        return work.note or work.fp.error or ""
+    if work.fp.cut:
+        return (f"over {MAX_TOKENS:,} tokens: compared on its top-level statements within them "
+                f"(its first {work.fp.cut} lines)")
+    return ""
+
+
+def _pair(a: Work, b: Work, kinds: list[str], shared: frozenset, score: tuple[float, float], size_a: int,
+          size_b: int, same: frozenset, threshold: float, calibration: Calibration, functions: list[str],
+          outputs: dict, output_counts: Counter, patterns: dict, pattern_counts: Counter, rare_below: float) -> dict:
+    """One pair of similarity.json: its scores (both directions), evidence kinds, matched spans, shared wrong outputs."""
+    symmetric, _ = score
     if len(same) >= MIN_SHARED_TESTS:
         kinds.append("wrong-outputs")
     pattern = patterns[a.key]
     if kinds and pattern and pattern == patterns[b.key] and pattern_counts[pattern] < rare_below:
         kinds.append("failure-pattern")
-    shared = a.fp.hashes.keys() & b.fp.hashes.keys() if score else set()
     names = sorted(name for name, _ in same)
     return {"a": a.key, "b": b.key, "a_term": a.term, "b_term": b.term,
-            "code_score": round(score, 4), "percentile": calibration.percentile(score),
-            "flagged": bool({"code", "wrong-outputs"} & set(kinds)), "evidence": kinds,
-            "shared_fingerprints": len(shared), "spans": matched_spans(a.fp, b.fp, shared) if shared else [],
+            "code_score": round(float(symmetric), 4),
+            "a_in_b": round(len(shared) / size_a, 4) if size_a else 0.0,
+            "b_in_a": round(len(shared) / size_b, 4) if size_b else 0.0,
+            "percentile": calibration.percentile(float(symmetric)),
+            "margin": round(float(symmetric) - threshold, 4),
+            "chance": float(f"{calibration.code.chance(float(symmetric)):.3g}"),
+            "flagged": bool({"code", "function", "containment", "wrong-outputs"} & set(kinds)), "evidence": kinds,
+            "functions": functions,
+            "shared_fingerprints": len(shared), "spans": matched_spans(a.fp, b.fp, set(shared)) if shared else [],
             "shared_wrong_outputs": [{"test": name, "output": one_line(outputs[a.key][name]),
                                       "students_sharing": output_counts[(name, outputs[a.key][name])]}
                                      for name in names]}
@@ -294,54 +335,3 @@ def clusters(edges: list[tuple[str, str]]) -> list[list[str]]:
     return sorted(found, key=lambda g: (-len(g), g))
 
 
-# ---- reading a batch's output folder -----------------------------------------------------------
-
-def load_works(outdir: Path, term: str = "", known: Mapping[str, bytes] | None = None) -> list[Work]:
-    """The submissions of a batch's output folder: each report under reports/ (grader.lms.reports.batch_reports),
-    with its file's text when found.
-
-    A report's ``submission.path`` is as the batch was given it: absolute, or relative to where it
-    ran (tried from here, then from the output folder's parent). The text is used only when its
-    sha256 is the report's (the file graded, not a later edit). ``known``: {sha256: bytes} of files
-    read already (``grade batch --similarity``: the batch's own reading), used instead of reading them.
-    """
-    works = []
-    for graded in batch_reports(outdir).reports:  # raises FileNotFoundError without a reports/ folder
-        report, key = graded.report, graded.key
-        student: dict = report["student"] if isinstance(report.get("student"), dict) else {}
-        who = student.get("name") or student.get("email") or student.get("id") or ""
-        label = shown_name(f"{term + ': ' if term else ''}{key}{f' ({who})' if who and who != Path(key).stem else ''}")
-        work = Work(key=f"{term}/{key}" if term else key, label=label, term=term, report=report)
-        _attach_source(work, report, Path(outdir), known or {})
-        works.append(work)
-    return works
-
-
-def _attach_source(work: Work, report: dict, outdir: Path, known: Mapping[str, bytes]) -> None:
-    submission: dict = report["submission"] if isinstance(report.get("submission"), dict) else {}
-    given = submission.get("path")
-    if not isinstance(given, str) or not given:
-        work.note = "the report names no submission file"
-        return
-    path = Path(given)
-    candidates = [path] if path.is_absolute() else [Path.cwd() / path, outdir.resolve().parent / path]
-    for candidate in candidates:
-        data = known.get(str(submission.get("sha256")))  # the bytes graded, read by the batch
-        if data is None:
-            try:
-                data = candidate.read_bytes()
-            except OSError:
-                continue
-        elif not candidate.is_file():
-            continue
-        if hashlib.sha256(data).hexdigest() != submission.get("sha256"):
-            work.note = f"{given} has changed since it was graded: its code is not compared"
-            continue
-        work.path = candidate.as_posix()
-        if candidate.suffix == ".ipynb":
-            work.note = "a notebook: its code is not compared"
-            return
-        work.source = data.decode("utf-8", errors="replace")
-        work.note = ""
-        return
-    work.note = work.note or f"{given} was not found: its code is not compared"

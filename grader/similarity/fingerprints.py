@@ -1,16 +1,22 @@
 """Code fingerprints for similarity: normalized token streams and winnowing (Schleimer, Wilkerson and Aiken 2003).
 
-A submission's source is read with Python's own ``tokenize`` and ``ast`` (never run):
+A submission's source is parsed with Python's own ``ast`` (never run), put in canonical form
+(grader.similarity.canonical: equivalent spellings written one way) and written back one statement
+at a time by ``ast.unparse``, whose tokens are read with ``tokenize``:
 
-- comments, docstrings (any statement that is a bare string), blank lines, indentation and line
-  breaks inside brackets are dropped, so reformatting and changed comments change nothing;
-- ``;`` and the end of a statement are one token, so two statements on one line read as two;
+- comments, docstrings (any statement that is a bare string), blank lines, indentation and the
+  student's layout are gone, so reformatting and changed comments change nothing;
+- the end of each statement (and of each compound statement's header) is a ``;`` token;
 - every name the file binds is renamed to its role: ``F`` for a function or class it defines,
   ``M`` for a name it imports, ``V`` for any other (parameters, variables, loop targets); names of
   attributes (``.reshape``), keyword arguments (``axis=``) and builtins (``range``) stay, as they
   are the API a student cannot rename; every string literal is ``S``;
 - each top-level function (with whatever it nests) is its own unit, so no k-gram spans two
-  functions and reordering them changes nothing; code outside functions is one more unit.
+  functions and reordering them changes nothing; code outside functions is one more unit;
+- every token carries the line of its statement in the file, for the side-by-side view.
+
+A file of more than MAX_TOKENS tokens is read as far as its last top-level statement within them
+(``bounded``), so one file costs a bounded time and memory whatever it holds.
 
 Each unit's k-grams of tokens are hashed (a stable polynomial hash, the same in every run) and
 winnowed: in every window of ``WINDOW`` consecutive hashes the smallest is kept (the rightmost
@@ -23,11 +29,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import io
 import keyword
 import tokenize
 import zlib
 from dataclasses import dataclass, field
+
+from grader.similarity.canonical import canonical
 
 K = 10  # tokens per k-gram (the noise threshold: a shorter shared run is never evidence)
 WINDOW = 6  # winnowing window: any shared run of K + WINDOW - 1 = 15 tokens is found
@@ -38,6 +47,9 @@ _SKIPPED = {tokenize.ENCODING, tokenize.COMMENT, tokenize.NL, tokenize.INDENT, t
             tokenize.ENDMARKER}
 MODULE_UNIT = "<module>"
 MAX_SOURCE = 1 << 20  # characters: a larger file (no 30-line exercise) is not parsed, as grader.submission.load does
+# Tokens of a file read at most (a whole solution has about 1,500): past them, the file is compared on its top-level
+# statements that end within the bound, so the memory and time one file costs are bounded whatever it holds.
+MAX_TOKENS = 40_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +66,7 @@ class Fingerprint:
     hashes: dict[int, tuple[str, int, int]] = field(default_factory=dict)
     units: dict[str, set[int]] = field(default_factory=dict)  # unit -> its selected hashes
     tokens: int = 0  # normalized tokens read
+    cut: int = 0  # the lines compared when the file was cut at MAX_TOKENS tokens (bounded), else 0
     error: str | None = None  # why the file could not be read as Python, if it could not
 
 
@@ -83,17 +96,6 @@ def _walk(tree: ast.Module) -> tuple[dict[str, str], list[tuple[tuple[int, int],
     return roles, sorted(strings)
 
 
-def _unit_of_line(tree: ast.Module, lines: int) -> list[str]:
-    """For each line (1-based), the top-level function or class it lies in (decorators included), else MODULE_UNIT."""
-    units = [MODULE_UNIT] * (lines + 2)
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            last = min(node.end_lineno or node.lineno, lines + 1)
-            units[first:last + 1] = [node.name] * (last + 1 - first)
-    return units
-
-
 # CPython's own C tokenizer, as tokenize's Python one reads the same text (the same tokens, but no comments, no
 # NL and exact operator types, which normalize does not use): about 2.7 times as fast here, and the better part of
 # fingerprinting a file. It is private, so tokenize.generate_tokens is used wherever it is missing or refuses.
@@ -114,39 +116,111 @@ _FSTRING_START = getattr(tokenize, "FSTRING_START", -1)  # Python 3.12 splits an
 _FSTRING_END = getattr(tokenize, "FSTRING_END", -2)
 
 
+def bounded(source: str, limit: int = MAX_TOKENS, fast: bool = True) -> tuple[str, int]:
+    """(``source`` cut before the first top-level statement that ends past ``limit`` tokens, its lines kept).
+
+    The second item is the number of lines kept, or -1 when nothing was cut. A top-level
+    statement is never cut in two, and a decorator stays with its function. Raises what _tokens raises.
+    """
+    tokens = _C_TOKENIZER(source) if fast and _C_TOKENIZER is not None else tokenize.generate_tokens(
+        io.StringIO(source).readline)
+    level = 0
+    depth = 0
+    cut = 0  # the first line of the statement being read at the top level
+    after_newline = True
+    decorated = False
+    for count, token in enumerate(tokens):
+        if token.type == tokenize.INDENT:
+            level += 1
+        elif token.type == tokenize.DEDENT:
+            level -= 1
+        elif token.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT) or token.type in _SKIPPED:
+            after_newline = after_newline or (token.type == tokenize.NEWLINE and depth == 0)
+            continue
+        elif after_newline and level == 0:
+            if not decorated:
+                cut = token.start[0]
+            decorated = token.string == "@"
+            after_newline = False
+        else:
+            after_newline = False
+        if token.type == tokenize.OP:
+            depth += token.string in "([{"
+            depth -= token.string in ")]}" and depth > 0
+        if count >= limit:
+            kept = max(cut - 1, 0)
+            return "".join(source.splitlines(keepends=True)[:kept]), kept
+    return source, -1
+
+
 def normalize(source: str, fast: bool = True) -> list[Token]:
     """The normalized tokens of ``source`` (see the module docstring); raises SyntaxError or tokenize.TokenError.
 
+    The canonical tree (grader.similarity.canonical) is written back one statement at a time by
+    ``ast.unparse`` (one layout whatever the student's), each statement's tokens carrying its line.
     fast: read with CPython's C tokenizer where it can be (the same result; see _tokens).
     """
-    tree = ast.parse(source)
-    roles, strings = _walk(tree)
-    unit_of = _unit_of_line(tree, source.count("\n") + 1)
+    tree = canonical(ast.parse(source))
+    roles, _ = _walk(tree)
     tokens: list[Token] = []
+    for node in tree.body:
+        unit = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else MODULE_UNIT
+        _statement(node, unit, roles, tokens, fast)
+    return tokens
+
+
+_BLOCKS = ("body", "orelse", "handlers", "finalbody", "cases")
+
+
+def _header(node: ast.AST) -> str:
+    """The text of a compound statement's header, e.g. "for V in range(h):", without its blocks or decorators."""
+    bare = copy.copy(node)
+    for name in _BLOCKS:
+        if hasattr(bare, name):
+            setattr(bare, name, [])
+    bare.body = [ast.Pass()]  # type: ignore[attr-defined]
+    if hasattr(bare, "decorator_list"):
+        bare.decorator_list = []  # type: ignore[attr-defined]
+    return ast.unparse(bare).rsplit("\n", 1)[0]
+
+
+def _statement(node: ast.AST, unit: str, roles: dict[str, str], tokens: list[Token], fast: bool) -> None:
+    """Append the tokens of one statement (or except clause), then of each of its blocks, to ``tokens``."""
+    line = getattr(node, "lineno", tokens[-1].line if tokens else 1)
+    blocks = [name for name in _BLOCKS if isinstance(getattr(node, name, None), list)]
+    if not blocks or isinstance(node, ast.Match):
+        _symbols(ast.unparse(node), line, unit, roles, tokens, fast)
+        return
+    for decorator in getattr(node, "decorator_list", []):
+        _symbols("@" + ast.unparse(decorator), decorator.lineno, unit, roles, tokens, fast)
+    _symbols(_header(node), line, unit, roles, tokens, fast)
+    for child in node.body:  # type: ignore[attr-defined]
+        _statement(child, unit, roles, tokens, fast)
+    for handler in getattr(node, "handlers", []):
+        _statement(handler, unit, roles, tokens, fast)
+    for name, word in (("orelse", "else"), ("finalbody", "finally")):
+        block = getattr(node, name, [])
+        if block:
+            tokens += [Token(word, block[0].lineno, unit), Token(":", block[0].lineno, unit),
+                       Token(";", block[0].lineno, unit)]
+            for child in block:
+                _statement(child, unit, roles, tokens, fast)
+
+
+def _symbols(text: str, line: int, unit: str, roles: dict[str, str], tokens: list[Token], fast: bool) -> None:
+    """Append the normalized tokens of ``text`` (one statement or header, as unparsed), all on ``line``, and ";"."""
     previous = ""  # the previous significant raw token's text
     depth = 0  # bracket depth: a name followed by "=" inside brackets is a keyword argument
     inside_fstring = 0
-    next_string = 0  # the first bare-string statement that does not end before this token
-    raw = [t for t in _tokens(source, fast) if t.type not in _SKIPPED]
+    raw = [t for t in _tokens(text, fast) if t.type not in _SKIPPED and t.type != tokenize.NEWLINE]
     for index, token in enumerate(raw):
-        start = token.start
-        while next_string < len(strings) and strings[next_string][1] < start:
-            next_string += 1
-        if next_string < len(strings) and strings[next_string][0] <= start:
-            continue  # inside a docstring, or a string statement
         if token.type == _FSTRING_END:
             inside_fstring -= 1
             continue
         if inside_fstring:
             continue
-        unit = unit_of[start[0]] if start[0] < len(unit_of) else MODULE_UNIT
         text = token.string
-        if token.type == tokenize.NEWLINE or text == ";":
-            symbol = ";"
-            if tokens and tokens[-1].symbol == ";":  # an emptied statement (a docstring) leaves no trace
-                previous = ";"
-                continue
-        elif token.type == tokenize.NAME:
+        if token.type == tokenize.NAME:
             following = raw[index + 1].string if index + 1 < len(raw) else ""
             if keyword.iskeyword(text) or previous == "." or (depth and following == "=" and previous in ("(", ",")):
                 symbol = text  # a keyword, an attribute, a keyword argument: the API, not the student's name
@@ -163,11 +237,9 @@ def normalize(source: str, fast: bool = True) -> list[Token]:
             symbol = text
             depth += text in "([{"
             depth -= text in ")]}" and depth > 0
-        if not tokens and symbol == ";":
-            continue
-        tokens.append(Token(symbol, start[0], unit))
+        tokens.append(Token(symbol, line, unit))
         previous = text
-    return tokens
+    tokens.append(Token(";", line, unit))
 
 
 def _code(symbol: str) -> int:
@@ -220,19 +292,31 @@ def starter_hashes(source: str, k: int = K) -> set[int]:
         return set()
 
 
+def starter_functions(source: str) -> list[str]:
+    """The top-level functions the starter defines (the exercise's functions), in order; [] when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
 def fingerprint(source: str, starter: set[int] = frozenset(), k: int = K, window: int = WINDOW) -> Fingerprint:  # type: ignore[assignment]
     """The winnowed fingerprints of ``source`` less the ``starter``'s k-grams; ``error`` set when it does not parse."""
     if len(source) > MAX_SOURCE:
         return Fingerprint(error=f"over {MAX_SOURCE >> 20} MiB: not compared")
     try:
+        source, kept = bounded(source)
+        if kept == 0:
+            return Fingerprint(error=f"its first statement is over {MAX_TOKENS:,} tokens: not compared")
         tokens = normalize(source)
     except (SyntaxError, tokenize.TokenError, ValueError, RecursionError, MemoryError) as exc:  # ValueError: a NUL
         return Fingerprint(error=f"not readable as Python: {exc.__class__.__name__}")
-    result = Fingerprint(tokens=len(tokens))
+    result = Fingerprint(tokens=len(tokens), cut=max(kept, 0))
     for value, index in winnow(kgrams(tokens, k), window):
         if value in starter or value in result.hashes:
             continue
-        first, last = tokens[index], tokens[index + k - 1]
-        result.hashes[value] = (first.unit, first.line, last.line)
-        result.units.setdefault(first.unit, set()).add(value)
+        lines = [t.line for t in tokens[index:index + k]]  # a canonical order may differ from the file's
+        result.hashes[value] = (tokens[index].unit, min(lines), max(lines))
+        result.units.setdefault(tokens[index].unit, set()).add(value)
     return result

@@ -1,18 +1,30 @@
 """similarity.html: the evidence of grader.similarity.analysis as one self-contained page (no network, no image).
 
-A sortable list of pairs, the clusters, and for each listed pair two files side by side with
-their matched regions in the same colour on both sides, and the wrong outputs they share. Each
-pair's view is shown when its row's link is followed (CSS ``:target``; no script needed). The
-page's wording is the evidence's: a flag is a reason to look.
+A sortable list of pairs, the clusters, and for each listed pair the matched regions of the two
+files side by side, with a few lines of context, in the same colour on both sides, and the wrong
+outputs they share. Each pair's view is shown when its row's link is followed (CSS ``:target``; no
+script needed). The page's wording is the evidence's: a flag is a reason to look.
+
+The page is bounded whatever the class holds: ROWS pairs in the table, VIEWS views, and in each
+view at most VIEW_LINES lines of LINE_CHARS characters a side (SIDE_CHARS of HTML at most); a name is
+cut at LABEL_CHARS. similarity.json lists every pair and every region.
 """
 
 from __future__ import annotations
 
 from grader.report.native import printable
 from grader.report.page import SORT_SCRIPT, SORTABLE_STYLE, escape, html_page
-from grader.similarity.analysis import Work
+from grader.similarity.reading import Work
 
-VIEWS = 200  # pairs given a side-by-side view (the first listed); the table lists them all
+ROWS = 500  # pairs listed in the page's table (the first listed); similarity.json lists them all
+VIEWS = 50  # pairs given a side-by-side view (the first listed)
+CONTEXT = 2  # lines shown above and below a matched region
+VIEW_LINES = 60  # lines shown of each side of a view, at most
+LINE_CHARS = 160  # characters shown of one line, at most
+SIDE_CHARS = 12_000  # characters of HTML one side of a view may take (escaping can lengthen a line)
+LABEL_CHARS = 120  # characters shown of a submission's name or a test's
+NAMES = 300  # names listed in all the groups together
+OUTPUTS, OUTPUT_CHARS = 8, 200  # shared wrong outputs shown in a view, and characters of each
 # Background colours of matched regions (classes mark-0 …), the same index on both sides (cycled past the last).
 PALETTE = ("#fde2a7", "#bfe3f6", "#c9efc4", "#f7c9d4", "#dccff5", "#f9d8b8", "#c6ece6", "#efe9a6", "#d7d7f7",
            "#f2cbe9")
@@ -37,6 +49,7 @@ tr.quiet td { color: #888; }
 pre.code { font-size: .78em; line-height: 1.35; border: 1px solid #ddd; overflow-x: auto; margin: 0; }
 pre.code span { display: block; padding: 0 .4em; white-space: pre; }
 pre.code span::before { content: attr(data-n); display: inline-block; width: 3em; color: #999; }
+pre.code span.gap { color: #999; font-style: italic; }
 .hint { color: #777; }
 """ + SORTABLE_STYLE + "".join(f"pre.code span.mark-{i} {{ background: {colour}; }}\n" for i, colour in enumerate(PALETTE))
 
@@ -54,7 +67,7 @@ def _link(index: int, label: str) -> str:
 
 def _pair_rows(data: dict, labels: dict[str, str]) -> str:
     rows = []
-    for index, pair in enumerate(data["pairs"]):
+    for index, pair in enumerate(data["pairs"][:ROWS]):
         shared = len(pair["shared_wrong_outputs"])
         rows.append(
             f"<tr class='{'flagged' if pair['flagged'] else 'quiet'}'>"
@@ -70,19 +83,41 @@ def _pair_rows(data: dict, labels: dict[str, str]) -> str:
             "<th>evidence</th><th>flag</th></tr>")
     if not rows:
         return "<p class='hint'>No pair to list.</p>"
-    return f"<table class='sortable' id='pairs'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+    more = (f"<p class='hint'>The first {ROWS} of {len(data['pairs'])} pairs; similarity.json lists them all.</p>"
+            if len(data["pairs"]) > ROWS else "")
+    return f"<table class='sortable' id='pairs'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>{more}"
 
 
-def _side(work: Work | None, key: str, marks: dict[int, int], label: str) -> str:
+def _side(work: Work | None, spans: list[dict], side: str, label: str) -> str:
+    """One side of a view: the lines of its matched regions and CONTEXT lines around them, each region coloured."""
     if work is None or work.source is None or work.fp.error:
         why = (work.note or work.fp.error) if work is not None else "not found"
         return f"<div class='side'><h4>{_e(label)}</h4><p class='hint'>No code to show: {_e(why)}</p></div>"
-    lines = []
-    for number, text in enumerate(work.source.splitlines(), start=1):
+    marks = _marks(spans, side)
+    lines = work.source.splitlines()
+    shown = sorted({n for line in marks for n in range(max(1, line - CONTEXT), min(len(lines), line + CONTEXT) + 1)})
+    if not shown:
+        shown = list(range(1, min(len(lines), VIEW_LINES // 4) + 1))
+    out: list[str] = []
+    size = 0
+    previous = 0
+    for count, number in enumerate(shown):
+        if count == VIEW_LINES or size > SIDE_CHARS:
+            out.append(f"<span class='gap'>… {len(shown) - count} more line(s) of matched regions and their "
+                       "context: see similarity.json's spans</span>")
+            break
+        if number > previous + 1:
+            out.append(f"<span class='gap'>⋮ {number - previous - 1} line(s) not matched</span>")
         colour = marks.get(number)
         mark = f" class='mark-{colour % len(PALETTE)}'" if colour is not None else ""
-        lines.append(f"<span data-n='{number}'{mark}>{_e(printable(text, newlines=False)) or ' '}</span>")
-    return f"<div class='side'><h4>{_e(label)}</h4><pre class='code'>{''.join(lines)}</pre></div>"
+        text = _e(printable(_cut(lines[number - 1], LINE_CHARS), newlines=False)) or " "
+        out.append(f"<span data-n='{number}'{mark}>{text}</span>")
+        size += len(out[-1])
+        previous = number
+    else:
+        if previous < len(lines):
+            out.append(f"<span class='gap'>⋮ {len(lines) - previous} line(s) not matched</span>")
+    return f"<div class='side'><h4>{_e(label)}</h4><pre class='code'>{''.join(out)}</pre></div>"
 
 
 def _marks(spans: list[dict], side: str) -> dict[int, int]:
@@ -97,26 +132,73 @@ def _marks(spans: list[dict], side: str) -> dict[int, int]:
 
 def _pair_view(index: int, pair: dict, works: dict[str, Work], labels: dict[str, str]) -> str:
     a, b = pair["a"], pair["b"]
-    outputs = "".join(f"<li><b>{_e(o['test'])}</b> (shown by {o['students_sharing']} submission(s)): "
-                      f"<code>{_e(o['output'])}</code></li>" for o in pair["shared_wrong_outputs"])
+    outputs = "".join(f"<li><b>{_e(_cut(o['test'], LABEL_CHARS))}</b> (shown by {o['students_sharing']} "
+                      f"submission(s)): <code>{_e(_cut(o['output'], OUTPUT_CHARS))}</code></li>"
+                      for o in pair["shared_wrong_outputs"][:OUTPUTS])
     outputs_html = (f"<h4>Wrong outputs both returned on the same cases</h4><ul>{outputs}</ul>" if outputs else
                     "<p class='hint'>No shared wrong output (right outputs are never evidence).</p>")
     return (f"<section class='pair' id='pair-{index}'><h3>{_e(labels.get(a, a))} and {_e(labels.get(b, b))}</h3>"
-            f"<p>Code score {pair['code_score']:.2f}, at the {pair['percentile']:g}th percentile of independent pairs; "
-            f"{pair['shared_fingerprints']} shared fingerprint(s) in {len(pair['spans'])} region(s); evidence: "
-            f"{_kinds(pair['evidence'])}</p>{outputs_html}"
+            f"<p>Code score {pair['code_score']:.2f} (a's code in b: {pair.get('a_in_b', 0):.2f}; b's in a: "
+            f"{pair.get('b_in_a', 0):.2f}), at the {pair['percentile']:g}th percentile of independent pairs, "
+            f"{pair.get('margin', 0):+.2f} from the threshold; {pair['shared_fingerprints']} shared fingerprint(s) in "
+            f"{len(pair['spans'])} region(s); evidence: {_kinds(pair['evidence'])}</p>"
+            f"<p>{_e(_carried(pair))}</p>{outputs_html}"
             f"<p class='hint'>Regions of the same colour match each other.</p><div class='sides'>"
-            f"{_side(works.get(a), a, _marks(pair['spans'], 'a'), labels.get(a, a))}"
-            f"{_side(works.get(b), b, _marks(pair['spans'], 'b'), labels.get(b, b))}</div></section>")
+            f"{_side(works.get(a), pair['spans'], 'a', labels.get(a, a))}"
+            f"{_side(works.get(b), pair['spans'], 'b', labels.get(b, b))}</div></section>")
+
+
+def _carried(pair: dict) -> str:
+    """Which evidence carried the flag, in words."""
+    said = {"code": "the two files are alike as a whole, beyond the calibration",
+            "function": f"a function is alike beyond its own calibration ({', '.join(pair.get('functions', []))})",
+            "containment": "one file holds most of the other's code, though the two are not alike as a whole",
+            "wrong-outputs": "they return the same rare wrong values on the same cases",
+            "failure-pattern": "they fail the same rare set of tests (support only)"}
+    carried = [said[k] for k in pair["evidence"] if k in said]
+    if not pair["flagged"]:
+        return "Not flagged: below the calibration."
+    return "Flagged because " + "; ".join(carried) + "."
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _groups(groups: list[list[str]], labels: dict[str, str]) -> str:
+    """The groups as list items, NAMES names in all at most."""
+    items: list[str] = []
+    left = NAMES
+    for group in groups:
+        if left <= 0:
+            items.append(f"<li class='hint'>… {len(groups) - len(items)} more group(s) in similarity.json</li>")
+            break
+        names = ", ".join(_e(labels.get(k, k)) for k in group[:left])
+        items.append(f"<li>{len(group)} submissions: {names}{' …' if len(group) > left else ''}</li>")
+        left -= len(group)
+    return "".join(items)
+
+
+def _holders(found: list[dict], labels: dict[str, str]) -> str:
+    """Each file that holds most of other files' code: "holds code of N others", NAMES names in all at most."""
+    if not found:
+        return "<p class='hint'>No file holds most of another's code.</p>"
+    items, left = [], NAMES
+    for entry in found[:NAMES]:
+        names = ", ".join(_e(labels.get(k, k)) for k in entry["holds"][:max(left, 0)])
+        more = " …" if len(entry["holds"]) > max(left, 0) else ""
+        items.append(f"<li>{_e(labels.get(entry['holder'], entry['holder']))} holds code of {entry['count']} "
+                     f"other(s): {names}{more}</li>")
+        left -= len(entry["holds"])
+    return f"<ul>{''.join(items)}</ul>"
 
 
 def render_html(data: dict, works: list[Work]) -> str:
     """similarity.json's ``data`` as a self-contained page; ``works`` give the files' text for the side-by-side views."""
     by_key = {w.key: w for w in works}
-    labels = {w.key: w.label for w in works}
+    labels = {w.key: _cut(w.label, LABEL_CHARS) for w in works}
     calibration = data["calibration"]
-    clusters = "".join(f"<li>{len(group)} submissions: {', '.join(_e(labels.get(k, k)) for k in group)}</li>"
-                       for group in data["clusters"])
+    clusters = _groups(data["clusters"], labels)
     title = f"{data.get('assignment', '')}: similarity evidence"
     views = "".join(_pair_view(i, pair, by_key, labels) for i, pair in enumerate(data["pairs"][:VIEWS]))
     if len(data["pairs"]) > VIEWS:
@@ -126,13 +208,16 @@ def render_html(data: dict, works: list[Work]) -> str:
 <p class="notice">{_e(data['about'])} Look at the code and the outputs side by side, and talk with the students,
 before drawing any conclusion.</p>
 <p>{data['pairs_compared']} pair(s) compared; <b>{data['flagged']}</b> flagged as a reason to look.
-Code scores are the share of the smaller file's fingerprints (normalized tokens, the starter's code removed) that
-the other file holds too. Calibration: {calibration['independent_pairs']} pairs of
-{calibration['independent_files']} independent solutions score at most {maximum}; a code score above
-{calibration['threshold']:.2f} is flagged. Shared wrong outputs count only where no known misconception explains
+A code score is the share of the larger file's fingerprints (normalized code, the starter's code and what much
+of the class writes removed) that the other file holds too. Calibration: {calibration['independent_pairs']} pairs
+of {calibration['independent_files']} independent solutions score at most {maximum}; a model of their scores puts
+the chance that an independent pair scores above {calibration['threshold']:.2f} below
+{calibration.get('false_flag_rate', 0):g}, and a score above it is flagged. Shared wrong outputs count only where no known misconception explains
 them and fewer than {data['parameters']['rare_below']:g} submissions return them.</p>
 <h2>Pairs</h2><p class="hint">Click a column's header to sort by it; follow a name to see the two files.</p>
 {_pair_rows(data, labels)}
+<h2>Files holding others' code</h2>
+{_holders(data.get('containment', []), labels)}
 <h2>Clusters</h2>
 {f"<ul>{clusters}</ul>" if clusters else "<p class='hint'>No group of three or more.</p>"}
 <h2>Side by side</h2><p class="hint">The first pair is shown; follow another pair's link above to show it here.</p>

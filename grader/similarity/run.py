@@ -17,9 +17,10 @@ from grader.config import Config
 from grader.exercise.assignment import load_assignment
 from grader.report.csvcells import csv_text
 from grader.report.native import one_line, write_atomic
-from grader.similarity.analysis import Work, analyse, calibrate, calibration_sources, load_works
-from grader.similarity.fingerprints import starter_hashes
+from grader.similarity.analysis import analyse, calibrate
+from grader.similarity.fingerprints import starter_functions, starter_hashes
 from grader.similarity.page import render_html
+from grader.similarity.reading import Work, calibration_sources, load_works, read_code
 
 GRADEBOOK_COLUMN = "similarity"
 INDENTED_PAIRS = 1000  # similarity.json is indented when it lists at most this many pairs
@@ -51,9 +52,11 @@ def run_similarity(outdir: Path, config: Config, *, against: Sequence[Path] = ()
     except FileNotFoundError as exc:
         raise SimilarityError(str(exc)) from None
     starter_file = config.assignment_dir / "starter.py"
-    starter = starter_hashes(starter_file.read_text(encoding="utf-8")) if starter_file.is_file() else set()
+    starter_code = read_code(starter_file, starter_file.read_bytes())[0] if starter_file.is_file() else None
+    starter = starter_hashes(starter_code) if starter_code is not None else set()
+    functions = starter_functions(starter_code) if starter_code is not None else []
     sources = calibration_sources(load_assignment(config.assignment_dir).calibration, calibration)
-    data = {"assignment": config.assignment, **analyse(works, calibrate(sources, starter), starter)}
+    data = {"assignment": config.assignment, **analyse(works, calibrate(sources, starter, functions), starter)}
     indent = 2 if len(data["pairs"]) <= INDENTED_PAIRS else None  # a large file is written by json's C encoder
     write_atomic(outdir / "similarity.json", json.dumps(data, indent=indent, allow_nan=False) + "\n")
     write_atomic(outdir / "similarity.html", render_html(data, works))
@@ -121,6 +124,8 @@ def terminal_lines(data: dict, works: Sequence[Work] = ()) -> list[str]:
         lines.append(one_line(f"{pair['a']} ~ {pair['b']}: {', '.join(pair['evidence'])}; code score "
                               f"{pair['code_score']:.2f} (percentile {pair['percentile']:g})"
                               + (f", {outputs} shared wrong output(s)" if outputs else "")))
+    lines += [one_line(f"{entry['holder']} holds code of {entry['count']} other(s): {', '.join(entry['holds'])}")
+              for entry in data.get("containment", [])]
     lines += [one_line(f"cluster of {len(group)}: {', '.join(group)}") for group in data["clusters"]]
     calibration = data["calibration"]
     lines.append(f"{data['flagged']} of {data['pairs_compared']} pair(s) flagged as a reason to look (code threshold "

@@ -418,7 +418,7 @@ def test_one_loader_for_a_folder_of_reports(tmp_path):
         batch_reports(tmp_path)
     # grade similar and grade diff read a batch's folder through it: the same reports, by the same keys.
     from grader.regrade.changes import load
-    from grader.similarity.analysis import load_works
+    from grader.similarity import load_works
 
     (folder / "summary.json").write_text(json.dumps({"schema_version": 1, "students": []}))  # not a report
     assert [w.key for w in load_works(tmp_path / "out")] == ["canvas/a", "g"]

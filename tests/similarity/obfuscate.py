@@ -26,10 +26,18 @@ def rename(source: str) -> str:
     names = {name: f"var_{i}_{name[::-1].lower()}x" for i, name in enumerate(bound) if name not in KEPT}
     out = []
     previous = ""
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+    depth = 0
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    significant = [t for t in tokens if t.type not in (tokenize.NL, tokenize.COMMENT)]
+    following = {id(t): (significant[i + 1].string if i + 1 < len(significant) else "") for i, t in enumerate(significant)}
+    for token in tokens:
         text = token.string
-        if token.type == tokenize.NAME and text in names and previous != ".":
+        keyword_argument = depth and following.get(id(token)) == "=" and previous in ("(", ",")  # f(out=...) stays
+        if token.type == tokenize.NAME and text in names and previous != "." and not keyword_argument:
             token = token._replace(string=names[text])
+        if token.type == tokenize.OP:
+            depth += text in "([{"
+            depth -= text in ")]}" and depth > 0
         out.append(token)
         if token.type not in (tokenize.NL, tokenize.COMMENT):
             previous = text

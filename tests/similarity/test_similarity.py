@@ -15,6 +15,7 @@ import io
 import json
 import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -50,10 +51,12 @@ def test_every_copy_is_flagged_as_code_and_no_independent_pair_is(tmp_path):
     copies = {pair for pair in planted(origins) if SHARED_OUTPUT not in {origins[n] for n in pair}}
     assert len(copies) == 168  # 7 hand-made copies, 5 solutions x 7 by script, and the copies of one origin together
     assert set(flagged) == copies  # recall 1 and precision 1 on the code
-    assert all(p["evidence"] == ["code"] for p in flagged.values())
-    # Each flagged pair lies above every independent pair, and says where the matches are.
-    assert all(p["percentile"] == 100.0 and p["spans"] for p in flagged.values())
-    assert data["calibration"]["max"] < data["calibration"]["threshold"] < min(p["code_score"] for p in flagged.values())
+    kinds = Counter(tuple(p["evidence"]) for p in flagged.values())
+    assert kinds == {("code",): 168}
+    # Each pair flagged on the whole code lies above every independent pair, and says where the matches are.
+    code = [p for p in flagged.values() if "code" in p["evidence"]]
+    assert all(p["percentile"] == 100.0 and p["spans"] and p["margin"] > 0 for p in code)
+    assert data["calibration"]["max"] < data["calibration"]["threshold"] < min(p["code_score"] for p in code)
 
 
 @pytest.mark.parametrize("how", sorted(OBFUSCATIONS))
@@ -67,9 +70,10 @@ def test_each_obfuscation_alone_keeps_the_score_high(how):
 def test_normalized_tokens_ignore_names_comments_docstrings_and_layout():
     one = 'def f(x, y):\n    """Add."""\n    total = x + y  # sum\n    return np.sum(total, axis=-1)\n'
     two = "def g(a,\n      b):\n    # another comment\n    s = a+b\n    return np.sum(s,\n                  axis=-1)\n"
+    # The temporary read once is inlined, the keyword that names sum's next parameter is positional.
     assert [t.symbol for t in normalize(one)] == [t.symbol for t in normalize(two)] == [
-        "def", "F", "(", "V", ",", "V", ")", ":", ";", "V", "=", "V", "+", "V", ";",
-        "return", "V", ".", "sum", "(", "V", ",", "axis", "=", "-", "1", ")", ";"]
+        "def", "F", "(", "V", ",", "V", ")", ":", ";", "return", "V", ".", "sum", "(", "V", "+", "V", ",", "-", "1",
+        ")", ";"]
     # Two statements on one line read as two statements on two lines.
     assert [t.symbol for t in normalize("a = 1; b = 2\n")] == [t.symbol for t in normalize("a = 1\nb = 2\n")]
 
@@ -91,10 +95,12 @@ def test_the_starter_and_a_nearly_empty_file_are_no_evidence():
     broken = fingerprint("def f(:\n", STARTER)
     assert broken.error == "not readable as Python: SyntaxError" and broken.hashes == {}
     # Hostile files are parsed, never run; what cannot be parsed within bounds is no evidence and no crash.
-    deep = fingerprint("-" * 200_000 + "1\n", STARTER)  # the parser's own limit: MemoryError or RecursionError
+    deep = fingerprint("-" * 30_000 + "1\n", STARTER)  # the parser's own limit: MemoryError or RecursionError
     assert deep.error in ("not readable as Python: MemoryError", "not readable as Python: RecursionError")
+    long = fingerprint("-" * 200_000 + "1\n", STARTER)  # one statement over the bound of tokens read
+    assert long.error == "its first statement is over 40,000 tokens: not compared"
     assert fingerprint("x = 1\n" * 200_000, STARTER).error == "over 1 MiB: not compared"
-    assert fingerprint("a\x00b", STARTER).error == "not readable as Python: SyntaxError"
+    assert fingerprint("a\x00b", STARTER).error == "not readable as Python: ValueError"  # the tokenizer refuses a NUL
 
 
 def test_clusters_are_groups_of_three_or_more():
@@ -222,7 +228,7 @@ def test_against_a_past_term(batch, tmp_path):
 
 def test_a_label_shows_the_name_without_bidirectional_or_zero_width_characters(tmp_path):
     """The page's labels (grader.report.native.shown_name); similarity.json's ``submissions`` keep each key."""
-    from grader.similarity.analysis import load_works
+    from grader.similarity import load_works
 
     (tmp_path / "reports").mkdir()
     report = {"schema_version": 1, "status": "graded", "score": 0, "student": {"id": "7", "name": "Ann\u202e\u200bGpj"},

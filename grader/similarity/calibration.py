@@ -1,0 +1,124 @@
+"""How independent work scores: the distributions a code score is judged against, and the flag thresholds.
+
+A short exercise makes independent solutions alike, so a score means something only beside the
+scores of pairs known to be independent. Each distribution (the whole-file score, the containment
+score, and the score of each of the exercise's functions) is modelled as logit-normal: the logit
+of the scores of the independent pairs is fitted with a normal distribution (mean and standard
+deviation), and a score is flagged where the model puts the chance that an independent pair
+scores as high below FALSE_FLAG_RATE. Two rules keep the model honest where it has few points: the
+threshold is never below the highest independent score plus FLOOR_MARGIN (no calibration pair is
+ever flagged), and with fewer than MIN_PAIRS independent pairs the threshold is FALLBACK.
+
+The class itself is a second sample of independent work (most of a class's pairs are): its
+scores are fitted robustly (median and median absolute deviation, which a minority of copies does
+not move), and where that fit asks for a higher threshold, it is used.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+FALSE_FLAG_RATE = 1e-4  # the modelled chance that one independent pair is flagged
+FLOOR_MARGIN = 0.02  # a flagged score lies at least this far above the highest independent one
+MIN_PAIRS = 3  # fewer independent pairs fit no model: FALLBACK is the threshold
+FALLBACK = 0.90
+CLASS_PAIRS = 50  # the class's own scores are fitted when it has at least this many pairs
+_EDGE = 1e-3  # scores are clipped to [_EDGE, 1 - _EDGE] before their logit is taken
+_Z = NormalDist().inv_cdf(1 - FALSE_FLAG_RATE)
+
+
+def _logit(score: float) -> float:
+    score = min(1 - _EDGE, max(_EDGE, score))
+    return math.log(score / (1 - score))
+
+
+def _expit(value: float) -> float:
+    return 1 / (1 + math.exp(-value))
+
+
+@dataclass
+class Scale:
+    """One distribution of independent scores (sorted), its logit-normal fit and the threshold it gives."""
+
+    scores: list[float]
+    mean: float = 0.0  # of the logits
+    sd: float = 0.0
+    threshold: float = FALLBACK
+
+    def percentile(self, score: float) -> float:
+        """The share of independent pairs scoring below ``score``, in percent (100: above every one)."""
+        if not self.scores:
+            return 100.0
+        return round(100.0 * bisect.bisect_left(self.scores, score) / len(self.scores), 1)
+
+    def chance(self, score: float) -> float:
+        """The modelled chance that an independent pair scores ``score`` or more (1.0 without a model)."""
+        if len(self.scores) < MIN_PAIRS or self.sd <= 0:
+            return 1.0 if score <= self.threshold else 0.0
+        return 1 - NormalDist(self.mean, self.sd).cdf(_logit(score))
+
+    def summary(self) -> dict:
+        """The scale as similarity.json states it."""
+        return {"pairs": len(self.scores), "median": self.scores[len(self.scores) // 2] if self.scores else None,
+                "max": self.scores[-1] if self.scores else None, "logit_mean": round(self.mean, 4),
+                "logit_sd": round(self.sd, 4), "threshold": self.threshold}
+
+
+def fit(scores: Sequence[float]) -> Scale:
+    """The Scale of the independent pairs' ``scores``: a logit-normal fit, thresholded at FALSE_FLAG_RATE."""
+    ordered = sorted(round(s, 4) for s in scores)
+    if len(ordered) < MIN_PAIRS:
+        return Scale(ordered)
+    logits = [_logit(s) for s in ordered]
+    mean = sum(logits) / len(logits)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logits) / (len(logits) - 1))
+    threshold = max(_expit(mean + _Z * sd), ordered[-1] + FLOOR_MARGIN)
+    return Scale(ordered, mean, sd, round(min(1.0, threshold), 4))
+
+
+def robust_threshold(scores: Sequence[float]) -> float:
+    """The threshold a robust normal fit of the class's own pair ``scores`` gives (0.0 with too few pairs).
+
+    Median and median absolute deviation of the scores themselves (a minority of copies moves neither):
+    the score a normal distribution of that centre and spread exceeds with FALSE_FLAG_RATE.
+    """
+    if len(scores) < CLASS_PAIRS:
+        return 0.0
+    ordered = sorted(scores)
+    median = ordered[len(ordered) // 2]
+    mad = sorted(abs(x - median) for x in ordered)[len(ordered) // 2]
+    return round(min(1.0, median + _Z * 1.4826 * mad), 4)
+
+
+@dataclass
+class Calibration:
+    """The independent solutions' scales: whole files (``code``), containment, and each function by name."""
+
+    files: list[str]
+    code: Scale
+    contain: Scale
+    functions: dict[str, Scale] = field(default_factory=dict)
+
+    @property
+    def threshold(self) -> float:
+        return self.code.threshold
+
+    @property
+    def scores(self) -> list[float]:
+        return self.code.scores
+
+    def percentile(self, score: float) -> float:
+        return self.code.percentile(score)
+
+    def summary(self) -> dict:
+        """similarity.json's ``calibration``."""
+        return {"independent_files": len(self.files), "independent_pairs": len(self.code.scores),
+                "false_flag_rate": FALSE_FLAG_RATE, "max": self.code.summary()["max"],
+                "median": self.code.summary()["median"], "threshold": self.code.threshold,
+                "code": self.code.summary(), "containment": self.contain.summary(),
+                "functions": {name: scale.summary() for name, scale in sorted(self.functions.items())},
+                "files": self.files}

@@ -1,0 +1,75 @@
+"""grader.similarity.analysis: symmetric scores, containment as its own finding, the class's common code discounted."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from grader.similarity import Work, analyse, calibrate, containment, starter_functions, starter_hashes
+from grader.similarity.analysis import common_fingerprints
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTER_CODE = (ROOT / "assignments" / "mha" / "starter.py").read_text()
+STARTER = starter_hashes(STARTER_CODE)
+INDEPENDENT = [*sorted((ROOT / "reference" / "mha" / "styles").glob("*.py")), ROOT / "tests" / "submissions" / "correct.py",
+               *sorted((ROOT / "tests" / "similarity" / "independent").glob("*.py"))]
+
+
+def calibration():
+    return calibrate([(p.as_posix(), p.read_text()) for p in INDEPENDENT], STARTER, starter_functions(STARTER_CODE))
+
+
+def _function(source: str, name: str) -> str:
+    """One top-level function of ``source``, as written."""
+    match = re.search(rf"^def {name}\(.*?(?=^\S|\Z)", source, re.DOTALL | re.MULTILINE)
+    assert match
+    return match.group()
+
+
+def test_a_one_function_partial_file_is_not_alike_every_full_file():
+    # A student who wrote head_entropy only (the docstring says the functions can be done one by one), beside the
+    # full solutions: its code is in theirs as far as it goes, yet it is not flagged with any of them.
+    full = {p.name: p.read_text() for p in INDEPENDENT}
+    partial = STARTER_CODE.replace(_function(STARTER_CODE, "head_entropy"), _function(full["correct.py"], "head_entropy"))
+    works = [Work("partial.py", "partial.py", source=partial), *(Work(n, n, source=s) for n, s in full.items())]
+    data = analyse(works, calibration(), STARTER)
+    with_partial = [p for p in data["pairs"] if "partial.py" in (p["a"], p["b"])]
+    assert data["flagged"] == 0 and data["containment"] == [] and data["clusters"] == []
+    assert all(p["code_score"] < 0.2 for p in with_partial)
+
+
+def _suffixed(source: str, suffix: str) -> str:
+    """``source`` with each function it defines renamed, wherever it is named (so 13 files can share one)."""
+    for name in re.findall(r"^def (\w+)\(", source, re.MULTILINE):
+        source = re.sub(rf"\b{name}\b", name + suffix, source)
+    return source
+
+
+def test_a_file_holding_the_code_of_13_others_is_one_finding_not_a_cluster():
+    sources = [p.read_text() for p in INDEPENDENT]
+    names = [f"s{i:02}.py" for i in range(13)]
+    hoard = "\n\n".join(_suffixed(s, f"_{i}") for i, s in enumerate(sources))
+    works = [*(Work(n, n, source=s) for n, s in zip(names, sources)), Work("hoard.py", "hoard.py", source=hoard)]
+    data = analyse(works, calibration(), STARTER)
+    assert data["containment"] == [{"holder": "hoard.py", "holds": names, "count": 13}]
+    assert data["clusters"] == []
+    pairs = [p for p in data["pairs"] if p["flagged"]]
+    assert len(pairs) == 13 and all(p["evidence"] == ["containment"] for p in pairs)
+    # Both directions: each file is whole in the hoard, the hoard's code mostly not in the file.
+    for p in pairs:
+        held_share, holder_share = (p["a_in_b"], p["b_in_a"]) if p["b"] == "hoard.py" else (p["b_in_a"], p["a_in_b"])
+        assert held_share == 1.0 and holder_share < 0.2 and p["code_score"] < 0.3  # the harmonic mean of the two
+
+
+def test_containment_names_the_larger_file_as_the_holder():
+    assert containment([("a", "big", 1.0, 0.1), ("big", "b", 0.1, 0.9), ("c", "d", 0.8, 0.9)]) == [
+        {"holder": "big", "holds": ["a", "b"], "count": 2}, {"holder": "c", "holds": ["d"], "count": 1}]
+
+
+def test_fingerprints_most_of_the_class_holds_are_discounted():
+    # 30 students: 22 hold one more fingerprint (above max(20, 30/4)); 20 hold another (not above).
+    from grader.similarity.fingerprints import Fingerprint
+
+    works = [Work(f"s{i}", f"s{i}", fp=Fingerprint(hashes={**({1: ("f", 1, 1)} if i < 22 else {}),
+                                                          **({2: ("f", 1, 1)} if i < 20 else {})})) for i in range(30)]
+    assert common_fingerprints(works) == frozenset({1})

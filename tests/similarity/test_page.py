@@ -1,0 +1,73 @@
+"""grader.similarity.page: a view shows the matched regions with context, and the page is bounded for any class."""
+
+from __future__ import annotations
+
+from grader.similarity import Work, render_html
+from grader.similarity.fingerprints import Fingerprint
+from grader.similarity.page import CONTEXT, VIEWS
+
+LARGEST_PAGE = 4_000_000  # bytes: the bound docs/instructors.md states
+
+
+def _data(pairs: list[dict], clusters: list[list[str]]) -> dict:
+    return {"assignment": "mha", "about": "Evidence of shared work.", "pairs_compared": len(pairs),
+            "flagged": len(pairs), "clusters": clusters, "parameters": {"rare_below": 5},
+            "calibration": {"independent_pairs": 78, "independent_files": 13, "max": 0.46, "threshold": 0.51},
+            "pairs": pairs}
+
+
+def _pair(a: str, b: str, spans: list[dict], outputs: list[dict] = ()) -> dict:
+    return {"a": a, "b": b, "code_score": 0.9, "percentile": 100.0, "flagged": True, "evidence": ["code"],
+            "shared_fingerprints": 40, "spans": spans, "shared_wrong_outputs": list(outputs)}
+
+
+def test_a_view_shows_the_matched_regions_and_their_context_not_the_whole_files():
+    source = "".join(f"line_{n} = {n}\n" for n in range(1, 201))
+    works = [Work("a.py", "a.py", source=source, fp=Fingerprint(tokens=1)),
+             Work("b.py", "b.py", source=source, fp=Fingerprint(tokens=1))]
+    spans = [{"a": [50, 52], "b": [150, 152], "a_unit": "f", "b_unit": "f"}]
+    page = render_html(_data([_pair("a.py", "b.py", spans)], []), works)
+    view = page[page.index("<section class='pair'"):]
+    a_side, b_side = view.split("<div class='side'>")[1:]
+    assert [n for n in range(1, 201) if f"data-n='{n}'" in a_side] == list(range(50 - CONTEXT, 53 + CONTEXT))
+    assert [n for n in range(1, 201) if f"data-n='{n}'" in b_side] == list(range(150 - CONTEXT, 153 + CONTEXT))
+    assert "<span data-n='50' class='mark-0'>line_50 = 50</span>" in a_side
+    assert "<span data-n='48'>line_48 = 48</span>" in a_side  # context, not coloured
+    assert "⋮ 47 line(s) not matched" in a_side and "⋮ 146 line(s) not matched" in a_side  # above, below
+    assert "⋮ 147 line(s) not matched" in b_side and "⋮ 46 line(s) not matched" in b_side
+
+
+def test_the_largest_page_the_bounds_allow():
+    # Everything as large as it can be: 2,000 students with 300-character names made of the character escaping
+    # lengthens most, files of 2,000 lines of 2,000 such characters matched whole, every pair flagged with many
+    # long shared outputs, and a cluster of everyone.
+    quote = '"' * 300
+    source = ('"' * 2000 + "\n") * 2000
+    works = [Work(f"{quote}{i}", f"{quote}{i}", source=source, fp=Fingerprint(tokens=1)) for i in range(2000)]
+    spans = [{"a": [1, 2000], "b": [1, 2000], "a_unit": "f", "b_unit": "f"}]
+    outputs = [{"test": quote, "output": '"' * 10_000, "students_sharing": 2}] * 50
+    pairs = [_pair(works[i].key, works[i + 1].key, spans, outputs) for i in range(1999)]
+    data = _data(pairs, [[w.key for w in works]] * 5)
+    data["containment"] = [{"holder": w.key, "holds": [v.key for v in works], "count": len(works)} for w in works]
+    page = render_html(data, works).encode()
+    assert page.count(b"<section class='pair'") == VIEWS
+    assert 3_000_000 < len(page) < LARGEST_PAGE
+
+
+def test_a_file_of_a_mebibyte_of_code_is_read_within_the_bound_of_tokens():
+    # 13 classmates' solutions, then the same again to 1 MiB: compared on its top-level statements within
+    # MAX_TOKENS tokens (which hold the 13), so one file costs the comparing process a bounded amount.
+    from pathlib import Path
+
+    from grader.similarity import fingerprint
+    from grader.similarity.fingerprints import MAX_TOKENS
+
+    root = Path(__file__).resolve().parents[2]
+    files = [*sorted((root / "tests" / "similarity" / "independent").glob("*.py")),
+             *sorted((root / "reference" / "mha" / "styles").glob("*.py")), root / "tests" / "submissions" / "correct.py"]
+    body = "\n\n".join(f.read_text() for f in files[:13])
+    assert len(files[:13]) == 13
+    huge = "\n\n".join([body] * ((1 << 20) // (len(body) + 2)))
+    whole, cut = fingerprint(body), fingerprint(huge)
+    assert len(huge) <= 1 << 20 and 0 < cut.cut < huge.count("\n") and cut.tokens <= MAX_TOKENS
+    assert whole.hashes.keys() <= cut.hashes.keys()
