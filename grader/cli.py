@@ -406,6 +406,40 @@ def gradescope_zip_command(output: Path, config_path: Path | None, course: Path 
     click.echo(f"Wrote {output} ({len(names)} files). Upload it as the autograder of a programming assignment.")
 
 
+@main.command("from-pytest-json")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", default="report.json", show_default=True, help="Where to write the report; - for stdout.")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="native", show_default=True,
+              help="; ".join(f"{f.name}: {f.help}" for f in FORMATS.values()) + ".")
+def from_pytest_json_command(path: Path, output: str, fmt: str) -> None:
+    """Read a pytest-json-report file of the pytest route back into the grader's report.
+
+    PATH is the file `python -m pytest SUITE --submission FILE --json-report` wrote
+    (.report.json by default). The report it holds is checked against the
+    report's schema and written as `grade FILE` writes its own, so both routes
+    meet in the same gradebook (`grade export`, `grade batch`'s reports).
+    """
+    from grader.lms.pytest_json import PytestJsonError, read_pytest_json
+    from grader.report.formats import render
+    from grader.report.native import summary_text, write_atomic
+
+    _check_output(output)
+    try:
+        report = read_pytest_json(path)
+    except PytestJsonError as exc:
+        raise click.ClickException(str(exc)) from None
+    text = render(report, fmt)
+    if output == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(Path(output), text)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the report to {output}: {exc.strerror}") from None
+    click.echo(summary_text(report), nl=False)
+    click.echo(f"Report written to {output}")
+
+
 @main.group("export")
 def export_group() -> None:
     """Turn a folder of JSON reports into a gradebook CSV for an LMS (one command per LMS)."""
