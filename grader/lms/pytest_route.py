@@ -113,7 +113,7 @@ def failure_text(entry: dict) -> str:
     return "\n".join(lines)
 
 
-def test_metadata(entry: dict) -> dict[str, Any]:
+def graded_metadata(entry: dict) -> dict[str, Any]:
     """A graded test's pytest-json-report ``metadata``: its points, maximum, status, diagnosis codes, and the
     report's whole entry (``test``), which ``grade from-pytest-json`` reads back."""
     diagnosis = entry.get("diagnosis")
@@ -175,7 +175,7 @@ class GradedRun:
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict:
         entry = item.stash.get(GRADED_KEY, None)
-        return test_metadata(entry) if call.when == "call" and entry is not None else {}
+        return graded_metadata(entry) if call.when == "call" and entry is not None else {}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report: dict) -> None:
