@@ -49,11 +49,11 @@ def report_of(document: object, where: str = "the file") -> dict[str, Any]:
     if not isinstance(graded, dict):
         raise PytestJsonError(f"{where} holds no grader report: was pytest run with --submission FILE and "
                               "--json-report, with the course's suite?")
-    tests = []
+    tests: list[dict] = []
     for number, test in enumerate(document["tests"], 1):
         meta = test.get("metadata") if isinstance(test, dict) else None
         entry = meta.get("test") if isinstance(meta, dict) else None
-        if not isinstance(entry, dict):
+        if not isinstance(meta, dict) or not isinstance(entry, dict):
             raise PytestJsonError(f"{where}: test {number} has no graded test in its metadata")
         outcome = test.get("outcome")
         if (outcome == "passed") != (entry.get("status") == "passed") or outcome not in ("passed", "failed"):
@@ -64,7 +64,7 @@ def report_of(document: object, where: str = "the file") -> dict[str, Any]:
             raise PytestJsonError(f"{where}: test {number} ({entry.get('name')!r}): its metadata's points, maximum "
                                   "and status disagree with its graded test")
         tests.append(entry)
-    report = {key: (tests if key == "tests" else value) for key, value in graded.items()}
+    report: dict[str, Any] = {key: (tests if key == "tests" else value) for key, value in graded.items()}
     _validate(report, where)
     counted = sum(f["tests"] for f in report["functions"].values())
     if counted != len(tests):
@@ -73,7 +73,7 @@ def report_of(document: object, where: str = "the file") -> dict[str, Any]:
 
 
 def _validate(report: dict, where: str) -> None:
-    import jsonschema
+    import jsonschema  # type: ignore[import-untyped]  # (no stubs; the project's tests use it the same way)
 
     from grader.report.native import SCHEMA_PATH
 

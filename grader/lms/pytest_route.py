@@ -131,7 +131,6 @@ class GradedRun:
     @pytest.fixture
     def turn(self) -> None:
         """The suite's tests take a ``turn`` (grader.judging.session.Turn); here they are never called."""
-        return None
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
