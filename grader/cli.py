@@ -585,6 +585,54 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
                f"from the seed), {sum(kit.points.values()):g} points.")
 
 
+@main.command("github-classroom")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="A new or empty folder.")
+@click.option("--unit", default=None, metavar="POINTS",
+              help="Points per test of the autograding action, e.g. 5 or 5/12 (default: the largest unit that gives "
+                   "every public score exactly, unless that makes more than 300 tests).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the public cases (as student-kit's).")
+@course_option
+@assignment_option
+def github_classroom_command(output: Path, unit: str | None, config_path: Path | None, seed: int | None,
+                             course: Path | None, assignment: str | None) -> None:
+    """Write the template repository of a GitHub Classroom assignment: a check on the public cases.
+
+    The student kit (public cases only) in .grader/, the student's file, a workflow
+    (.github/workflows/classroom.yml) that runs GitHub Classroom's Python
+    autograding action on .grader/classroom_test.py, one test per unit of points,
+    and a README that tells the student it is a check, not the grade. Grade the
+    class with `grade batch` on the folder `gh classroom clone student-repos` makes.
+    """
+    from fractions import Fraction
+
+    folder, path = _assignment_file("github-classroom", config_path, course, assignment)
+    from grader.course.student_kit import KitError
+    from grader.lms.github_classroom import TemplateError, write_template
+
+    try:
+        points = None if unit is None else Fraction(unit)
+    except (ValueError, ZeroDivisionError):
+        raise click.ClickException(f"--unit {unit}: not a number of points (5, 2.5 or 5/12)") from None
+    if points is not None and points <= 0:
+        raise click.ClickException(f"--unit {unit}: must be more than 0")
+    try:
+        written = write_template(path, output, unit=points, seed=seed, course=folder)
+    except (ConfigError, KitError, TemplateError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the template to {output}: {exc.strerror or exc}") from None
+    shown = f"{float(written.unit):.4g}" if written.unit.denominator != 1 else str(written.unit)
+    click.echo(f"Wrote the template repository to {output}: {written.submission} for the student, "
+               f"{written.cases} public case(s), {written.tests} test(s) of {shown} point(s) for the "
+               f"autograding action (max-score {written.max_score}).")
+    if not written.exact:
+        click.echo(f"note: with {shown}-point units a function passed in part earns only its whole units there: "
+                   "the workflow's \"Exact public score\" step prints the exact score", err=True)
+    click.echo("Commit it as the assignment's template repository; the class's grade: `gh classroom clone "
+               "student-repos`, then `grade batch <slug>-submissions -o OUT`.")
+
+
 @main.command("batch")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", "outdir", required=True, type=click.Path(path_type=Path),

@@ -60,8 +60,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def grading_config(submission: Path, config: pytest.Config):
     """The configuration ``grade FILE`` would grade ``submission`` with (grader.config), from the options.
 
-    Inside a student kit (the first grader.toml found upward from here, then from the submission, has the
-    kit's public cases beside it) the kit's; else --grader-config, --grader-course or $GRADER_COURSE, else the
+    Inside a student kit (the first grader.toml found upward from here, then from the paths given to pytest,
+    then from the submission, has the kit's public cases beside it) the kit's; else --grader-config, --grader-course or $GRADER_COURSE, else the
     first grader.toml found upward from here, then from the submission. Raises pytest.UsageError.
     """
     from grader.config import COURSE_ENV, ConfigError, find_config, find_course, load_config, with_course
@@ -70,7 +70,7 @@ def grading_config(submission: Path, config: pytest.Config):
     course = config.getoption("grader_course")
     assignment = config.getoption("grader_assignment")
     try:
-        kit = None if path or course else _inside_kit([Path.cwd(), submission.parent])
+        kit = None if path or course else _inside_kit([Path.cwd(), *map(Path, config.args), submission.parent])
         if kit is not None:
             return load_config(kit, assignment)
         if course or (not path and os.environ.get(COURSE_ENV)):
