@@ -608,7 +608,7 @@ def github_classroom_command(output: Path, unit: str | None, config_path: Path |
 
     folder, path = _assignment_file("github-classroom", config_path, course, assignment)
     from grader.course.student_kit import KitError
-    from grader.lms.github_classroom import TemplateError, write_template
+    from grader.lms.github_classroom import TemplateError, points_text, write_template
 
     try:
         points = None if unit is None else Fraction(unit)
@@ -622,7 +622,7 @@ def github_classroom_command(output: Path, unit: str | None, config_path: Path |
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot write the template to {output}: {exc.strerror or exc}") from None
-    shown = f"{float(written.unit):.4g}" if written.unit.denominator != 1 else str(written.unit)
+    shown = points_text(written.unit)
     click.echo(f"Wrote the template repository to {output}: {written.submission} for the student, "
                f"{written.cases} public case(s), {written.tests} test(s) of {shown} point(s) for the "
                f"autograding action (max-score {written.max_score}).")

@@ -107,13 +107,13 @@ def unit_failure(report: dict, points: dict[str, Fraction], unit: Unit) -> str |
     if have >= unit.number * unit.unit:
         return None
     failed = [t for t in report["tests"] if t["group"] == unit.group and t["status"] != "passed"]
-    lines = [f"{unit.group}: {_points(have)} of {_points(Fraction(points[unit.group]))} public points "
-             f"({len(failed)} public test(s) failed); this unit needs {_points(unit.number * unit.unit)}"]
+    lines = [(f"{unit.group}: {points_text(have)} of {points_text(Fraction(points[unit.group]))} public points "
+              f"({len(failed)} public test(s) failed); this unit needs {points_text(unit.number * unit.unit)}")]
     lines += [f"  {t['name']} [{t['status']}]: {t['message']}" for t in failed[:3]]
     return "\n".join(lines)
 
 
-def _points(value: Fraction) -> str:
+def points_text(value: Fraction) -> str:
     """5, or 5/12 (0.4167)."""
     return str(value.numerator) if value.denominator == 1 else f"{value} ({float(value):.4g})"
 
@@ -189,7 +189,7 @@ def _test_file(submission: str, points: dict[str, Fraction], unit: Fraction, lai
     lines = [
         '"""The public cases\' check for GitHub Classroom (written by `grade github-classroom`; do not edit).',
         "",
-        f"Each test is one unit of {_points(unit)} point(s) of the public cases' score: GitHub Classroom's Python",
+        f"Each test is one unit of {points_text(unit)} point(s) of the public cases' score: GitHub Classroom's Python",
         f"autograding action gives each passing test an equal share of max-score, which gives {share}.",
         "This is a check on the public cases only; the course's grade comes from the instructor's grading.",
         '"""',
@@ -289,7 +289,7 @@ def _readme(kit: Path, submission: str, max_score: int, tests: int, unit: Fracti
 Write your solution in `{submission}`, at the top of this repository, and push. Each push runs GitHub
 Classroom's autograding (`.github/workflows/classroom.yml`): it grades `{submission}` on the **public cases**
 only, the same cases, checks and messages as the student kit in `.grader/`. The points it shows are out of
-{max_score}, {tests} tests of {_points(unit)} point(s) each, {share}.
+{max_score}, {tests} tests of {points_text(unit)} point(s) each, {share}.
 
 **This check is not your grade.** It runs in your repository, which you control. Your grade comes from the
 course's own grading of your repository after the deadline, which also has cases you do not see here,
