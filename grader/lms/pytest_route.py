@@ -49,6 +49,13 @@ def pytest_configure(config: pytest.Config) -> None:
     from grader.judging.pytest_suite import GRADING_KEY
 
     grading = grading_config(Path(submission), config)
+    # What `grade FILE` starts first: the sandbox's zygote (its interpreter imports numpy meanwhile), and the cases.
+    from grader.exercise.cases import prebuild
+    from grader.sandbox import start_early
+
+    if not config.option.collectonly:
+        start_early()
+        prebuild(grading)
     config.stash[GRADING_KEY] = grading  # the suite's conftest draws the run's cases from it
     # The suite's own file patterns (its pytest.ini), whichever ini file pytest settled on for this run.
     for pattern in suite_patterns(grading.suite_dir):
