@@ -406,6 +406,40 @@ def gradescope_zip_command(output: Path, config_path: Path | None, course: Path 
     click.echo(f"Wrote {output} ({len(names)} files). Upload it as the autograder of a programming assignment.")
 
 
+@main.command("from-pytest-json")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", default="report.json", show_default=True, help="Where to write the report; - for stdout.")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="native", show_default=True,
+              help="; ".join(f"{f.name}: {f.help}" for f in FORMATS.values()) + ".")
+def from_pytest_json_command(path: Path, output: str, fmt: str) -> None:
+    """Read a pytest-json-report file of the pytest route back into the grader's report.
+
+    PATH is the file `python -m pytest SUITE --submission FILE --json-report` wrote
+    (.report.json by default). The report it holds is checked against the
+    report's schema and written as `grade FILE` writes its own, so both routes
+    meet in the same gradebook (`grade export`, `grade batch`'s reports).
+    """
+    from grader.lms.pytest_json import PytestJsonError, read_pytest_json
+    from grader.report.formats import render
+    from grader.report.native import summary_text, write_atomic
+
+    _check_output(output)
+    try:
+        report = read_pytest_json(path)
+    except PytestJsonError as exc:
+        raise click.ClickException(str(exc)) from None
+    text = render(report, fmt)
+    if output == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(Path(output), text)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the report to {output}: {exc.strerror}") from None
+    click.echo(summary_text(report), nl=False)
+    click.echo(f"Report written to {output}")
+
+
 class _ExportGroup(click.Group):
     """``grade export``: one command per LMS with an export (grader.lms.registry), made when the group is first
     asked for its commands. Importing every LMS module cost each `grade FILE`, which needs none, about 12 ms of CPU."""
@@ -562,6 +596,54 @@ def student_kit_command(output: Path, config_path: Path | None, seed: int | None
     click.echo(f"Wrote the student kit to {output}: {kit.cases} public case(s) drawn with seed {kit.seed}, "
                f"{kit.hidden} hidden case(s) left out, {kit.graded} graded case(s) left out (they draw nothing "
                f"from the seed), {sum(kit.points.values()):g} points.")
+
+
+@main.command("github-classroom")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="A new or empty folder.")
+@click.option("--unit", default=None, metavar="POINTS",
+              help="Points per test of the autograding action, e.g. 5 or 5/12 (default: the largest unit that gives "
+                   "every public score exactly, unless that makes more than 300 tests).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the public cases (as student-kit's).")
+@course_option
+@assignment_option
+def github_classroom_command(output: Path, unit: str | None, config_path: Path | None, seed: int | None,
+                             course: Path | None, assignment: str | None) -> None:
+    """Write the template repository of a GitHub Classroom assignment: a check on the public cases.
+
+    The student kit (public cases only) in .grader/, the student's file, a workflow
+    (.github/workflows/classroom.yml) that runs GitHub Classroom's Python
+    autograding action on .grader/classroom_test.py, one test per unit of points,
+    and a README that tells the student it is a check, not the grade. Grade the
+    class with `grade batch` on the folder `gh classroom clone student-repos` makes.
+    """
+    from fractions import Fraction
+
+    folder, path = _assignment_file("github-classroom", config_path, course, assignment)
+    from grader.course.student_kit import KitError
+    from grader.lms.github_classroom import TemplateError, points_text, write_template
+
+    try:
+        points = None if unit is None else Fraction(unit)
+    except (ValueError, ZeroDivisionError):
+        raise click.ClickException(f"--unit {unit}: not a number of points (5, 2.5 or 5/12)") from None
+    if points is not None and points <= 0:
+        raise click.ClickException(f"--unit {unit}: must be more than 0")
+    try:
+        written = write_template(path, output, unit=points, seed=seed, course=folder)
+    except (ConfigError, KitError, TemplateError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the template to {output}: {exc.strerror or exc}") from None
+    shown = points_text(written.unit)
+    click.echo(f"Wrote the template repository to {output}: {written.submission} for the student, "
+               f"{written.cases} public case(s), {written.tests} test(s) of {shown} point(s) for the "
+               f"autograding action (max-score {written.max_score}).")
+    if not written.exact:
+        click.echo(f"note: with {shown}-point units a function passed in part earns only its whole units there: "
+                   "the workflow's \"Exact public score\" step prints the exact score", err=True)
+    click.echo("Commit it as the assignment's template repository; the class's grade: `gh classroom clone "
+               "student-repos`, then `grade batch <slug>-submissions -o OUT`.")
 
 
 @main.command("batch")

@@ -29,7 +29,8 @@ def start_single_grade() -> None:
 
 # The `grade` command's subcommands (grader.cli registers each under this name): ``route`` tells them from a
 # submission's path before click is imported.
-COMMANDS = frozenset({"submission", "batch", "selftest", "gradescope-zip", "export", "student-kit", "similar", "diff"})
+COMMANDS = frozenset({"submission", "batch", "selftest", "gradescope-zip", "export", "student-kit", "similar", "diff",
+                      "from-pytest-json", "github-classroom"})
 _GROUP_OPTIONS = ("--assignment",)  # the group's options that take a value (grade --assignment NAME COMMAND)
 # grader.submission.load.SUBMISSION_SUFFIXES, written again: importing that module here would load the sandbox's
 # package for every command; tests/test_route.py holds the two equal.

@@ -436,6 +436,8 @@ def _kit_pyproject(assignment: str) -> str:
         "[project]", f'name = "{assignment}-grader-kit"', f'version = "{grader.__version__}"',
         'requires-python = ">=3.11"', "dependencies = [" + ", ".join(f'"{d}"' for d in KIT_DEPENDENCIES) + "]", "",
         "[project.scripts]", 'grade = "grader.launch:main"', "",
+        # `python -m pytest public_cases --submission FILE` (grader.lms.pytest_route; inert without --submission)
+        "[project.entry-points.pytest11]", 'course_grader = "grader.lms.pytest_route"', "",
         "[tool.setuptools]", "packages = [" + ", ".join(f'"{p}"' for p in ["grader", *packages]) + "]", "",
         "[tool.setuptools.package-data]", '"*" = ["*"]', "",
     ])

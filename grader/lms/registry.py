@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from grader.lms.base import LMS
 from grader.lms.canvas import Canvas
+from grader.lms.github_classroom import GitHubClassroom
 from grader.lms.gradescope import Gradescope
 from grader.lms.moodle import Moodle
 from grader.lms.prairielearn import PrairieLearn
@@ -44,5 +45,5 @@ def exporters() -> list[LMS]:
     return [lms for lms in _REGISTRY.values() if lms.export_output]
 
 
-for _lms in (Gradescope(), Canvas(), Moodle(), PrairieLearn()):
+for _lms in (Gradescope(), Canvas(), Moodle(), PrairieLearn(), GitHubClassroom()):
     register(_lms)

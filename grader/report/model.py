@@ -94,7 +94,7 @@ class Member(TypedDict):
 
 class Student(TypedDict):
     id: str
-    source: Literal["gradescope", "canvas", "moodle", "file"]
+    source: Literal["gradescope", "canvas", "moodle", "github-classroom", "file"]
     name: NotRequired[str]
     email: NotRequired[str]
     submission_id: NotRequired[str]

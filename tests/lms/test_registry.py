@@ -32,11 +32,11 @@ def test_discovery_names_no_lms():
 
 def test_every_lms_is_registered_once_with_a_known_results_format():
     names = [lms.name for lms in registry.registered()]
-    assert names == ["gradescope", "canvas", "moodle", "prairielearn"]
+    assert names == ["gradescope", "canvas", "moodle", "prairielearn", "github-classroom"]
     assert {lms.name: lms.results_format for lms in registry.registered() if lms.results_format} == {
         "gradescope": "gradescope", "prairielearn": "prairielearn"}
     assert all(lms.results_format in FORMATS for lms in registry.registered() if lms.results_format)
-    assert [lms.name for lms in registry.layouts()] == ["gradescope", "canvas", "moodle"]
+    assert [lms.name for lms in registry.layouts()] == ["gradescope", "canvas", "moodle", "github-classroom"]
 
 
 def test_the_export_group_has_one_command_per_lms_with_an_export():

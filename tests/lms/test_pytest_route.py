@@ -1,0 +1,179 @@
+"""The pytest route (grader.lms.pytest_route, grader.lms.pytest_json): `python -m pytest SUITE --submission FILE`
+grades as `grade FILE` does, and its pytest-json-report file reads back into the same report.
+
+pytest-json-report's file layout (``tests``, each with ``outcome`` and ``metadata``) is the plugin's README's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT, generous_config, without_times
+
+from grader.cli import main
+from grader.config import load_config, with_course
+from grader.lms import pytest_json
+from grader.lms.pytest_json import PytestJsonError, read_pytest_json, report_of
+from grader.lms.pytest_route import failure_text, graded_metadata
+
+SUITE = ROOT / "grader" / "judging" / "course_suite"
+DIAGNOSED = {"name": "mha_random[00]", "function": "multi_head_attention", "group": "mha_random", "score": 0,
+             "max_score": 2.0833, "status": "failed", "kind": "wrong-values", "message": "values differ",
+             "output": "", "visibility": "visible",
+             "diagnosis": {"code": "scale-by-sqrt-d", "codes": ["scale-by-sqrt-d", "causal-ignored"],
+                           "explanation": "Divided by √d.", "section": "§4.3, §4.4"}}
+
+
+# ---------------------------------------------------------------- what a test says and carries (fast)
+
+def test_a_failed_test_says_the_graders_status_message_and_diagnosis():
+    assert failure_text(DIAGNOSED) == ("[failed] values differ\n"
+                                       "diagnosis: scale-by-sqrt-d + causal-ignored (§4.3, §4.4): Divided by √d.")
+    assert failure_text({**DIAGNOSED, "status": "timeout", "message": "did not finish", "diagnosis": None}) == \
+        "[timeout] did not finish"
+
+
+def test_the_metadata_holds_points_maximum_status_codes_and_the_entry():
+    assert graded_metadata(DIAGNOSED) == {"points": 0, "max_points": 2.0833, "status": "failed",
+                                        "diagnosis": ["scale-by-sqrt-d", "causal-ignored"], "test": DIAGNOSED}
+    assert graded_metadata({**DIAGNOSED, "diagnosis": None})["diagnosis"] == []
+
+
+# ---------------------------------------------------------------- reading a file back: bad input (fast)
+
+def _document(report: dict) -> dict:
+    """A pytest-json-report document as the route writes it for ``report``."""
+    return {"tests": [{"nodeid": f"graded_cases.py::test_case[{t['name']}]",
+                       "outcome": "passed" if t["status"] == "passed" else "failed",
+                       "metadata": graded_metadata(t)} for t in report["tests"]],
+            "grader": {**report, "tests": []}}
+
+
+GOLDEN = json.loads((ROOT / "tests" / "data" / "mha_no_mask_sqrt_d_report.json").read_text(encoding="utf-8"))
+
+
+def test_a_document_reads_back_into_its_report():
+    assert report_of(_document(GOLDEN)) == GOLDEN
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (lambda d: d.pop("grader"), "holds no grader report"),
+    (lambda d: d.__setitem__("tests", "none"), "not a pytest-json-report file"),
+    (lambda d: d["tests"][0].pop("metadata"), "test 1 has no graded test in its metadata"),
+    (lambda d: d["tests"][0].__setitem__("outcome", "passed"), "is 'passed' under pytest but 'failed' in its metadata"),
+    (lambda d: d["tests"][0].__setitem__("outcome", "skipped"), "is 'skipped' under pytest"),
+    (lambda d: d["tests"][0]["metadata"].__setitem__("points", 5), "metadata's points, maximum and status disagree"),
+    (lambda d: d["grader"].__setitem__("score", -1), "does not match the report's schema at score"),
+    (lambda d: d["tests"].pop(), "the report's functions list 47 test(s), pytest ran 46"),
+])
+def test_a_bad_document_is_refused_saying_why(change, said):
+    document = _document(GOLDEN)
+    change(document)
+    with pytest.raises(PytestJsonError) as caught:
+        report_of(document, "r.json")
+    assert said in str(caught.value) and str(caught.value).startswith("r.json")
+
+
+def test_a_file_is_read_within_its_bound(tmp_path, monkeypatch):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_document(GOLDEN)), encoding="utf-8")
+    monkeypatch.setattr(pytest_json, "MAX_BYTES", path.stat().st_size - 1)
+    with pytest.raises(PytestJsonError, match="is larger than 0 MiB: not one submission's pytest report"):
+        read_pytest_json(path)
+    (tmp_path / "bad.json").write_bytes(b"\xff{")
+    with pytest.raises(PytestJsonError, match="bad.json is not JSON"):
+        read_pytest_json(tmp_path / "bad.json")
+
+
+def test_grade_from_pytest_json_writes_the_report_or_says_what_is_wrong(tmp_path):
+    (tmp_path / "r.json").write_text(json.dumps(_document(GOLDEN)), encoding="utf-8")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(main, ["from-pytest-json", str(tmp_path / "r.json"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text(encoding="utf-8")) == GOLDEN
+    assert result.output.startswith("mha: no_mask_sqrt_d.py scored 37.0833 / 100\n")
+    (tmp_path / "plain.json").write_text('{"tests": []}', encoding="utf-8")
+    result = CliRunner().invoke(main, ["from-pytest-json", str(tmp_path / "plain.json")])
+    assert result.exit_code == 1 and "holds no grader report: was pytest run with --submission FILE" in result.output
+
+
+# ---------------------------------------------------------------- the two routes on every example file
+
+def _files() -> list[tuple[str, Path]]:
+    """(assignment, file) for every file of tests/submissions/ and tests/misconceptions/."""
+    files = [("mha", p) for p in sorted((ROOT / "tests" / "submissions").glob("*.py"))]
+    files += [("mha", ROOT / "tests" / "submissions" / "with_helper" / "mha.py")]
+    files += [(name, p) for name in ("heads", "sdpa") for p in sorted((ROOT / "tests" / "submissions" / name).glob("*.py"))]
+    return files + [("mha", p) for p in sorted((ROOT / "tests" / "misconceptions").glob("*.py"))]
+
+
+def _pytest_args(path: Path, assignment: str, toml: Path, out: Path) -> list[str]:
+    return [str(SUITE), "--submission", str(path), "--grader-config", str(toml), "--grader-course", str(ROOT),
+            "--grader-assignment", assignment, "-p", "no:cacheprovider", "-q", "--json-report",
+            "--json-report-file", str(out)]
+
+
+def _comparable(report: dict) -> dict:
+    return {k: v for k, v in without_times(report).items() if k != "submission"}
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_both_routes_give_the_same_report_on_every_example_file(tmp_path, capsys):
+    """Scores, statuses, messages and diagnoses: the whole report but times and the path as given."""
+    from grader.grade import grade_submission
+
+    tomls = {}
+    for name in ("mha", "heads", "sdpa"):
+        (tmp_path / name).mkdir()
+        tomls[name] = generous_config(tmp_path / name, ROOT / "assignments" / name / "grader.toml")
+    differing, files = [], _files()
+    for number, (assignment, path) in enumerate(files):
+        config = with_course(load_config(tomls[assignment], assignment, course=ROOT), ROOT)
+        graded = grade_submission(path, config).report
+        out = tmp_path / f"{number}.json"
+        code = pytest.main(_pytest_args(path, assignment, tomls[assignment], out))
+        capsys.readouterr()
+        routed = read_pytest_json(out)
+        assert int(code) == (0 if graded["score"] == graded["max_score"] else 1), path
+        if _comparable(routed) != _comparable(graded):
+            differing.append(path.name)
+    assert len(files) == 43 and differing == []
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_python_m_pytest_grades_a_file_with_one_test_per_graded_test(tmp_path):
+    """The command as a user types it: each graded test by its name, the failed ones with the grader's words."""
+    toml = generous_config(tmp_path)
+    path = ROOT / "tests" / "misconceptions" / "no_mask_sqrt_d.py"
+    args = _pytest_args(path, "mha", toml, tmp_path / "r.json")
+    run = subprocess.run([sys.executable, "-m", "pytest", *args, "-rN"], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=600, check=False)
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = read_pytest_json(tmp_path / "r.json")
+    assert (report["score"], report["max_score"]) == (37.0833, 100)
+    document = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert [t["nodeid"].rpartition("::")[2] for t in document["tests"]] == \
+        [f"test_case[{t['name']}]" for t in report["tests"]]
+    assert "24 failed, 23 passed" in run.stdout
+    assert ("[failed] multi_head_attention(): values differ beyond rtol=0.001, atol=1e-05; got 0.762383 at index "
+            "(1, 0, 0), where they differ most") in run.stdout
+    assert "diagnosis: scale-by-sqrt-d + causal-ignored (§4.3, §4.4): The scores were divided by √d" in run.stdout
+    assert "Traceback" not in run.stdout and "grader/grade.py" not in run.stdout
+    assert "mha: no_mask_sqrt_d.py scored 37.0833 / 100" in run.stdout  # the grader's summary, at the end
+
+
+@pytest.mark.slow
+def test_without_submission_the_plugin_collects_and_changes_nothing(tmp_path):
+    """The project's own runs never pass --submission: a plain test file runs as if the plugin were absent."""
+    (tmp_path / "test_plain.py").write_text("def test_one():\n    assert 1 + 1 == 2\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr
+    assert "course-grader" not in run.stdout
