@@ -553,9 +553,10 @@ def _export_command(lms) -> click.Command:
     params: list[click.Parameter] = [click.Argument(["reports_dir"], type=click.Path(path_type=Path))]
     for option in lms.export_options:
         kinds = {"path": click.Path(path_type=Path), "choice": click.Choice(list(option.choices)), "text": None}
+        # No default=None for an option without one: click 8.5 then takes None as given, and required is not enforced
+        default = {} if option.default is None else {"default": option.default, "show_default": True}
         params.append(click.Option([option.flag, option.name], is_flag=option.kind == "flag", required=option.required,
-                                   default=option.default, show_default=option.default is not None,
-                                   type=kinds.get(option.kind), metavar=option.metavar, help=option.help))
+                                   type=kinds.get(option.kind), metavar=option.metavar, help=option.help, **default))
     params += [
         click.Option(["-o", "--output"], default=lms.export_output, show_default=True,
                      help="Where to write the CSV; - for stdout."),

@@ -117,6 +117,17 @@ def test_canvas_rejects_a_bad_assignment_name_and_a_non_canvas_file():
         canvas.read_gradebook("name,grade\nada,3\n")
 
 
+def test_cli_export_canvas_names_a_missing_required_option(tmp_path):
+    # click 8.5 took an explicit default=None as given: the export crashed on None instead of asking for the option
+    gradebook = tmp_path / "export.csv"
+    gradebook.write_text(CANVAS_EXPORT, encoding="utf-8")
+    result = CliRunner().invoke(main, ["export", "canvas", str(tmp_path), "--gradebook", str(gradebook)])
+    assert result.exit_code == 2 and "Error: Missing option '--assignment'." in result.output
+    result = CliRunner().invoke(main, ["export", "canvas", str(tmp_path), "--assignment", ASSIGNMENT])
+    assert result.exit_code == 2 and "Error: Missing option '--gradebook'." in result.output
+    assert not isinstance(result.exception, AttributeError)
+
+
 @pytest.mark.sandbox
 def test_cli_export_canvas(reports_dir, tmp_path):
     gradebook = tmp_path / "export.csv"
