@@ -59,8 +59,10 @@ class NotebookCheck:
     def _height(self) -> int:
         """A frame height that fits most pages: a guess from what the page holds (a frame cannot size itself
         without a script, and the page runs none)."""
-        guess = (220 + 110 * len(self.report.get("functions", {})) + 26 * len(self.origins)
-                 + 90 * self.page.count("<div class='test'>") + 380 * self.page.count("<img "))
+        page = self.page  # heights seen in Chromium, 800 px wide: the title and score, the cells' table, ...
+        guess = (300 + (80 + 24 * len(self.origins) + 30 * len(self.untaken) if self.origins else 0)
+                 + 115 * len(self.report.get("functions", {})) + 110 * page.count("<div class='test'>")
+                 + 110 * page.count("<div class='diagnosis'>") + 420 * page.count("<img "))
         return max(FRAME_MIN_PX, min(FRAME_MAX_PX, guess))
 
 

@@ -85,7 +85,7 @@ def _write_results(folder: Path, name: str, assembled: Assembled, origins: tuple
     for test in report["tests"]:
         test["message"] = _located(test["message"], name, where)
     for note in report.get("notes", []):
-        note["message"] = re.sub(r"(?<=, )line (\d+)(?=: )", lambda m: where(int(m.group(1))), note["message"])
+        note["message"] = _note_located(note["message"], where)
     rows, untaken = described(assembled, names)
     write_atomic(folder / REPORT, json.dumps(report, indent=2) + "\n")
     write_atomic(folder / SUMMARY, summary_text(report))
@@ -126,6 +126,11 @@ def _located(message: str, name: str, where: Callable[[int], str]) -> str:
     grader.submission.notebook.Script.locate does for a notebook file."""
     message = re.sub(r"\bat line (\d+)\b", lambda m: f"at {where(int(m.group(1)))}", message, count=1)
     return re.sub(rf"\({re.escape(name)}, line (\d+)\)$", lambda m: f"({where(int(m.group(1)))})", message)
+
+
+def _note_located(message: str, where: Callable[[int], str]) -> str:
+    """A note's "(function, line N: code)" with the line as the cells' (grader.judging.notes writes it so)."""
+    return re.sub(r"(?<=, )line (\d+)(?=: )", lambda m: where(int(m.group(1))), message)
 
 
 def _script_name(notebook: str | None) -> str:

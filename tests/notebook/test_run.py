@@ -4,7 +4,7 @@ the page and the text say was taken."""
 from __future__ import annotations
 
 from grader.notebook.cells import Cell, Origin, assemble
-from grader.notebook.run import _located, _script_name, _where, described
+from grader.notebook.run import _located, _note_located, _script_name, _where, described
 
 
 def test_a_sandbox_message_names_the_cell_and_its_line_not_the_scripts():
@@ -15,6 +15,9 @@ def test_a_sandbox_message_names_the_cell_and_its_line_not_the_scripts():
         "importing failed: SyntaxError: invalid syntax (In [7], line 5)"
     assert _located("raised at line 1", "hw.py", where) == "raised at line 1"  # a line the check wrote itself
     assert _located("raised at line 99", "hw.py", where) == "raised at line 99"
+    # the loop-over-heads note (grader.judging.notes) names its line so
+    assert _note_located("f loops over the heads in Python (f, line 5: for i in range(h):); the exercise ...",
+                         where) == "f loops over the heads in Python (f, In [7], line 5: for i in range(h):); the exercise ..."
 
 
 def test_the_exercises_functions_come_first_then_what_they_use_then_what_was_not_taken():
