@@ -228,7 +228,7 @@ def _classify(node: ast.stmt, earlier: list[_Binding]) -> tuple[tuple[str, ...],
         names = tuple(t.id for t in node.targets if isinstance(t, ast.Name))
         return names, "deleted", "deleted (del) in a later cell"
     bound = tuple(dict.fromkeys(_bound_names(node)))
-    if not bound:
+    if not bound or (isinstance(node, ast.AnnAssign) and node.value is None):  # ``x: int`` binds nothing
         return (), "", ""
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and not _ipython_statement(node):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -16,6 +16,7 @@ Student code never runs here: the grade runs it in the sandbox's child, as for `
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import os
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (folder / REPORT).is_file():
         return _failed(folder, failure or "grading wrote no report")
     _write_results(folder, script.name, assembled, origins, names)
+    gc.freeze()  # as grader.launch: the interpreter's teardown then skips what the page's matplotlib made
     return 0
 
 

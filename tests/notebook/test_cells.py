@@ -69,6 +69,11 @@ def test_a_constant_read_while_a_statement_runs_is_the_one_bound_before_it():
     assert assemble(run, ["f"]).source == "D = 4\n\nSCALE = D ** 0.5\n\nD = 8\n\ndef f(x):\n    return x * SCALE / D\n"
 
 
+def test_an_annotation_alone_binds_nothing():
+    run = cells("N: int = 4", "N: int", "def f():\n    return N")
+    assert assemble(run, ["f"]).source == "N: int = 4\n\ndef f():\n    return N\n"
+
+
 def test_constants_may_call_only_pure_functions():
     run = cells("import math\nimport numpy as np\nimport time",
                 "EPS = np.finfo(float).eps\nLOG2 = math.log(2)\nNOW = time.time()\nN = int('3')",
