@@ -115,7 +115,7 @@ def assemble(cells: Sequence[Cell], functions: Sequence[str],
     cells: in execution order. transform: turns a cell magic's body (raw IPython) into Python, as the
     kernel does (IPython's ``transform_cell``); without it, IPython lines are dropped as a notebook's are.
     """
-    bindings = _bindings(cells, transform or _drop_ipython)
+    bindings = _bindings(cells, transform or without_ipython_lines)
     chosen: dict[int, _Binding] = {}
     left: dict[str, Left] = {}
     wanted: dict[str, Origin | None] = {}
@@ -420,7 +420,7 @@ def _overlaps(other: ast.stmt, first: int, last: int) -> bool:
     return _first_line(other) <= last and (other.end_lineno or other.lineno) >= first
 
 
-def _drop_ipython(body: str) -> str:
+def without_ipython_lines(body: str) -> str:
     """A cell magic's body without IPython: its magic and shell lines made ``pass`` (when IPython is not here)."""
     return "\n".join(line[: len(line) - len(line.lstrip())] + "pass" if _IPYTHON_LINE.match(line) else line
                      for line in body.split("\n"))

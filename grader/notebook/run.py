@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.notebook.cells import Assembled, Cell, Origin, assemble
+from grader.notebook.cells import Assembled, Cell, Origin, assemble, without_ipython_lines
 from grader.notebook.kernel import CHECKED, ERROR, PAGE, REPORT, REQUEST, SUMMARY
 
 HEADER = "# The exercise's functions as the kernel defines them, with what they use, taken from the cells it ran."
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001  (the course's assignment could not be read: said in one line)
         return _failed(folder, f"cannot read the exercise: {type(exc).__name__}: {exc}")
     cells = [Cell(c["count"], c["source"], c.get("upto")) for c in request["cells"]]
-    assembled = assemble(cells, names, _transform())
+    assembled = assemble(cells, names, _transform)
     script = folder / _script_name(request.get("notebook"))
     script.write_text(f"{HEADER}\n{assembled.source}", encoding="utf-8")
     origins = (None, *assembled.origins)
@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         except click.ClickException as exc:
             failure = exc.format_message()
         except SystemExit as exc:  # interrupted (130): nothing was written
-            return _failed(folder, "interrupted: grading stopped") if exc.code else 0
+            if exc.code:
+                return _failed(folder, "interrupted: grading stopped")
     if not (folder / REPORT).is_file():
         return _failed(folder, failure or "grading wrote no report")
     _write_results(folder, script.name, assembled, origins, names)
@@ -141,13 +142,14 @@ def _script_name(notebook: str | None) -> str:
     return f"{stem if stem.isidentifier() else 'notebook'}.py"
 
 
-def _transform() -> Callable[[str], str] | None:
-    """IPython's own reading of a cell (magics and shell lines to ``get_ipython()`` calls), where IPython is."""
+def _transform(body: str) -> str:
+    """IPython's own reading of a cell magic's body (magics and shell lines to ``get_ipython()`` calls), where
+    IPython is; it is imported only for such a cell (an IPython import costs this process a few tenths of a second)."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
     except ImportError:
-        return None
-    return TransformerManager().transform_cell
+        return without_ipython_lines(body)
+    return TransformerManager().transform_cell(body)
 
 
 def _failed(folder: Path, message: str) -> int:
