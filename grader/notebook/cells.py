@@ -183,10 +183,13 @@ def _bindings(cells: Sequence[Cell], transform: Callable[[str], str]) -> list[_B
 
 
 def _parse(source: str) -> ast.Module | None:
+    """The cell's tree, or None when the kernel could not have compiled it (then nothing of it ran)."""
     try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
+        tree = ast.parse(source)
+        compile(tree, "<cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)  # 'return' at the top
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    return tree
 
 
 def _kept_cell_magic(module: ast.Module) -> str | None:
@@ -338,7 +341,10 @@ def _references(node: ast.stmt) -> tuple[set[str], set[str]]:
     While it runs: its decorators, defaults, annotations, a class body, a constant's value. When called:
     the globals of every function and lambda it defines (looked up in the kernel's namespace at each call).
     """
-    tree = symtable.symtable(ast.unparse(_without_ipython(node)), "<cell>", "exec")
+    try:
+        tree = symtable.symtable(ast.unparse(_without_ipython(node)), "<cell>", "exec")
+    except (SyntaxError, ValueError, RecursionError):  # compiled as a whole cell, not alone: it reads nothing found
+        return set(), set()
     now = {s.get_name() for s in tree.get_symbols() if s.is_referenced()}
     later: set[str] = set()
     stack = [(child, False) for child in tree.get_children()]

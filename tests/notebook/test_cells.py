@@ -140,7 +140,7 @@ def test_a_statement_sharing_its_line_is_taken_alone():
     assert [left.name for left in assembled.left] == ["model"]
 
 
-@pytest.mark.parametrize("source", ["def f(:\n    pass", "x = (", "!ls\n%%time"])
+@pytest.mark.parametrize("source", ["def f(:\n    pass", "x = (", "!ls\n%%time", "def f():\n    return 2\nreturn 3"])
 def test_a_cell_the_kernel_could_not_compile_defines_nothing(source):
     run = [Cell(1, "def f():\n    return 1"), Cell(2, ipython(source))]
     assert assemble(run, ["f"]).source == "def f():\n    return 1\n"
