@@ -27,7 +27,7 @@ LAYERS = [
     {"grade"},
     {"batch", "similarity", "regrade", "lms", "course"},
     {"cli"},
-    {"launch", "__main__"},
+    {"launch", "__main__", "notebook"},
 ]
 RANK = {stage: rank for rank, stages in enumerate(LAYERS) for stage in stages}
 

@@ -11,6 +11,7 @@ and its status (grader.report.visibility): never its name, message, output or va
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from grader.report.native import diagnosis_codes, shown_name, verdict_shown
@@ -40,13 +41,20 @@ img { max-width: 100%; }
 section.step { border-left: 4px solid #4c72b0; padding: .1em 1em .4em; margin: .8em 0; background: #f7f9fc; }
 section.step h3 { font-size: 1em; margin: .4em 0; }
 .warning, .note { color: #6d4c41; }
+section.cells { border: 1px solid #ddd; border-radius: 6px; padding: .2em 1.2em .6em; margin: 1.2em 0; }
+section.cells h2 { font-size: 1.05em; } section.cells table { border-collapse: collapse; }
+section.cells td { padding: .1em 1.2em .1em 0; vertical-align: top; }
 """
 
 
-def feedback_html(report: dict, pictures: ReportPictures | None = None) -> str:
+def feedback_html(report: dict, pictures: ReportPictures | None = None, *,
+                  origins: Sequence[tuple[str, str]] = (), untaken: Sequence[str] = ()) -> str:
     """The feedback page of one native report, as the text of an HTML file.
 
     ``pictures``: what grader.report.pictures drew for this report (drawn here when not given).
+    ``origins`` and ``untaken``: for code gathered from a notebook's cells (grader.notebook), each
+    definition graded and where it was taken from ("In [7], line 1"), and a sentence per name the code
+    needs that was not taken; shown in a section under the score.
     """
     name = shown_name(Path(report["submission"]["path"]).name)  # a right-to-left override is no title's
     title = f"{report['assignment']}: feedback on {name}"
@@ -60,6 +68,8 @@ def feedback_html(report: dict, pictures: ReportPictures | None = None) -> str:
              f"{_e(report['started_at'])}</p>"),
              f"<p class='total'>{_num(report['score'])} / {_num(report['max_score'])} points</p>"]
     parts += [f"<p class='warning'>Warning: {_e(w)}</p>" for w in report.get("warnings", [])]
+    if origins or untaken:
+        parts.append(_origins(origins, untaken))
     for function, entry in report["functions"].items():
         parts.append(_function_section(report, function, entry, pictures, steps.get(function, [])))
     parts += [f"<p class='note'>Note: {_e(n['message'])}</p>" for n in report.get("notes", [])]
@@ -107,6 +117,15 @@ def _function_section(report: dict, function: str, entry: dict, pictures: Report
         parts.append(f"<p class='meta'>{hidden} hidden test(s) failed; their details are not shown.</p>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _origins(origins: Sequence[tuple[str, str]], untaken: Sequence[str]) -> str:
+    """Where each graded definition was taken from, and what was not taken."""
+    rows = "".join(f"<tr><td><code>{_e(what)}</code></td><td>{_e(where)}</td></tr>" for what, where in origins)
+    parts = ["<section class='cells' id='cells'><h2>Where the graded definitions come from</h2>",
+             f"<table>{rows}</table>" if rows else ""]
+    parts += [f"<p class='warning'>Not taken: {_e(sentence)}</p>" for sentence in untaken]
+    return "".join(parts) + "</section>"
 
 
 def _diagnoses(failed: list[dict]) -> list[str]:
