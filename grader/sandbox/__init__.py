@@ -36,21 +36,65 @@ import importlib
 from typing import TYPE_CHECKING
 
 _WHERE = {  # each public name -> the module that defines it
-    **dict.fromkeys(("NPROC", "TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "keep_trees", "reply_limit"), "client"),
+    **dict.fromkeys(("NPROC", "keep_trees"), "client"),
+    **dict.fromkeys(("TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "reply_limit"), "calls"),
+    **dict.fromkeys(("LINUX", "PORTABLE", "UnknownBackend", "chosen_backend"), "backend"),
     **dict.fromkeys(("DEFAULT_HIDDEN", "NO_CGROUP_WARNING", "NO_SECCOMP_WARNING", "ROOT_MODE", "UNISOLATED",
+                     "PORTABLE_MODE", "NOT_ISOLATED", "PORTABLE_WARNING", "get_zygote",
                      "SYSTEM_DIRS", "UNISOLATED_WARNING", "USER_NAMESPACES", "isolation_available", "isolation_mode",
                      "sandbox_warnings"), "isolation"),
     **dict.fromkeys(("BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT",
                      "TOO_LARGE", "SandboxError", "Status"), "protocol"),
-    **dict.fromkeys(("Handed", "get_zygote", "hand_over", "shutdown"), "zygote"),
+    **dict.fromkeys(("Handed", "hand_over", "shutdown"), "zygote"),
     **dict.fromkeys(("Started", "adopt", "start_early"), "boot"),
     "read_regular_file": "files",
 }
-__all__ = ["BAD_TYPE", "CRASHED", "DEFAULT_HIDDEN", "IMPORT_ERROR", "MEMORY", "MISSING", "NO_CGROUP_WARNING",
-           "NO_SECCOMP_WARNING", "NPROC", "OK", "RAISED", "ROOT_MODE", "SYSTEM_DIRS", "TEXT_BUDGET", "TEXT_FLOOR",
-           "TIMEOUT", "TOO_LARGE", "UNISOLATED", "UNISOLATED_WARNING", "USER_NAMESPACES", "CallResult", "Handed",
-           "Sandbox", "SandboxError", "Started", "Status", "adopt", "get_zygote", "hand_over", "isolation_available", "isolation_mode",
-           "keep_trees", "read_regular_file", "reply_limit", "sandbox_warnings", "shutdown", "start_early"]
+__all__ = [
+    "BAD_TYPE",
+    "CRASHED",
+    "DEFAULT_HIDDEN",
+    "IMPORT_ERROR",
+    "LINUX",
+    "MEMORY",
+    "MISSING",
+    "NOT_ISOLATED",
+    "NO_CGROUP_WARNING",
+    "NO_SECCOMP_WARNING",
+    "NPROC",
+    "OK",
+    "PORTABLE",
+    "PORTABLE_MODE",
+    "PORTABLE_WARNING",
+    "RAISED",
+    "ROOT_MODE",
+    "SYSTEM_DIRS",
+    "TEXT_BUDGET",
+    "TEXT_FLOOR",
+    "TIMEOUT",
+    "TOO_LARGE",
+    "UNISOLATED",
+    "UNISOLATED_WARNING",
+    "USER_NAMESPACES",
+    "CallResult",
+    "Handed",
+    "Sandbox",
+    "SandboxError",
+    "Started",
+    "Status",
+    "UnknownBackend",
+    "adopt",
+    "chosen_backend",
+    "get_zygote",
+    "hand_over",
+    "isolation_available",
+    "isolation_mode",
+    "keep_trees",
+    "read_regular_file",
+    "reply_limit",
+    "sandbox_warnings",
+    "shutdown",
+    "start_early",
+]
 assert sorted(__all__) == sorted(_WHERE)
 
 
@@ -58,17 +102,25 @@ def __getattr__(name: str) -> object:
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    return getattr(importlib.import_module(f"{__name__}.{where}"), _RENAMED.get(name, name))
+
+
+_RENAMED = {"chosen_backend": "chosen", "get_zygote": "zygote_if_linux", "PORTABLE_MODE": "PORTABLE"}  # a public name whose module calls it otherwise
 
 
 if TYPE_CHECKING:
+    from grader.sandbox.backend import LINUX, PORTABLE, UnknownBackend
+    from grader.sandbox.backend import chosen as chosen_backend
     from grader.sandbox.boot import Started, adopt, start_early
-    from grader.sandbox.client import NPROC, TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, keep_trees, reply_limit
+    from grader.sandbox.calls import TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, reply_limit
+    from grader.sandbox.client import NPROC, keep_trees
     from grader.sandbox.files import read_regular_file
     from grader.sandbox.isolation import (
         DEFAULT_HIDDEN,
         NO_CGROUP_WARNING,
         NO_SECCOMP_WARNING,
+        NOT_ISOLATED,
+        PORTABLE_WARNING,
         ROOT_MODE,
         SYSTEM_DIRS,
         UNISOLATED,
@@ -78,6 +130,8 @@ if TYPE_CHECKING:
         isolation_mode,
         sandbox_warnings,
     )
+    from grader.sandbox.isolation import PORTABLE as PORTABLE_MODE
+    from grader.sandbox.isolation import zygote_if_linux as get_zygote
     from grader.sandbox.protocol import (
         BAD_TYPE,
         CRASHED,
@@ -91,4 +145,4 @@ if TYPE_CHECKING:
         SandboxError,
         Status,
     )
-    from grader.sandbox.zygote import Handed, get_zygote, hand_over, shutdown
+    from grader.sandbox.zygote import Handed, hand_over, shutdown

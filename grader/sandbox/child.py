@@ -16,16 +16,14 @@ import errno
 import importlib.util
 import io
 import os
-import resource
 import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 
 import numpy as np
 
-from . import linux
-from .linux import PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG
 from .protocol import (
     GREETING,
     LOST_SOCKET_EXIT,
@@ -157,10 +155,15 @@ def _flush_output() -> None:
             pass
 
 
+_before_reply: Callable[[], None] | None = None  # the portable worker's output marker (portable_child.Pipes.mark)
+
+
 def _send(sock: socket.socket, header: dict, blobs=()) -> None:
     _only_the_worker()
     _flush_output()  # the student's sys.stdout may be anything: even a flush can fork
     _only_the_worker()
+    if _before_reply is not None:
+        _before_reply()
     send_message(sock, header, blobs)
 
 
@@ -213,8 +216,15 @@ def serve(sock: socket.socket, max_blob: int) -> None:
     global _SUBMISSION_FILE, _worker, _socket, _descriptors
     _worker = os.getpid()
     stat = os.fstat(sock.fileno())
-    _socket, _descriptors = (stat.st_dev, stat.st_ino), max(_descriptors, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
-    os.register_at_fork(after_in_child=_forked)  # before any of the submission's code: it runs first
+    _socket = (stat.st_dev, stat.st_ino)
+    try:
+        import resource  # POSIX only: the portable backend's worker may run where it does not exist
+
+        _descriptors = max(_descriptors, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    except ImportError:
+        pass
+    if hasattr(os, "register_at_fork"):  # where processes fork
+        os.register_at_fork(after_in_child=_forked)  # before any of the submission's code: it runs first
     sock.sendall(GREETING)  # the grading process takes whoever wrote these bytes for the worker
     load, blobs = recv_message(sock, max_blob)
     while load.get("op") == "ping":  # a kept tree's new worker: ready, and no student code has run in it
@@ -253,7 +263,10 @@ def serve(sock: socket.socket, max_blob: int) -> None:
     while True:
         _only_the_worker()  # a student's __del__ may run anywhere, and fork
         try:
-            request, blobs, fds = recv_message(sock, max_blob, with_fds=True)
+            if isinstance(sock, socket.socket):
+                request, blobs, fds = recv_message(sock, max_blob, with_fds=True)
+            else:  # the portable worker's pipes (portable_child.Pipes): no descriptors travel
+                (request, blobs), fds = recv_message(sock, max_blob), []
         except EOFError:
             return
         if request.get("op") != "call":
@@ -281,6 +294,9 @@ def serve(sock: socket.socket, max_blob: int) -> None:
 
 def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
     """The process that imports and calls student code: fds, limits, identity, then the call loop."""
+    from . import linux  # the Linux backend's only: the portable one's worker never imports it
+    from .linux import PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG
+
     global _processes
     _processes = request["limits"].get("processes", True)
     try:
