@@ -36,16 +36,16 @@ import importlib
 from typing import TYPE_CHECKING
 
 _WHERE = {  # each public name -> the module that defines it
-    **dict.fromkeys(("NPROC", "keep_trees"), "client"),
+    **dict.fromkeys(("NPROC",), "client"),
     **dict.fromkeys(("TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "reply_limit"), "calls"),
     **dict.fromkeys(("LINUX", "PORTABLE", "UnknownBackend", "chosen_backend"), "backend"),
     **dict.fromkeys(("DEFAULT_HIDDEN", "NO_CGROUP_WARNING", "NO_SECCOMP_WARNING", "ROOT_MODE", "UNISOLATED",
-                     "PORTABLE_MODE", "NOT_ISOLATED", "PORTABLE_WARNING", "get_zygote",
+                     "PORTABLE_MODE", "NOT_ISOLATED", "PORTABLE_WARNING", "get_zygote", "hand_over", "keep_trees",
                      "SYSTEM_DIRS", "UNISOLATED_WARNING", "USER_NAMESPACES", "isolation_available", "isolation_mode",
                      "sandbox_warnings"), "isolation"),
     **dict.fromkeys(("BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT",
                      "TOO_LARGE", "SandboxError", "Status"), "protocol"),
-    **dict.fromkeys(("Handed", "hand_over", "shutdown"), "zygote"),
+    **dict.fromkeys(("Handed", "shutdown"), "zygote"),
     **dict.fromkeys(("Started", "adopt", "start_early"), "boot"),
     "read_regular_file": "files",
 }
@@ -105,7 +105,8 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(f"{__name__}.{where}"), _RENAMED.get(name, name))
 
 
-_RENAMED = {"chosen_backend": "chosen", "get_zygote": "zygote_if_linux", "PORTABLE_MODE": "PORTABLE"}  # a public name whose module calls it otherwise
+_RENAMED = {"chosen_backend": "chosen", "get_zygote": "zygote_if_linux", "PORTABLE_MODE": "PORTABLE",
+            "hand_over": "hand_over_if_linux", "keep_trees": "keep_trees_if_linux"}  # a public name whose module calls it otherwise
 
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ if TYPE_CHECKING:
     from grader.sandbox.backend import chosen as chosen_backend
     from grader.sandbox.boot import Started, adopt, start_early
     from grader.sandbox.calls import TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, reply_limit
-    from grader.sandbox.client import NPROC, keep_trees
+    from grader.sandbox.client import NPROC
     from grader.sandbox.files import read_regular_file
     from grader.sandbox.isolation import (
         DEFAULT_HIDDEN,
@@ -131,6 +132,8 @@ if TYPE_CHECKING:
         sandbox_warnings,
     )
     from grader.sandbox.isolation import PORTABLE as PORTABLE_MODE
+    from grader.sandbox.isolation import hand_over_if_linux as hand_over
+    from grader.sandbox.isolation import keep_trees_if_linux as keep_trees
     from grader.sandbox.isolation import zygote_if_linux as get_zygote
     from grader.sandbox.protocol import (
         BAD_TYPE,
@@ -145,4 +148,4 @@ if TYPE_CHECKING:
         SandboxError,
         Status,
     )
-    from grader.sandbox.zygote import Handed, hand_over, shutdown
+    from grader.sandbox.zygote import Handed, shutdown

@@ -132,3 +132,21 @@ def _hidden_paths(hidden: tuple[str | Path, ...], interpreter_path: tuple[str, .
         for entry in interpreter_path:
             paths.update(str(Path(entry).resolve() / name) for name in (item, item + ".py"))
     return sorted(paths)
+
+
+def hand_over_if_linux(count: int) -> list:
+    """``zygote.hand_over`` under the Linux backend; nothing under the portable one (it has no zygote).
+    Returns list[zygote.Handed]."""
+    if backend.chosen() == backend.PORTABLE:
+        return []
+    from grader.sandbox.zygote import hand_over
+
+    return hand_over(count)
+
+
+def keep_trees_if_linux(keep: bool = True) -> None:
+    """``client.keep_trees`` under the Linux backend; nothing under the portable one (each child is a new process)."""
+    if backend.chosen() == backend.LINUX:
+        from grader.sandbox.client import keep_trees
+
+        keep_trees(keep)
