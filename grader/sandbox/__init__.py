@@ -1,14 +1,18 @@
 """The sandbox: runs one submission's functions in a child process (the only part of the grader that starts processes).
 
 Public API (``__all__``; nothing outside this package imports its modules): ``Sandbox``,
-``CallResult`` and ``reply_limit`` (client.py), the call statuses as one ``Status`` type
+``CallResult`` and ``reply_limit`` (calls.py), the backend in use (``chosen_backend``, backend.py), the call statuses as one ``Status`` type
 (protocol.py), ``SandboxError``, ``isolation_available``, ``isolation_mode`` and the report's
 warnings; for the processes a grade or a batch starts early and hands on: ``start_early``,
 ``adopt``, ``Started`` (boot.py), ``get_zygote``, ``hand_over``, ``Handed``, ``shutdown``
 (zygote.py), ``keep_trees``; and ``read_regular_file`` (files.py), ``SYSTEM_DIRS``.
 
 By role:
-    client.py    the parent's side: Sandbox, CallResult, reading the child's replies
+    backend.py   which backend runs here: linux, or portable (GRADER_SANDBOX; the system)
+    calls.py     Sandbox (it makes the backend's), CallResult, reading the child's replies: both backends
+    client.py    the Linux backend's parent side (LinuxSandbox): the zygote's trees, over a socket
+    portable.py  the portable backend's (PortableSandbox): a fresh interpreter per child, over its pipes
+    portable_child.py  the portable backend's worker (standard library and numpy; no POSIX-only module)
     isolation.py root mode, user namespaces or unisolated; the reports' warnings; what the child sees
     zygote.py    the pre-started interpreter that forks one process tree per child (both sides)
     boot.py      starting that interpreter (standard library only: a single grade starts it first thing)
@@ -25,6 +29,8 @@ a uid/gid of its tree's own (linux.tree_uid) in new PID, mount, network, IPC, UT
 root file system; as an ordinary user it gets the same namespaces inside a user
 namespace of its own, without capabilities; where the kernel refuses both, it
 runs with rlimits, its own session and a subreaper only, and says so (docs/security.md).
+Under the portable backend none of that: the names of the zygote (``get_zygote``, ``hand_over``,
+``keep_trees``, ``start_early``) then do nothing, and nothing POSIX-only is imported.
 
 The names below are looked up when first used: importing ``grader.sandbox.boot``
 alone loads neither numpy nor the rest of the package.
