@@ -54,7 +54,8 @@ NOT_RUN = {
 def comparable(value: object, key: str = "") -> object:
     """A report without its times, ``isolation`` and the sandbox's warnings."""
     if isinstance(value, dict):
-        return {k: comparable(v, k) for k, v in value.items() if k not in TIMES}
+        kept = {k: comparable(v, k) for k, v in value.items() if k not in TIMES}
+        return {k: v for k, v in kept.items() if not (k == "warnings" and v == [])}
     if isinstance(value, list):
         items = [comparable(v) for v in value]
         return [v for v in items if not (key == "warnings" and isinstance(v, str) and v.startswith("sandbox: "))]

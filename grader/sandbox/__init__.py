@@ -43,10 +43,11 @@ from typing import TYPE_CHECKING
 
 _WHERE = {  # each public name -> the module that defines it
     **dict.fromkeys(("NPROC",), "client"),
+    **dict.fromkeys(("get_zygote", "hand_over", "keep_trees"), "early"),
     **dict.fromkeys(("TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "reply_limit"), "calls"),
     **dict.fromkeys(("LINUX", "PORTABLE", "UnknownBackend", "chosen_backend"), "backend"),
     **dict.fromkeys(("DEFAULT_HIDDEN", "NO_CGROUP_WARNING", "NO_SECCOMP_WARNING", "ROOT_MODE", "UNISOLATED",
-                     "PORTABLE_MODE", "NOT_ISOLATED", "PORTABLE_WARNING", "get_zygote", "hand_over", "keep_trees",
+                     "PORTABLE_MODE", "NOT_ISOLATED", "PORTABLE_WARNING",
                      "SYSTEM_DIRS", "UNISOLATED_WARNING", "USER_NAMESPACES", "isolation_available", "isolation_mode",
                      "sandbox_warnings"), "isolation"),
     **dict.fromkeys(("BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT",
@@ -121,6 +122,9 @@ if TYPE_CHECKING:
     from grader.sandbox.boot import Started, adopt, start_early
     from grader.sandbox.calls import TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, reply_limit
     from grader.sandbox.client import NPROC
+    from grader.sandbox.early import hand_over_if_linux as hand_over
+    from grader.sandbox.early import keep_trees_if_linux as keep_trees
+    from grader.sandbox.early import zygote_if_linux as get_zygote
     from grader.sandbox.files import read_regular_file
     from grader.sandbox.isolation import (
         DEFAULT_HIDDEN,
@@ -138,9 +142,6 @@ if TYPE_CHECKING:
         sandbox_warnings,
     )
     from grader.sandbox.isolation import PORTABLE as PORTABLE_MODE
-    from grader.sandbox.isolation import hand_over_if_linux as hand_over
-    from grader.sandbox.isolation import keep_trees_if_linux as keep_trees
-    from grader.sandbox.isolation import zygote_if_linux as get_zygote
     from grader.sandbox.protocol import (
         BAD_TYPE,
         CRASHED,

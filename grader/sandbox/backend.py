@@ -41,8 +41,11 @@ def linux_runs() -> bool:
 def chosen() -> str:
     """The backend of the next Sandbox: ``linux`` or ``portable`` (see the module's docstring); raises UnknownBackend."""
     forced = os.environ.get(SETTING, "").strip()
+    if forced and checked(forced.lower()) == LINUX and not linux_runs():
+        raise UnknownBackend(f"{SETTING}=linux, but the Linux sandbox cannot run here (it needs Linux, os.fork, "
+                             f"fcntl and resource); unset {SETTING} to use the portable one")
     if forced:
-        return checked(forced.lower())
+        return forced.lower()
     return LINUX if linux_runs() else PORTABLE
 
 

@@ -13,8 +13,10 @@ numeric ndarrays, lists of numbers (as one array), and tuples of at most
 from __future__ import annotations
 
 import errno
+import importlib.machinery
 import importlib.util
 import io
+import linecache
 import os
 import signal
 import socket
@@ -211,6 +213,34 @@ def _only_the_worker(exc: BaseException | None = None) -> None:
         os._exit(status)
 
 
+# The portable worker's (portable_child.py): the folder the submission's code objects, tracebacks and warnings
+# name, the Linux worker's own (its private root's /tmp/work), so that both print the same output.
+_shown_folder: str | None = None
+
+
+class _ShownLoader(importlib.machinery.SourceFileLoader):
+    """Loads the file at ``real`` as if it were at ``self.path``, the name its code objects show."""
+
+    def __init__(self, name: str, shown: str, real: str) -> None:
+        super().__init__(name, shown)
+        self.real = real
+
+    def get_data(self, path: str) -> bytes:
+        return super().get_data(self.real if path == self.path else path)
+
+    def path_stats(self, path: str):
+        raise OSError("no cached bytecode for a shown path")
+
+
+def _shown_spec(module: str, path: str):
+    """A spec that loads ``path`` under the name ``_shown_folder``/its file name, whose lines linecache holds."""
+    shown = f"{_shown_folder}/{os.path.basename(path)}"
+    with open(path, "rb") as handle:
+        text = importlib.util.decode_source(handle.read())
+    linecache.cache[shown] = (len(text), None, text.splitlines(True), shown)  # mtime None: never checked
+    return importlib.util.spec_from_file_location(module, shown, loader=_ShownLoader(module, shown, path))
+
+
 def serve(sock: socket.socket, max_blob: int) -> None:
     """Greet, receive the submission, import it, and answer call requests until told to stop."""
     global _SUBMISSION_FILE, _worker, _socket, _descriptors
@@ -244,8 +274,12 @@ def serve(sock: socket.socket, max_blob: int) -> None:
     _SUBMISSION_FILE = path
     try:
         spec = importlib.util.spec_from_file_location(load["module"], path)
+        if spec is not None and _shown_folder is not None:
+            spec = _shown_spec(load["module"], path)
+            _SUBMISSION_FILE = spec.origin or path
         # spec is None for a file name without .py: module_from_spec's AttributeError is then the import error
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        module.__file__ = path  # the file itself, wherever its code says it ran
         sys.modules[load["module"]] = module
         assert spec is not None and spec.loader is not None  # module_from_spec took it; a file's spec has a loader
         spec.loader.exec_module(module)

@@ -79,12 +79,6 @@ def get_zygote(restart: bool = False):  # -> zygote.Zygote (Linux backend only: 
     return linux_zygote(restart=restart)
 
 
-def zygote_if_linux(restart: bool = False):
-    """This process's zygote (``zygote.get_zygote``) when the Linux backend grades here; None under the portable
-    one, which starts nothing ahead of a grade. Returns zygote.Zygote | None."""
-    return None if backend.chosen() == backend.PORTABLE else get_zygote(restart)
-
-
 _ENGINE = Path(__file__).resolve().parents[1]  # the grader package, this subpackage's parent
 
 
@@ -133,20 +127,3 @@ def _hidden_paths(hidden: tuple[str | Path, ...], interpreter_path: tuple[str, .
             paths.update(str(Path(entry).resolve() / name) for name in (item, item + ".py"))
     return sorted(paths)
 
-
-def hand_over_if_linux(count: int) -> list:
-    """``zygote.hand_over`` under the Linux backend; nothing under the portable one (it has no zygote).
-    Returns list[zygote.Handed]."""
-    if backend.chosen() == backend.PORTABLE:
-        return []
-    from grader.sandbox.zygote import hand_over
-
-    return hand_over(count)
-
-
-def keep_trees_if_linux(keep: bool = True) -> None:
-    """``client.keep_trees`` under the Linux backend; nothing under the portable one (each child is a new process)."""
-    if backend.chosen() == backend.LINUX:
-        from grader.sandbox.client import keep_trees
-
-        keep_trees(keep)

@@ -21,6 +21,7 @@ from . import child
 from .protocol import LOST_SOCKET_EXIT, ProtocolError
 
 MARK = b"\x00\x1egrader: reply follows\x1e\x00"  # on the output pipe, before each reply (portable.py strips it)
+SHOWN_FOLDER = "/tmp/work"  # where the submission's code says it ran: the Linux worker's folder (child._shown_folder)
 REQUEST_BYTES = 1 << 31  # bytes of blobs one request may carry: the grading process's arguments, trusted
 
 
@@ -96,6 +97,7 @@ def main(limits: dict) -> None:
     sys.dont_write_bytecode = True
     _set_limits(limits)
     child._before_reply = pipes.mark
+    child._shown_folder = SHOWN_FOLDER
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=pipes.close_at_fork)
     try:

@@ -197,6 +197,9 @@ def test_the_backend_is_picked_by_grader_sandbox_and_by_what_the_system_has(monk
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.delattr(os, "fork")
     assert backend.chosen() == "portable"
+    monkeypatch.setenv("GRADER_SANDBOX", "linux")
+    with pytest.raises(UnknownBackend, match="GRADER_SANDBOX=linux, but the Linux sandbox cannot run here"):
+        backend.chosen()
 
 
 @pytest.mark.sandbox
