@@ -130,8 +130,16 @@ class PortableSandbox(Sandbox):
             self._workdir.cleanup()
 
     def restart(self) -> None:
-        """End the current worker: the next call runs in a new one that imports the submission afresh."""
+        """End the current worker: the next call runs in a new one that imports the submission afresh.
+
+        The new one starts now (as the Linux backend's pid 1 forks it at once): its interpreter starts and
+        imports the submission while the caller prepares the next call."""
         self._stop_child()
+        if self._import_failure is None and not self._spent():
+            try:
+                self._launch()
+            except SandboxError:
+                self._stop_child()  # the next call starts it again and says why
 
     # ------------------------------------------------------------ calls
 
