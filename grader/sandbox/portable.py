@@ -332,10 +332,11 @@ def _end(worker: _Worker) -> None:
     process = worker.process
     worker.stopped.set()
     try:
-        if sys.platform == "win32":
-            process.kill()  # TerminateProcess
+        killpg = getattr(os, "killpg", None)
+        if sys.platform == "win32" or killpg is None:
+            process.kill()  # TerminateProcess on Windows
         else:
-            os.killpg(process.pid, signal.SIGKILL)  # type: ignore[attr-defined,unused-ignore]  # POSIX here
+            killpg(process.pid, signal.SIGKILL)  # the group the worker leads (start_new_session)
     except (ProcessLookupError, PermissionError, OSError):
         pass
     try:

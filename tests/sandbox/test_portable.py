@@ -1,8 +1,9 @@
 """The portable backend where students are: no POSIX-only module, the kit, `grade FILE`, and its promises.
 
 There is no Windows or macOS machine here: an interpreter is made to lack what a Windows one lacks
-(``fcntl``, ``resource``, ``termios``, ``pwd``, ``grp``, ``os.fork``, ``os.forkpty``,
-``os.register_at_fork``) by a sitecustomize, which also puts the same preamble before every
+(``fcntl``, ``resource``, ``termios``, ``pwd``, ``grp``; ``os.fork``, ``os.forkpty``,
+``os.register_at_fork``, the uid and process-group calls and the other Linux-only calls the
+grader uses) by a sitecustomize, which also puts the same preamble before every
 ``python -I -c`` the grader starts (the portable worker), so no process of the grade has them.
 """
 
@@ -30,7 +31,8 @@ WINDOWS_LIKE = f"""
 import os as _os, sys as _sys
 for _name in {MISSING!r}:
     _sys.modules[_name] = None
-for _name in ("fork", "forkpty", "register_at_fork"):
+for _name in ("fork", "forkpty", "register_at_fork", "getuid", "geteuid", "getgid", "getegid", "setsid", "getpgid",
+              "killpg", "sched_getaffinity", "sched_setaffinity", "pidfd_open", "memfd_create"):
     if hasattr(_os, _name):
         delattr(_os, _name)
 """
