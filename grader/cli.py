@@ -665,7 +665,8 @@ def github_classroom_command(output: Path, unit: str | None, config_path: Path |
               help="Also write each report in this LMS format (e.g. gradescope, prairielearn) into OUTDIR/FORMAT/; "
                    "html writes each student's feedback page into OUTDIR/html/, linked from summary.html; repeatable.")
 @click.option("--allow-unisolated", is_flag=True,
-              help="Grade even where the kernel allows no namespaces (submissions could then reach each other).")
+              help="Grade even where the kernel allows no namespaces, or in the portable sandbox (submissions "
+                   "could then reach each other).")
 @click.option("--similarity", is_flag=True, help="Then compare the submissions (as `grade similar OUTDIR`).")
 @click.option("--regrade-of", "regrade_of", type=click.Path(path_type=Path), default=None, metavar="OLD",
               help="Then compare with an earlier run's output folder (as `grade diff OLD OUTDIR`).")

@@ -27,8 +27,9 @@ from grader.judging.score import Score, score
 from grader.judging.session import Progress, SuiteError, TestOutcome
 from grader.judging.settling import settle_diagnoses
 from grader.judging.suite import session_for
-from grader.report.model import RefusedStatus, SubmissionFiles, plain
+from grader.report.model import Isolation, RefusedStatus, SubmissionFiles, plain
 from grader.report.native import build_report, printable, summary_text
+from grader.sandbox import NOT_ISOLATED
 from grader.submission.load import OVER_LIMITS, Submission, load_submission, read_submission
 from grader.submission.notebook import (
     NotebookError,
@@ -80,6 +81,7 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
     notes: list[Note] = []
     warnings: list[str] = []
     analysis_warnings: list[str] = []
+    isolation: str | None = None  # the sandbox's mode, said in the report when it isolated nothing
     try:
         session = session_for(config)  # pytest collects on its own thread while the sandbox starts the child
         load_feedback(config.assignment_dir)  # the exercise's step pictures, for the formats that draw them
@@ -93,6 +95,7 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
         # The grading process multiplies small matrices only (expected values, misconception variants):
         # one BLAS thread is faster there than several contending for a shared machine's cores.
         with running as (sandbox, warnings), _one_blas_thread():
+            isolation = getattr(sandbox, "mode", None)
             outcomes, verdicts = settle_diagnoses(session.run(sandbox, progress))
             outcomes = pay_for_work(outcomes)
         if isinstance(script, Script):  # "cell 3, line 12" rather than the joined script's line
@@ -120,6 +123,8 @@ def grade_submission(path: Path, config: Config, helpers: Sequence[tuple[str, Pa
     if submission.refused:
         report["refused"] = {"status": cast(RefusedStatus, submission.kind),
                              "message": printable(submission.problem, newlines=False)}
+    if isolation in NOT_ISOLATED:  # portable or unisolated: its warning says what it did not promise
+        report["isolation"] = cast(Isolation, isolation)
     warnings = [*warnings, *analysis_warnings]
     if warnings:  # e.g. IPython magics dropped from a notebook
         report["warnings"] = [printable(w, newlines=False) for w in warnings]  # they quote the notebook's lines

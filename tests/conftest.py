@@ -39,7 +39,8 @@ atexit.register(shutil.rmtree, CASE_STORE_HOME, ignore_errors=True)
 # fast tier, ``-m "not sandbox and not slow"``, starts no sandbox. What starts in this process is checked: in the
 # fast tier for the whole run (a module's fixture that grades included), and in every run for each unmarked test.
 # Commands a test runs (``grade`` in a subprocess) are marked by reading the test.
-_STARTS = (("grader.sandbox.client", "Sandbox", "__init__"), ("grader.sandbox.boot", None, "start_early"),
+_STARTS = (("grader.sandbox.client", "LinuxSandbox", "__init__"), ("grader.sandbox.portable", "PortableSandbox", "__init__"),
+           ("grader.sandbox.boot", None, "start_early"),
            ("grader.batch.run", None, "run_batch"))
 
 

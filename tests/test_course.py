@@ -139,3 +139,22 @@ def test_a_copied_grader_toml_in_a_source_checkout_grades_with_the_checkout(tmp_
     copied = tmp_path / "grader.toml"
     shutil.copy(ROOT / "grader.toml", copied)
     assert find_course(None, copied, cwd=tmp_path, environ={}) == (ROOT, copied)
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_every_command_outside_a_course_says_the_same(tmp_path):
+    # The package alone, run from a folder that is no course: every command that reads the course (grade FILE
+    # included, which once asked for --config) stops with the one message naming --course and GRADER_COURSE.
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "grader", site / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(SUBMISSIONS / "correct.py", elsewhere / "correct.py")
+    (elsewhere / "graded").mkdir()
+    commands = [["correct.py"], ["correct.py", "-o", "-"], ["selftest"], ["gradescope-zip", "-o", "a.zip"],
+                ["student-kit", "-o", "kit"], ["batch", "correct.py", "-o", "out"], ["similar", "graded"]]
+    for command in commands:
+        result = _grade(*command, cwd=elsewhere, site=site)
+        assert (result.returncode, result.stdout, result.stderr) == (1, "", f"Error: {NO_COURSE}\n"), command
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["correct.py", "graded"]  # nothing was written

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ParamSpec
+from typing import TYPE_CHECKING, ParamSpec
 
 from grader import __version__
 from grader.batch.discover import IGNORED, BatchError, Entry, discover
@@ -38,7 +38,10 @@ from grader.exercise.teaching import load_feedback
 from grader.report.formats import FORMATS, render
 from grader.report.model import plain
 from grader.report.native import build_report, printable, shown_name, to_json, write_atomic
-from grader.sandbox import Handed, Started, adopt, get_zygote, hand_over, keep_trees
+from grader.sandbox import adopt, get_zygote, hand_over, keep_trees
+
+if TYPE_CHECKING:
+    from grader.sandbox import Handed, Started
 from grader.submission.load import (
     Submission,
     SubmissionError,
@@ -335,9 +338,14 @@ def _remove_stale_pages(outdir: Path) -> tuple[str, ...]:
 
 def _refuse_unisolated() -> None:
     """A class is never graded unisolated by accident: each submission could rewrite the others' files."""
-    from grader.sandbox import UNISOLATED, isolation_mode, shutdown
+    from grader.sandbox import PORTABLE_MODE, UNISOLATED, isolation_mode, shutdown
 
-    if isolation_mode() == UNISOLATED:  # asked of this process's zygote, which then goes to a worker
+    mode = isolation_mode()  # asked of this process's zygote (Linux backend), which then goes to a worker
+    if mode == PORTABLE_MODE:
+        raise BatchError("refusing to grade a class in the portable sandbox (no namespaces: each submission could "
+                         "read and rewrite the other students' files and reports); grade on Linux with the Linux "
+                         "sandbox (unset GRADER_SANDBOX), or pass --allow-unisolated")
+    if mode == UNISOLATED:
         shutdown()
         raise BatchError("refusing to grade a class unisolated: this kernel allows neither the namespaces of root "
                          "mode nor unprivileged user namespaces, so each submission could read and rewrite the other "
@@ -547,7 +555,8 @@ def _pin(core: int) -> None:
     """
     try:
         os.sched_setaffinity(0, {core})
-        os.sched_setaffinity(get_zygote().process.pid, {core})  # one handed over started elsewhere
+        if (zygote := get_zygote()) is not None:  # none under the portable sandbox
+            os.sched_setaffinity(zygote.process.pid, {core})  # one handed over started elsewhere
     except OSError:  # the core went away (a container's CPU set changed): run wherever allowed
         pass
 

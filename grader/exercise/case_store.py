@@ -55,7 +55,7 @@ def folder() -> Path | None:
 
     ``XDG_CACHE_HOME`` counts only when absolute (as the XDG specification says).
     """
-    if os.environ.get("GRADER_NO_CASE_STORE"):
+    if os.environ.get("GRADER_NO_CASE_STORE") or not hasattr(os, "geteuid"):  # Windows: no owner to check; off
         return None
     base = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):

@@ -102,6 +102,8 @@ class Student(TypedDict):
     submitted_at: NotRequired[str]
     group: NotRequired[list[Member]]
 
+Isolation = Literal["unisolated", "portable"]  # grader.sandbox.NOT_ISOLATED: the modes a report names
+
 
 class Report(TypedDict):
     schema_version: Literal[1]
@@ -119,6 +121,7 @@ class Report(TypedDict):
     tests: list[TestEntry]
     notes: list[NoteEntry]
     warnings: NotRequired[list[str]]
+    isolation: NotRequired[Isolation]  # how student code ran, when it ran without namespaces (grader.sandbox)
     refused: NotRequired[Refused]
     student: NotRequired[Student]  # grade batch: who wrote it
     grader_config_sha256: NotRequired[str]  # grade batch: the configuration it was graded with

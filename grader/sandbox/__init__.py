@@ -1,14 +1,18 @@
 """The sandbox: runs one submission's functions in a child process (the only part of the grader that starts processes).
 
 Public API (``__all__``; nothing outside this package imports its modules): ``Sandbox``,
-``CallResult`` and ``reply_limit`` (client.py), the call statuses as one ``Status`` type
+``CallResult`` and ``reply_limit`` (calls.py), the backend in use (``chosen_backend``, backend.py), the call statuses as one ``Status`` type
 (protocol.py), ``SandboxError``, ``isolation_available``, ``isolation_mode`` and the report's
 warnings; for the processes a grade or a batch starts early and hands on: ``start_early``,
 ``adopt``, ``Started`` (boot.py), ``get_zygote``, ``hand_over``, ``Handed``, ``shutdown``
 (zygote.py), ``keep_trees``; and ``read_regular_file`` (files.py), ``SYSTEM_DIRS``.
 
 By role:
-    client.py    the parent's side: Sandbox, CallResult, reading the child's replies
+    backend.py   which backend runs here: linux, or portable (GRADER_SANDBOX; the system)
+    calls.py     Sandbox (it makes the backend's), CallResult, reading the child's replies: both backends
+    client.py    the Linux backend's parent side (LinuxSandbox): the zygote's trees, over a socket
+    portable.py  the portable backend's (PortableSandbox): a fresh interpreter per child, over its pipes
+    portable_child.py  the portable backend's worker (standard library and numpy; no POSIX-only module)
     isolation.py root mode, user namespaces or unisolated; the reports' warnings; what the child sees
     zygote.py    the pre-started interpreter that forks one process tree per child (both sides)
     boot.py      starting that interpreter (standard library only: a single grade starts it first thing)
@@ -25,6 +29,8 @@ a uid/gid of its tree's own (linux.tree_uid) in new PID, mount, network, IPC, UT
 root file system; as an ordinary user it gets the same namespaces inside a user
 namespace of its own, without capabilities; where the kernel refuses both, it
 runs with rlimits, its own session and a subreaper only, and says so (docs/security.md).
+Under the portable backend none of that: the names of the zygote (``get_zygote``, ``hand_over``,
+``keep_trees``, ``start_early``) then do nothing, and nothing POSIX-only is imported.
 
 The names below are looked up when first used: importing ``grader.sandbox.boot``
 alone loads neither numpy nor the rest of the package.
@@ -36,21 +42,66 @@ import importlib
 from typing import TYPE_CHECKING
 
 _WHERE = {  # each public name -> the module that defines it
-    **dict.fromkeys(("NPROC", "TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "keep_trees", "reply_limit"), "client"),
+    **dict.fromkeys(("NPROC",), "client"),
+    **dict.fromkeys(("get_zygote", "hand_over", "keep_trees"), "early"),
+    **dict.fromkeys(("TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "reply_limit"), "calls"),
+    **dict.fromkeys(("LINUX", "PORTABLE", "UnknownBackend", "chosen_backend"), "backend"),
     **dict.fromkeys(("DEFAULT_HIDDEN", "NO_CGROUP_WARNING", "NO_SECCOMP_WARNING", "ROOT_MODE", "UNISOLATED",
+                     "PORTABLE_MODE", "NOT_ISOLATED", "PORTABLE_WARNING",
                      "SYSTEM_DIRS", "UNISOLATED_WARNING", "USER_NAMESPACES", "isolation_available", "isolation_mode",
                      "sandbox_warnings"), "isolation"),
     **dict.fromkeys(("BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT",
                      "TOO_LARGE", "SandboxError", "Status"), "protocol"),
-    **dict.fromkeys(("Handed", "get_zygote", "hand_over", "shutdown"), "zygote"),
+    **dict.fromkeys(("Handed", "shutdown"), "zygote"),
     **dict.fromkeys(("Started", "adopt", "start_early"), "boot"),
     "read_regular_file": "files",
 }
-__all__ = ["BAD_TYPE", "CRASHED", "DEFAULT_HIDDEN", "IMPORT_ERROR", "MEMORY", "MISSING", "NO_CGROUP_WARNING",
-           "NO_SECCOMP_WARNING", "NPROC", "OK", "RAISED", "ROOT_MODE", "SYSTEM_DIRS", "TEXT_BUDGET", "TEXT_FLOOR",
-           "TIMEOUT", "TOO_LARGE", "UNISOLATED", "UNISOLATED_WARNING", "USER_NAMESPACES", "CallResult", "Handed",
-           "Sandbox", "SandboxError", "Started", "Status", "adopt", "get_zygote", "hand_over", "isolation_available", "isolation_mode",
-           "keep_trees", "read_regular_file", "reply_limit", "sandbox_warnings", "shutdown", "start_early"]
+__all__ = [
+    "BAD_TYPE",
+    "CRASHED",
+    "DEFAULT_HIDDEN",
+    "IMPORT_ERROR",
+    "LINUX",
+    "MEMORY",
+    "MISSING",
+    "NOT_ISOLATED",
+    "NO_CGROUP_WARNING",
+    "NO_SECCOMP_WARNING",
+    "NPROC",
+    "OK",
+    "PORTABLE",
+    "PORTABLE_MODE",
+    "PORTABLE_WARNING",
+    "RAISED",
+    "ROOT_MODE",
+    "SYSTEM_DIRS",
+    "TEXT_BUDGET",
+    "TEXT_FLOOR",
+    "TIMEOUT",
+    "TOO_LARGE",
+    "UNISOLATED",
+    "UNISOLATED_WARNING",
+    "USER_NAMESPACES",
+    "CallResult",
+    "Handed",
+    "Sandbox",
+    "SandboxError",
+    "Started",
+    "Status",
+    "UnknownBackend",
+    "adopt",
+    "chosen_backend",
+    "get_zygote",
+    "hand_over",
+    "isolation_available",
+    "isolation_mode",
+    "keep_trees",
+    "read_regular_file",
+    "reply_limit",
+    "sandbox_warnings",
+    "shutdown",
+    "start_early",
+]
 assert sorted(__all__) == sorted(_WHERE)
 
 
@@ -58,17 +109,29 @@ def __getattr__(name: str) -> object:
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    return getattr(importlib.import_module(f"{__name__}.{where}"), _RENAMED.get(name, name))
+
+
+_RENAMED = {"chosen_backend": "chosen", "get_zygote": "zygote_if_linux", "PORTABLE_MODE": "PORTABLE",
+            "hand_over": "hand_over_if_linux", "keep_trees": "keep_trees_if_linux"}  # a public name whose module calls it otherwise
 
 
 if TYPE_CHECKING:
+    from grader.sandbox.backend import LINUX, PORTABLE, UnknownBackend
+    from grader.sandbox.backend import chosen as chosen_backend
     from grader.sandbox.boot import Started, adopt, start_early
-    from grader.sandbox.client import NPROC, TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, keep_trees, reply_limit
+    from grader.sandbox.calls import TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, reply_limit
+    from grader.sandbox.client import NPROC
+    from grader.sandbox.early import hand_over_if_linux as hand_over
+    from grader.sandbox.early import keep_trees_if_linux as keep_trees
+    from grader.sandbox.early import zygote_if_linux as get_zygote
     from grader.sandbox.files import read_regular_file
     from grader.sandbox.isolation import (
         DEFAULT_HIDDEN,
         NO_CGROUP_WARNING,
         NO_SECCOMP_WARNING,
+        NOT_ISOLATED,
+        PORTABLE_WARNING,
         ROOT_MODE,
         SYSTEM_DIRS,
         UNISOLATED,
@@ -78,6 +141,7 @@ if TYPE_CHECKING:
         isolation_mode,
         sandbox_warnings,
     )
+    from grader.sandbox.isolation import PORTABLE as PORTABLE_MODE
     from grader.sandbox.protocol import (
         BAD_TYPE,
         CRASHED,
@@ -91,4 +155,4 @@ if TYPE_CHECKING:
         SandboxError,
         Status,
     )
-    from grader.sandbox.zygote import Handed, get_zygote, hand_over, shutdown
+    from grader.sandbox.zygote import Handed, shutdown

@@ -91,8 +91,13 @@ _early: list[Started] = []  # started ahead of need (or handed to this process),
 
 
 def start_early(count: int = 1) -> None:
-    """Start ``count`` zygotes now (``grade batch``: one per worker), for ``take`` to hand over later."""
-    _early.extend(start() for _ in range(count))
+    """Start ``count`` zygotes now (``grade batch``: one per worker), for ``take`` to hand over later.
+
+    None under the portable backend (grader.sandbox.backend), which has no zygote."""
+    from grader.sandbox import backend  # the grader's side only: the zygote's private copy never starts one
+
+    if backend.chosen() == backend.LINUX:
+        _early.extend(start() for _ in range(count))
 
 
 def adopt(started: Started) -> None:
@@ -109,13 +114,13 @@ def take() -> Started:
     return start()
 
 
-def _private_copy() -> str:
+def _private_copy(modules: tuple[str, ...] = CHILD_MODULES, prefix: str = "grade-zygote-") -> str:
     """A temporary folder holding the child-side modules, as a package of their own (not ``grader``)."""
-    home = tempfile.mkdtemp(prefix="grade-zygote-")
+    home = tempfile.mkdtemp(prefix=prefix)
     package = Path(home) / _PRIVATE_PACKAGE
     package.mkdir()
     (package / "__init__.py").write_text("", encoding="utf-8")
-    for name in CHILD_MODULES:
+    for name in modules:
         shutil.copyfile(Path(__file__).with_name(f"{name}.py"), package / f"{name}.py")
     return home
 

@@ -13,19 +13,19 @@ numeric ndarrays, lists of numbers (as one array), and tuples of at most
 from __future__ import annotations
 
 import errno
+import importlib.machinery
 import importlib.util
 import io
+import linecache
 import os
-import resource
 import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 
 import numpy as np
 
-from . import linux
-from .linux import PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG
 from .protocol import (
     GREETING,
     LOST_SOCKET_EXIT,
@@ -157,10 +157,15 @@ def _flush_output() -> None:
             pass
 
 
+_before_reply: Callable[[], None] | None = None  # the portable worker's output marker (portable_child.Pipes.mark)
+
+
 def _send(sock: socket.socket, header: dict, blobs=()) -> None:
     _only_the_worker()
     _flush_output()  # the student's sys.stdout may be anything: even a flush can fork
     _only_the_worker()
+    if _before_reply is not None:
+        _before_reply()
     send_message(sock, header, blobs)
 
 
@@ -208,13 +213,48 @@ def _only_the_worker(exc: BaseException | None = None) -> None:
         os._exit(status)
 
 
+# The portable worker's (portable_child.py): the folder the submission's code objects, tracebacks and warnings
+# name, the Linux worker's own (its private root's /tmp/work), so that both print the same output.
+_shown_folder: str | None = None
+
+
+class _ShownLoader(importlib.machinery.SourceFileLoader):
+    """Loads the file at ``real`` as if it were at ``self.path``, the name its code objects show."""
+
+    def __init__(self, name: str, shown: str, real: str) -> None:
+        super().__init__(name, shown)
+        self.real = real
+
+    def get_data(self, path: str) -> bytes:
+        return super().get_data(self.real if path == self.path else path)
+
+    def path_stats(self, path: str):
+        raise OSError("no cached bytecode for a shown path")
+
+
+def _shown_spec(module: str, path: str):
+    """A spec that loads ``path`` under the name ``_shown_folder``/its file name, whose lines linecache holds."""
+    shown = f"{_shown_folder}/{os.path.basename(path)}"
+    with open(path, "rb") as handle:
+        text = importlib.util.decode_source(handle.read())
+    linecache.cache[shown] = (len(text), None, text.splitlines(True), shown)  # mtime None: never checked
+    return importlib.util.spec_from_file_location(module, shown, loader=_ShownLoader(module, shown, path))
+
+
 def serve(sock: socket.socket, max_blob: int) -> None:
     """Greet, receive the submission, import it, and answer call requests until told to stop."""
     global _SUBMISSION_FILE, _worker, _socket, _descriptors
     _worker = os.getpid()
     stat = os.fstat(sock.fileno())
-    _socket, _descriptors = (stat.st_dev, stat.st_ino), max(_descriptors, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
-    os.register_at_fork(after_in_child=_forked)  # before any of the submission's code: it runs first
+    _socket = (stat.st_dev, stat.st_ino)
+    try:
+        import resource  # POSIX only: the portable backend's worker may run where it does not exist
+
+        _descriptors = max(_descriptors, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    except ImportError:
+        pass
+    if hasattr(os, "register_at_fork"):  # where processes fork
+        os.register_at_fork(after_in_child=_forked)  # before any of the submission's code: it runs first
     sock.sendall(GREETING)  # the grading process takes whoever wrote these bytes for the worker
     load, blobs = recv_message(sock, max_blob)
     while load.get("op") == "ping":  # a kept tree's new worker: ready, and no student code has run in it
@@ -234,8 +274,12 @@ def serve(sock: socket.socket, max_blob: int) -> None:
     _SUBMISSION_FILE = path
     try:
         spec = importlib.util.spec_from_file_location(load["module"], path)
+        if spec is not None and _shown_folder is not None:
+            spec = _shown_spec(load["module"], path)
+            _SUBMISSION_FILE = spec.origin or path
         # spec is None for a file name without .py: module_from_spec's AttributeError is then the import error
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        module.__file__ = path  # the file itself, wherever its code says it ran
         sys.modules[load["module"]] = module
         assert spec is not None and spec.loader is not None  # module_from_spec took it; a file's spec has a loader
         spec.loader.exec_module(module)
@@ -253,7 +297,10 @@ def serve(sock: socket.socket, max_blob: int) -> None:
     while True:
         _only_the_worker()  # a student's __del__ may run anywhere, and fork
         try:
-            request, blobs, fds = recv_message(sock, max_blob, with_fds=True)
+            if isinstance(sock, socket.socket):
+                request, blobs, fds = recv_message(sock, max_blob, with_fds=True)
+            else:  # the portable worker's pipes (portable_child.Pipes): no descriptors travel
+                (request, blobs), fds = recv_message(sock, max_blob), []
         except EOFError:
             return
         if request.get("op") != "call":
@@ -281,6 +328,9 @@ def serve(sock: socket.socket, max_blob: int) -> None:
 
 def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
     """The process that imports and calls student code: fds, limits, identity, then the call loop."""
+    from . import linux  # the Linux backend's only: the portable one's worker never imports it
+    from .linux import PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG
+
     global _processes
     _processes = request["limits"].get("processes", True)
     try:

@@ -1,6 +1,6 @@
-"""The parent's side of the sandbox: ``Sandbox``, which runs one submission's functions in a child.
+"""The Linux backend's parent side: ``LinuxSandbox``, which runs one submission's functions in a child.
 
-``Sandbox(path, limits)`` imports the submission in a child and
+``Sandbox(path, limits)`` (calls.py; this backend where ``backend.chosen`` says ``linux``) imports the submission in a child and
 ``call(name, *args, **kwargs)`` runs one function there, returning a
 ``CallResult`` that holds only plain data (an exact ``numpy.ndarray`` of a
 numeric dtype, a plain number, or a tuple of those) plus a status and message.
@@ -14,8 +14,6 @@ codec are ``protocol.py``'s; what the child does is ``child.py`` and
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
 import os
 import select
@@ -24,16 +22,26 @@ import socket
 import struct
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-
-import numpy as np
 
 from grader.config import Limits
 from grader.sandbox import isolation, linux
 from grader.sandbox.boot import ENV
-from grader.sandbox.files import read_regular_file
+from grader.sandbox.calls import (  # noqa: F401 - CallResult, reply_limit, TEXT_*: also this module's, as before
+    _CALL,
+    _LOAD,
+    _PING,
+    TEXT_BUDGET,
+    TEXT_FLOOR,
+    CallResult,
+    Sandbox,
+    _clip,
+    _Output,
+    _reply_bound,
+    reply_limit,
+)
 from grader.sandbox.isolation import DEFAULT_HIDDEN, ROOT_MODE, UNISOLATED, USER_NAMESPACES
 from grader.sandbox.protocol import (
     BAD_TYPE,
@@ -41,10 +49,8 @@ from grader.sandbox.protocol import (
     GREETING,
     IMPORT_ERROR,
     LOST_SOCKET_EXIT,
-    MAX_TUPLE,
     MEMORY,
     MISSING,
-    NUMERIC_KINDS,
     OK,
     RAISED,
     SOCKET_BUFFER,
@@ -56,7 +62,6 @@ from grader.sandbox.protocol import (
     Status,
     TooLarge,
     announced_array,
-    blob_to_array,
     encode_values,
     send_message,
 )
@@ -73,78 +78,13 @@ __all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RA
 # a hang that uses no CPU (a sleep, a blocked read) with the same status and message. Where no cgroup counts
 # the tree's CPU time, the limits are wall clock, as before.
 WALL_BACKSTOP = 4
-TEXT_BUDGET = 100_000  # characters of student-controlled text (output, messages) kept per submission
-TEXT_FLOOR = 300  # characters of a message kept even when the budget is spent
 NPROC = 256  # processes and threads student code may have at once (RLIMIT_NPROC)
 # Read per recv from the child. A buffer of 1 MiB is mapped and unmapped by malloc at every call: 17-20 us
 # a reply here, where one of 64 KiB costs 2.6 us (a reply of a few hundred bytes, one recv either way).
 RECV_BYTES = 1 << 16
-# What the reply being awaited answers: a trusted-side state, never the child's to choose (``Sandbox._decode``).
-_LOAD, _CALL, _PING = "import", "call", "ping"
 
 
 
-@dataclass
-class CallResult:
-    """What one call of a student function produced, as plain data."""
-
-    status: Status  # "ok" or one of the statuses of protocol.Status
-    value: object = None  # when ok: np.ndarray (exact type, numeric dtype), int/float, or a tuple of those
-    type_name: str = ""  # the Python type the student returned, e.g. "numpy.ndarray" or "tuple"
-    message: str = ""  # what went wrong, in one line, for the student
-    output: str = ""  # what the student's code printed during the call (capped)
-    seconds: float = 0.0
-    shape: tuple[int, ...] | None = None  # too-large: the shape its .npy header announced (unchecked), if readable
-
-
-_reply_bound: contextvars.ContextVar[int | None] = contextvars.ContextVar("reply_bound", default=None)
-
-
-@contextlib.contextmanager
-def reply_limit(nbytes: int | None) -> Iterator[None]:
-    """Within this block, a call's reply may hold at most ``nbytes`` bytes of arrays (None: ``max_result_bytes``).
-
-    The caller knows what its test can accept (a few times the expected output's
-    bytes); a reply that announces more fails its call as "too-large" before any
-    of it is buffered, and its worker is replaced. Never more than
-    ``limits.max_result_bytes``. Callers that are not a Sandbox ignore it.
-    """
-    token = _reply_bound.set(nbytes)
-    try:
-        yield
-    finally:
-        _reply_bound.reset(token)
-
-
-
-
-# ---------------------------------------------------------------- output and messages from the child
-
-
-class _Output:
-    """What the child printed during one call: head and tail, with a marker for what was dropped."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
-
-    def add(self, chunk: bytes) -> None:
-        room = self.cap // 2 - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        self.tail += chunk
-        if len(self.tail) > self.cap // 2:
-            self.dropped += len(self.tail) - self.cap // 2
-            del self.tail[: len(self.tail) - self.cap // 2]
-
-    def take(self) -> str:
-        head, tail, dropped = bytes(self.head), bytes(self.tail), self.dropped
-        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
-        text = head.decode("utf-8", "replace")
-        if dropped:
-            text += f"\n... [{dropped} bytes of output omitted] ...\n"
-        return text + tail.decode("utf-8", "replace")
 
 
 
@@ -210,8 +150,8 @@ def _discard_kept(kept: _Kept | None = None) -> None:
 # ---------------------------------------------------------------- the sandbox
 
 
-class Sandbox:
-    """One submission, imported in a child process; use as a context manager.
+class LinuxSandbox(Sandbox):
+    """The Linux backend of ``Sandbox``: one submission, imported in a child forked from the zygote.
 
     submission: path of the student's .py file (read once here; the child gets
     its bytes, never the path). limits: time, memory, file-size and output
@@ -230,13 +170,11 @@ class Sandbox:
     def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None,
                  source: bytes | None = None, extra: Sequence[tuple[str, bytes]] = (),
                  cgroup: bool = True, seccomp: bool = True,
-                 hidden: Sequence[str | Path] = DEFAULT_HIDDEN, prestart: bool = False) -> None:
+                 hidden: Sequence[str | Path] = DEFAULT_HIDDEN, prestart: bool = False, backend: str | None = None) -> None:
         # source: the submission's bytes when the caller already read (and hashed) them; extra: the
         # (file name, bytes) of the submission's other modules, written beside it in the child's folder.
-        self.source = read_regular_file(Path(submission)) if source is None else source
-        self.extra = [(Path(name).name, data) for name, data in extra]
-        self.filename = Path(submission).name
         self.limits = limits
+        self._read(submission, source, extra)
         self._isolated = isolated
         self._mode: str | None = None
         self.hidden = tuple(hidden)
@@ -254,20 +192,8 @@ class Sandbox:
         self._respawns = False  # whether the current tree can do that: an isolated one
         self._settings = ""  # the current tree's request, but for what differs between submissions
         self._retired: tuple[socket.socket, int] | None = None  # the replaced worker's socket and pipe
-        self._import_failure: CallResult | None = None
-        self._text_left = TEXT_BUDGET
-        if len(self.source) > limits.file_size_mb << 20:  # the child could not even write it to its folder
-            self._import_failure = CallResult(IMPORT_ERROR, message=(
-                f"importing {self.filename} failed: the file is {len(self.source) / (1 << 20):.1f} MiB, "
-                f"more than the {limits.file_size_mb} MiB a submission may have (limits.file_size_mb)"))
         if prestart:
             self._prestart()
-
-    def __enter__(self) -> Sandbox:  # noqa: PYI034
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     @property
     def mode(self) -> str:
@@ -394,24 +320,6 @@ class Sandbox:
 
     # ------------------------------------------------------------ calls
 
-    def call(self, function: str, *args, **kwargs) -> CallResult:
-        """Call ``function(*args, **kwargs)`` in the child; args are ndarrays or plain numbers."""
-        started = time.monotonic()
-        result = self._call(function, args, kwargs)
-        result.seconds = time.monotonic() - started
-        result.message = self._budget(result.message, TEXT_FLOOR)
-        result.output = self._budget(result.output, 0)
-        return result
-
-    def _budget(self, text: str, floor: int) -> str:
-        """Keep the report small: student-controlled text shares one budget per submission."""
-        keep = max(self._text_left, floor)
-        self._text_left = max(0, self._text_left - len(text))
-        if len(text) <= keep:
-            return text
-        marker = f"\n... [{len(text) - keep} characters dropped: the submission's total output limit is spent] ...\n"
-        return text[: keep // 2] + marker + (text[len(text) - keep // 2:] if keep > 1 else "")
-
     def _call(self, function: str, args: tuple, kwargs: dict) -> CallResult:
         if self._import_failure is None and self._child is None:
             if self._spent():
@@ -453,9 +361,6 @@ class Sandbox:
             if data is not None:
                 return bool(data)
         return False
-
-    def _out_of_time(self) -> CallResult:
-        return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit")
 
     def _receive(self, child: _Child, timeout: float, expect: str = _CALL, bound: int | None = None) -> CallResult:
         """Wait for one reply while draining the child's output; the output printed before it belongs to it.
@@ -564,91 +469,6 @@ class Sandbox:
             return False
         child.output.add(chunk)
         return bool(chunk)
-
-    def _decode(self, reply: dict, blobs: list[bytes], output: str, expect: str = _CALL) -> CallResult:
-        """Validate the child's reply; never raises: a reply it cannot read fails this call as "crashed".
-
-        The reply is the submission's to forge (any JSON, any bytes): whatever
-        decoding it raises (numpy's header parser hits RecursionError on a
-        crafted shape, say) is that call's failure, never the whole report's.
-        The message names only what the reply held, nothing of the test.
-        """
-        status = reply.get("status")
-        if expect != _CALL:  # the import's answer (a kept tree's ping: "ready" only), nothing else
-            if status == "ready" or (status == IMPORT_ERROR and expect == _LOAD):
-                return self._decode_import(reply, output)
-            return CallResult(CRASHED, message=f"the submission's process answered its {expect} with "
-                              f"{_clip(str(status), 100)!r}, not 'ready'", output=output)
-        if status in ("ready", IMPORT_ERROR):
-            return CallResult(CRASHED, message=f"the submission's process answered a call with {status!r}, which only "
-                              "its import may answer: the grader does not accept it", output=output)
-        try:
-            return self._decode_reply(reply, blobs, output)
-        except Exception as exc:  # noqa: BLE001 - any failure to read untrusted data is the submission's
-            return CallResult(CRASHED, message="the submission's process sent a reply the grader cannot read "
-                              f"({type(exc).__name__})", output=output)
-
-    def _decode_reply(self, reply: dict, blobs: list[bytes], output: str) -> CallResult:
-        """Validate the child's reply: only plain numbers and exact numeric ndarrays are accepted."""
-        status = reply.get("status")
-        message = _clip(reply.get("message"))
-        type_name = _clip(reply.get("type"), 200)
-        if status == OK and isinstance(reply.get("items"), list) and type_name == "tuple":
-            items = reply["items"]
-            if len(items) > MAX_TUPLE:
-                return CallResult(BAD_TYPE, type_name=type_name, message=f"returned a tuple of {len(items)} elements, "
-                                  f"more than the {MAX_TUPLE} a result may have", output=output)
-            values = []
-            for item in items:
-                part = self._value(item if isinstance(item, dict) else {}, blobs, type_name, output)
-                if part.status != OK:
-                    return part
-                values.append(part.value)
-            return CallResult(OK, tuple(values), type_name, output=output)
-        if status == OK:
-            return self._value(reply, blobs, type_name, output)
-        if status == "raised":
-            exception = _clip(reply.get("exception"), 200)
-            where = _clip(reply.get("where"), 100)
-            kind = MEMORY if exception in ("MemoryError", "_ArrayMemoryError") else RAISED
-            text = f"raised {exception}" + (f" at {where}" if where else "") + (f": {message}" if message else "")
-            if kind == MEMORY:
-                text = f"ran out of memory (limit {self.limits.memory_mb} MB): {text}"
-            return CallResult(kind, message=text, output=output)
-        if status in (MISSING, BAD_TYPE):
-            return CallResult(status, type_name=type_name, message=message, output=output)
-        return CallResult(CRASHED, message=f"unexpected reply from the submission's process: {_clip(str(status), 100)}",
-                          output=output)
-
-    @staticmethod
-    def _decode_import(reply: dict, output: str) -> CallResult:
-        """The import's answer: "ready" (ok), or the import-error the worker describes."""
-        if reply.get("status") == "ready":
-            return CallResult(OK, output=output)
-        exception = _clip(reply.get("exception"), 200)
-        where = _clip(reply.get("where"), 100)
-        message = _clip(reply.get("message"))
-        text = exception + (f" at {where}" if where else "") + (f": {message}" if message else "")
-        return CallResult(IMPORT_ERROR, message=text, output=output)
-
-    @staticmethod
-    def _value(reply: dict, blobs: list[bytes], type_name: str, output: str) -> CallResult:
-        """One returned value (the whole result, or an element of a tuple): a number or an exact numeric array."""
-        if "array" in reply:
-            try:
-                value = blob_to_array(blobs[reply["array"]])
-            except Exception as exc:  # noqa: BLE001 - RecursionError, MemoryError, ... from a forged header
-                return CallResult(CRASHED, message=f"unreadable array from the submission ({_clip(str(exc), 200)})",
-                                  output=output)
-            if type(value) is not np.ndarray or value.dtype.kind not in NUMERIC_KINDS:
-                return CallResult(BAD_TYPE, type_name=type_name,
-                                  message=f"returned an array of dtype {value.dtype}", output=output)
-            return CallResult(OK, value, type_name, output=output)
-        number = reply.get("value")
-        if type(number) not in (int, float, bool):
-            return CallResult(BAD_TYPE, type_name=type_name, message="returned a value that is not a number",
-                              output=output)
-        return CallResult(OK, number, type_name, output=output)
 
     def _failure(self, child: _Child, detail: str) -> CallResult:
         """The child died or misbehaved: say how, then discard it."""
@@ -791,11 +611,6 @@ class Sandbox:
         self._settings = settings if self._respawns else ""
         self._send_load(child)
 
-    @property
-    def _module(self) -> str:
-        stem = Path(self.filename).stem
-        return stem if stem.isidentifier() else "submission"
-
     @staticmethod
     def _channels() -> tuple[socket.socket, socket.socket, int, int]:
         """A new protocol socket pair and output pipe: (ours, the worker's, our read end, the worker's write end)."""
@@ -833,16 +648,7 @@ class Sandbox:
         if respawned and not self._spent():  # the tree could not replace its worker: a new tree, as before
             self._launch()
             return self._loaded()
-        if result.status == TIMEOUT and self._spent():
-            return result  # the submission's time ran out while it was being imported again
-        # An import that fails fails every call the same way: remember it, start no more children.
-        if result.status == TIMEOUT:  # a hang at import: no call can run, so it is the import that failed
-            result.message = f"the import did not finish within {limits.call_timeout_s:g} s"
-        if result.status != MEMORY:
-            result.status = IMPORT_ERROR
-        result.message = f"importing {self.filename} failed: {result.message}"
-        self._import_failure = result
-        return None
+        return self._import_failed(result, self._spent())  # every later call fails as the import did
 
     def _close_retired(self) -> None:
         retired, self._retired = self._retired, None
@@ -931,10 +737,3 @@ def _end_tree(child: _Child) -> None:
     os.close(child.out)
 
 
-def _clip(text: object, limit: int = 2000) -> str:
-    """Untrusted text from the child, as a bounded str of valid UTF-8 (lone surrogates replaced)."""
-    if not isinstance(text, str):
-        return ""
-    if len(text) > limit:
-        text = text[:limit] + f"... [{len(text) - limit} more characters]"
-    return text.encode("utf-8", "replace").decode("utf-8")

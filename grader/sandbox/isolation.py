@@ -1,5 +1,5 @@
-"""How isolated student code runs here (root mode, user namespaces, unisolated), what the reports
-warn about it, and what the child's private root shows and hides (docs/security.md).
+"""How isolated student code runs here (root mode, user namespaces, unisolated; portable, the other backend),
+what the reports warn about it, and what the child's private root shows and hides (docs/security.md).
 """
 
 from __future__ import annotations
@@ -10,21 +10,25 @@ import os
 import sys
 from pathlib import Path
 
-from grader.sandbox.zygote import get_zygote
+from grader.sandbox import backend
 
 DEFAULT_HIDDEN = ("grader", "reference")  # the engine's own package, and the course's references
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"]
 
 # ---------------------------------------------------------------- isolation modes and their warnings
 
-ROOT_MODE, USER_NAMESPACES, UNISOLATED = "root", "user-namespaces", "unisolated"
+ROOT_MODE, USER_NAMESPACES, UNISOLATED, PORTABLE = "root", "user-namespaces", "unisolated", "portable"
+NOT_ISOLATED = (UNISOLATED, PORTABLE)  # modes in which one submission could read and change another's files
 
 
 def isolation_mode() -> str:
     """How student code runs here: ``root`` (a uid of each tree's own in new namespaces), ``user-namespaces`` (the
-    user's uid, without capabilities, in namespaces of a user namespace of its own) or ``unisolated``
-    (rlimits, a session and a subreaper only: the kernel refused both). docs/security.md.
+    user's uid, without capabilities, in namespaces of a user namespace of its own), ``unisolated``
+    (rlimits, a session and a subreaper only: the kernel refused both) or ``portable`` (the portable
+    backend: a fresh interpreter per child, the user's own rights). docs/security.md.
     """
+    if backend.chosen() == backend.PORTABLE:
+        return PORTABLE
     zygote = get_zygote()
     if os.geteuid() == 0 and zygote.namespaces:
         return ROOT_MODE
@@ -37,10 +41,16 @@ NO_CGROUP_WARNING = ("sandbox: no cgroup could be made here, so memory the submi
                      "or files in memory was not counted against limits.memory_mb (memfd_create was refused "
                      "and /tmp and /dev/shm are size-capped)")
 NO_SECCOMP_WARNING = "sandbox: libseccomp.so.2 was not found, so no system call was filtered"
+PORTABLE_WARNING = ("sandbox: student code ran in the portable sandbox (a fresh Python process of this user's, with "
+                    "its time limits and reply bounds): no namespaces, no cgroup and no system call filter, so it "
+                    "could read and change whatever this user can, and its memory was bounded per process at most "
+                    "(not at all on Windows)")
 
 
 def sandbox_warnings(mode: str) -> list[str]:
     """What the report's ``warnings`` say about the sandbox in ``mode`` on this machine (each once)."""
+    if mode == PORTABLE:
+        return [PORTABLE_WARNING]
     zygote = get_zygote()
     said = [UNISOLATED_WARNING] if mode == UNISOLATED else []
     said += [] if zygote.cgroups else [NO_CGROUP_WARNING]
@@ -60,7 +70,13 @@ def _warn_unisolated_once() -> None:
 
 def isolation_available() -> bool:
     """True when student code can run as a uid of its tree's own in its own namespaces: root, and namespaces allowed."""
-    return os.geteuid() == 0 and get_zygote().namespaces
+    return backend.chosen() == backend.LINUX and os.geteuid() == 0 and get_zygote().namespaces
+
+
+def get_zygote(restart: bool = False):  # -> zygote.Zygote (Linux backend only: zygote.py imports linux.py)
+    from grader.sandbox.zygote import get_zygote as linux_zygote
+
+    return linux_zygote(restart=restart)
 
 
 _ENGINE = Path(__file__).resolve().parents[1]  # the grader package, this subpackage's parent
@@ -110,3 +126,4 @@ def _hidden_paths(hidden: tuple[str | Path, ...], interpreter_path: tuple[str, .
         for entry in interpreter_path:
             paths.update(str(Path(entry).resolve() / name) for name in (item, item + ".py"))
     return sorted(paths)
+

@@ -20,7 +20,6 @@ both check a header with ``parse_header``.
 
 from __future__ import annotations
 
-import fcntl
 import io
 import json
 import math
@@ -277,11 +276,12 @@ def _check_size(shape: tuple, dtype: np.dtype, follow: int) -> None:
                          f"but {follow} bytes follow")
 
 
-def encode_values(values: list) -> tuple[list, list, list[int]]:
+def encode_values(values: list, memfd: bool = True) -> tuple[list, list, list[int]]:
     """Encode the parent's plain numbers and numeric ndarrays as JSON specs, raw blobs and memfds.
 
     Arrays of ``MEMFD_MIN_BYTES`` or more travel in a sealed memfd (``sealed_memfd``), written
     once per array; the caller sends and then closes the returned descriptors (each its own copy).
+    ``memfd`` False (the portable backend, over pipes): every array is a blob.
     """
     specs: list[dict] = []
     blobs: list[np.ndarray] = []
@@ -290,7 +290,7 @@ def encode_values(values: list) -> tuple[list, list, list[int]]:
         if isinstance(value, np.ndarray):
             array = np.asarray(value, order="C")  # C order, shape () kept
             spec = {"dtype": array.dtype.str, "shape": list(array.shape)}
-            if array.nbytes >= MEMFD_MIN_BYTES:
+            if memfd and array.nbytes >= MEMFD_MIN_BYTES:
                 specs.append(dict(spec, memfd=len(fds)))
                 fds.append(os.dup(sealed_memfd(value)))
             else:
@@ -318,6 +318,8 @@ def sealed_memfd(array: np.ndarray) -> int:
         return hit[1]
     while _sealed and sum(a.nbytes for a, _ in _sealed.values()) + array.nbytes > SEALED_CACHE_BYTES:
         os.close(_sealed.pop(next(iter(_sealed)))[1])  # the oldest first
+    import fcntl  # Linux only, as memfd_create: the portable backend sends every array on its pipe
+
     fd = os.memfd_create("grader-argument", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     view = np.asarray(array, order="C").reshape(-1).view(np.uint8).data  # memoryview of its bytes, no copy
     while view:

@@ -45,10 +45,11 @@ from grader.report import pictures as pictures_module
 from grader.report.html import feedback_html
 from grader.report.native import to_json
 from grader.report.pictures import NOT_DRAWN, report_pictures
-from grader.sandbox import CallResult, Sandbox
+from grader.sandbox import CallResult, Sandbox, client
 from grader.sandbox.protocol import MessageReader, ProtocolError, TooLarge, announced_array, array_to_blob
 
 pytestmark = pytest.mark.sandbox  # every test here runs student code, or reads what graded it
+both_backends = pytest.mark.usefixtures("backend")  # runs once per backend (tests/sandbox/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "hostile"
@@ -149,10 +150,10 @@ def test_bytes_sent_while_no_call_is_outstanding_are_seen_before_the_next_reques
     ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # as Sandbox._channels makes it
     with ours, theirs:
         child = type("Child", (), {"sock": ours, "speaker": os.getpid(), "greeting": b""})()  # greeted by us
-        assert not Sandbox._unsolicited(child)
+        assert not client.LinuxSandbox._unsolicited(child)
         theirs.sendall(_frame({"status": "ok", "type": "int", "value": 1}))  # a second reply, or one in advance
-        assert Sandbox._unsolicited(child)
-        assert Sandbox._unsolicited(child)  # only peeked at
+        assert client.LinuxSandbox._unsolicited(child)
+        assert client.LinuxSandbox._unsolicited(child)  # only peeked at
     reader = MessageReader(1 << 20)
     with pytest.raises(ProtocolError, match="unexpected data after a reply"):
         reader.feed(_frame({"status": "ok", "type": "int", "value": 1}) * 2)
@@ -214,6 +215,7 @@ def test_64_mib_of_the_wrong_shape_is_refused_unread_and_fails_as_a_wrong_shape(
     assert seen == {"shape": 31, "causality": 2, "count": 11, "raise": 3}
 
 
+@both_backends
 def test_the_refused_reply_costs_the_next_call_nothing(tmp_path):
     # After a refusal the worker is replaced: the next call is answered by a new one, and right.
     path = tmp_path / "sometimes_huge.py"
@@ -411,6 +413,7 @@ def test_the_search_over_every_combination_runs_once_per_function():
     assert searched.count(None) == 2
 
 
+@both_backends
 def test_outputs_that_change_from_call_to_call_get_no_false_name(validate_report):
     # Outputs that change from call to call match no composition of the probes: the random cases say that
     # something no known misconception explains is wrong, and the causality cases see the leak. The search over
