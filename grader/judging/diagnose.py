@@ -33,9 +33,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from grader.exercise.findings import Explained, Finding
+from grader.exercise.raising import raise_matches
 
 SEP = "+"  # joins the codes of a combination's key
-RAISES = "raises "  # a candidate "raises ValueError": the combination raises on these inputs
 
 
 WRONG_SHAPE, NON_FINITE, CAUSAL_LEAK = "wrong-shape", "non-finite", "causal-leak"
@@ -65,17 +65,18 @@ class Diagnosis:
     # The catalogue's texts of every code in ``matches``, for ``settle`` (grader.judging.settling): the student kit,
     # which has no reference, settles from these. Not part of the report.
     texts: Mapping[str, Finding] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # recheck(keys): those of the combination keys whose output on this test's inputs is what the student's call
+    # gave (recomputed; grader.judging.judge sets it). ``settle`` names on each test only the switches of the
+    # verdict that account for it. None: nothing can be recomputed (the whole combination is named).
+    recheck: Callable[[Sequence[str]], list[str]] | None = field(default=None, compare=False, hash=False, repr=False)
+    # The compositions the function's probes left (all answered, none unexplained): what ``settle`` may list as
+    # seen by the probes and costing nothing on the graded cases. Not part of the report.
+    probed: tuple[str, ...] = field(default=(), compare=False, hash=False, repr=False)
 
     def as_dict(self) -> dict:
         """The report's ``diagnosis`` object: {code, codes, explanation, section}."""
         return {"code": self.code, "codes": list(self.codes or (self.code,)), "explanation": self.explanation,
                 "section": self.section}
-
-
-def raised_value(message: str) -> str:
-    """The candidate a raised call matches: "raised ValueError at line 3: …" → "raises ValueError"."""
-    name = message.removeprefix("raised ").split(" ", 1)[0].rstrip(":")
-    return RAISES + name
 
 
 def matches(got: object, candidate: object, rtol: float, atol: float) -> bool:
@@ -84,10 +85,10 @@ def matches(got: object, candidate: object, rtol: float, atol: float) -> bool:
     Arrays must have the same shape; non-finite entries must sit at the same
     places with the same value (NaN with NaN, +inf with +inf); finite entries
     must satisfy |got − candidate| ≤ atol + rtol·|candidate|. A candidate
-    "raises <Type>" matches only the same string (see ``raised_value``).
+    "raises <Type>[ in <operation>]" matches a raise as grader.exercise.raising.raise_matches says.
     """
     if isinstance(candidate, str) or isinstance(got, str):
-        return isinstance(candidate, str) and isinstance(got, str) and got == candidate
+        return isinstance(candidate, str) and isinstance(got, str) and raise_matches(got, candidate)
     if isinstance(candidate, (int, np.integer)) and not isinstance(candidate, bool):
         if isinstance(got, np.ndarray) and got.shape == () and got.dtype.kind in "iu":
             got = int(got)
@@ -248,6 +249,11 @@ class Search:
         self.prober = prober
         self.probed: dict[str, Probed | None] = {}
 
+    def seen(self, function: str) -> tuple[str, ...]:
+        """The compositions the function's probes left, when they all answered and explained every step; else ()."""
+        probed = self.probed.get(function)
+        return probed.keys if probed is not None and probed.complete and not probed.unexplained else ()
+
     def probes(self, function: str) -> Probed | None:
         """What the function's probes showed (they run once per submission), or None without probes."""
         if function not in self.probed:
@@ -352,9 +358,15 @@ class Verdict:
     codes: tuple[str, ...]
     sentence: str  # "f splits Q and K into heads in the wrong order, and does not scale …"
     evidence: str  # what in the outputs shows it
+    free: tuple[str, ...] = ()  # switches the probes see that change no graded outcome: they cost nothing here
+    free_sentence: str = ""  # "f exponentiates the raw scores without subtracting their maximum (§4.3)."
 
     def as_dict(self) -> dict:
-        return {"codes": list(self.codes), "sentence": self.sentence, "evidence": self.evidence}
+        """The report's verdict: {codes, sentence, evidence}, and ``free`` {codes, sentence} when the probes saw more."""
+        found: dict[str, object] = {"codes": list(self.codes), "sentence": self.sentence, "evidence": self.evidence}
+        if self.free:
+            found["free"] = {"codes": list(self.free), "sentence": self.free_sentence}
+        return found
 
 
 def sentence(function: str, codes: Iterable[str], catalogue: Mapping[str, Finding]) -> str:
@@ -366,6 +378,23 @@ def sentence(function: str, codes: Iterable[str], catalogue: Mapping[str, Findin
     return f"{function} {said} ({sections})."
 
 
+def accounting(key: str, diagnosis: Diagnosis) -> str:
+    """The switches of combination ``key`` that account for one test: ``key`` less every switch without which the
+    test's output is still reproduced (recomputed with ``diagnosis.recheck``), one at a time, in the key's order.
+
+    A switch that changes nothing on this test's inputs (an unstable softmax where no score is large, say) is
+    not named on it. ``key`` itself where nothing can be recomputed.
+    """
+    codes = key.split(SEP)
+    if diagnosis.recheck is None or len(codes) < 2:
+        return key
+    for code in list(codes):
+        fewer = [c for c in codes if c != code]
+        if fewer and diagnosis.recheck([SEP.join(fewer)]):
+            codes = fewer
+    return SEP.join(codes)
+
+
 def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalogue: Mapping[str, Finding]
            ) -> tuple[list[Diagnosis | None], Verdict | None]:
     """Name one combination across a function's tests; returns (each test's diagnosis, the verdict).
@@ -373,8 +402,9 @@ def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalog
     tests: (status, diagnosis) of each of the function's tests, in order.
     When every failed test (status "failed" or "error") matches some
     combination and one combination matches them all, the cheapest such (fewest
-    switches, then first in the search's order) is named on each of them and
-    becomes the verdict. Otherwise each test keeps its own cheapest match (or
+    switches, then first in the search's order) becomes the verdict, and each
+    test is named with the switches of it that account for that test
+    (``accounting``: recomputed without each, where the test can be). Otherwise each test keeps its own cheapest match (or
     generic finding), and there is no verdict: no one explanation fits. A raise
     is evidence only as part of a verdict's pattern (it raised exactly where the
     combination raises): without a verdict, a test matched only by raising is
@@ -391,10 +421,27 @@ def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalog
         return unsettled, None
     best = min(common, key=lambda key: key.count(SEP))  # min keeps the first of the cheapest
     for i, d in failed:
-        diagnoses[i] = named(best, catalogue, cast(Diagnosis, d).matches, cast(Diagnosis, d).raised)
+        own = accounting(best, cast(Diagnosis, d))
+        diagnoses[i] = named(own, catalogue, cast(Diagnosis, d).matches, cast(Diagnosis, d).raised)
     raised = sum(cast(Diagnosis, d).raised for _, d in failed)
     evidence = f"explains all {len(failed)} failed test{'s' if len(failed) > 1 else ''} of {function}"
     if raised:  # a pattern of errors: it raises on exactly these inputs
         evidence += (f": {raised} raised where it raises, {len(failed) - raised} returned what it returns"
                      if raised < len(failed) else ": each raised where it raises")
-    return diagnoses, Verdict(tuple(best.split(SEP)), sentence(function, best.split(SEP), catalogue), evidence)
+    free = costless(best, common, cast(Diagnosis, failed[0][1]).probed)
+    return diagnoses, Verdict(tuple(best.split(SEP)), sentence(function, best.split(SEP), catalogue), evidence,
+                              free, sentence(function, free, catalogue) if free else "")
+
+
+def costless(best: str, common: Sequence[str], probed: Sequence[str]) -> tuple[str, ...]:
+    """The switches every composition the probes left holds beside ``best``'s, when one combination holding them
+    all and ``best``'s also explains every failed test (``common``): seen, and costing nothing on these cases."""
+    if not probed:
+        return ()
+    seen = set.intersection(*(set(key.split(SEP)) for key in probed))
+    named_ = set(best.split(SEP))
+    free = seen - named_
+    if not free or not any(free | named_ <= set(key.split(SEP)) for key in common):
+        return ()
+    order = [code for key in probed for code in key.split(SEP)]
+    return tuple(dict.fromkeys(code for code in order if code in free))

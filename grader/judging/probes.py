@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from grader.exercise.raising import raised, raised_by
 from grader.exercise.teaching import Step  # an exercise's steps, declared in its feedback.py
-from grader.judging.diagnose import matches, raised_value
+from grader.judging.diagnose import matches
 
 __all__ = ["Probe", "ProbePlan", "Step", "identify", "tabulate"]
 
@@ -109,7 +110,7 @@ def _reference(plan: ProbePlan, probe: Probe, codes: Sequence[str]) -> object:
         try:
             _RUNS[key] = plain(plan.run(tuple(codes), probe))
         except Exception as exc:  # noqa: BLE001 - raising where the reference does not is an output too
-            _RUNS[key] = f"raises {type(exc).__name__}"
+            _RUNS[key] = raised(exc)
     return _RUNS[key]
 
 
@@ -215,7 +216,7 @@ def prober(plans: Callable[[str], ProbePlan | None], student: object, rtol: floa
             result = direct.call(function, *probe.args, **dict(probe.kwargs))  # type: ignore[attr-defined]
             if result.status == "ok":
                 return plain(result.value)
-            return raised_value(result.message) if result.status == "raised" else None
+            return raised_by(result) if result.status == "raised" else None
 
         return identify(plan, call, rtol, atol)
 

@@ -30,7 +30,9 @@ def settle_diagnoses(outcomes: list[TestOutcome]) -> tuple[list[TestOutcome], di
     verdicts: dict[str, Verdict] = {}
     for function in dict.fromkeys(o.function for o in outcomes):
         index = [i for i, o in enumerate(outcomes) if o.function == function]
-        diagnoses, verdict = settle(function, [(outcomes[i].status, outcomes[i].diagnosis) for i in index], catalogue)
+        # A wrong type with the right values is no evidence about any combination: settled as a pass is.
+        diagnoses, verdict = settle(function, [("passed" if outcomes[i].right_values else outcomes[i].status,
+                                                outcomes[i].diagnosis) for i in index], catalogue)
         for i, diagnosis in zip(index, diagnoses):
             settled[i] = replace(outcomes[i], diagnosis=diagnosis)
         if verdict is not None:

@@ -1,7 +1,7 @@
 """The sandbox: runs one submission's functions in a child process (the only part of the grader that starts processes).
 
 Public API (``__all__``; nothing outside this package imports its modules): ``Sandbox``,
-``CallResult`` and ``reply_limit`` (client.py), the call statuses as one ``Status`` type
+``CallResult``, ``Misfit``, ``misfit_of`` and ``reply_limit`` (client.py), the call statuses as one ``Status`` type
 (protocol.py), ``SandboxError``, ``isolation_available``, ``isolation_mode`` and the report's
 warnings; for the processes a grade or a batch starts early and hands on: ``start_early``,
 ``adopt``, ``Started`` (boot.py), ``get_zygote``, ``hand_over``, ``Handed``, ``shutdown``
@@ -36,7 +36,8 @@ import importlib
 from typing import TYPE_CHECKING
 
 _WHERE = {  # each public name -> the module that defines it
-    **dict.fromkeys(("NPROC", "TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "keep_trees", "reply_limit"), "client"),
+    **dict.fromkeys(("NPROC", "TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Misfit", "Sandbox", "keep_trees", "misfit_of",
+                     "reply_limit"), "client"),
     **dict.fromkeys(("DEFAULT_HIDDEN", "NO_CGROUP_WARNING", "NO_SECCOMP_WARNING", "ROOT_MODE", "UNISOLATED",
                      "SYSTEM_DIRS", "UNISOLATED_WARNING", "USER_NAMESPACES", "isolation_available", "isolation_mode",
                      "sandbox_warnings"), "isolation"),
@@ -48,9 +49,9 @@ _WHERE = {  # each public name -> the module that defines it
 }
 __all__ = ["BAD_TYPE", "CRASHED", "DEFAULT_HIDDEN", "IMPORT_ERROR", "MEMORY", "MISSING", "NO_CGROUP_WARNING",
            "NO_SECCOMP_WARNING", "NPROC", "OK", "RAISED", "ROOT_MODE", "SYSTEM_DIRS", "TEXT_BUDGET", "TEXT_FLOOR",
-           "TIMEOUT", "TOO_LARGE", "UNISOLATED", "UNISOLATED_WARNING", "USER_NAMESPACES", "CallResult", "Handed",
+           "TIMEOUT", "TOO_LARGE", "UNISOLATED", "UNISOLATED_WARNING", "USER_NAMESPACES", "CallResult", "Handed", "Misfit",
            "Sandbox", "SandboxError", "Started", "Status", "adopt", "get_zygote", "hand_over", "isolation_available", "isolation_mode",
-           "keep_trees", "read_regular_file", "reply_limit", "sandbox_warnings", "shutdown", "start_early"]
+           "keep_trees", "misfit_of", "read_regular_file", "reply_limit", "sandbox_warnings", "shutdown", "start_early"]
 assert sorted(__all__) == sorted(_WHERE)
 
 
@@ -63,7 +64,17 @@ def __getattr__(name: str) -> object:
 
 if TYPE_CHECKING:
     from grader.sandbox.boot import Started, adopt, start_early
-    from grader.sandbox.client import NPROC, TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, keep_trees, reply_limit
+    from grader.sandbox.client import (
+        NPROC,
+        TEXT_BUDGET,
+        TEXT_FLOOR,
+        CallResult,
+        Misfit,
+        Sandbox,
+        keep_trees,
+        misfit_of,
+        reply_limit,
+    )
     from grader.sandbox.files import read_regular_file
     from grader.sandbox.isolation import (
         DEFAULT_HIDDEN,

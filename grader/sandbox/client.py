@@ -18,6 +18,7 @@ import contextlib
 import contextvars
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -63,7 +64,7 @@ from grader.sandbox.protocol import (
 from grader.sandbox.zygote import get_zygote
 
 __all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT", "TOO_LARGE",
-           "CallResult", "Sandbox", "SandboxError", "Status", "reply_limit"]
+           "CallResult", "Misfit", "Sandbox", "SandboxError", "Status", "misfit_of", "reply_limit"]
 
 
 # The time limits (limits.call_timeout_s, limits.submission_timeout_s) are judged on the CPU time of the
@@ -95,6 +96,61 @@ class CallResult:
     output: str = ""  # what the student's code printed during the call (capped)
     seconds: float = 0.0
     shape: tuple[int, ...] | None = None  # too-large: the shape its .npy header announced (unchecked), if readable
+    # raised: the exception's class name (a Python identifier, else ""), as the child's reply names it
+    exception: str = ""
+    # raised: which numpy reshape, matmul or broadcast could not fit (``misfit_of`` its message), if one
+    misfit: Misfit | None = None
+    timed_out: str = ""  # timeout: "call" (limits.call_timeout_s) or "submission" (its whole time); else ""
+
+
+@dataclass(frozen=True)
+class Misfit:
+    """What numpy could not fit, read from a raised message by ``misfit_of``: plain numbers, never code.
+
+    operation: "reshape" (sizes: the array's size, then the shape asked for), "matmul" (sizes: the
+    mismatched core dimension's two sizes, the operand's first) or "broadcast" (sizes: the two shapes'
+    dimensions, flat; the shapes themselves in ``shapes``).
+    """
+
+    operation: str
+    sizes: tuple[int, ...] = ()
+    shapes: tuple[tuple[int, ...], ...] = ()
+
+
+_RESHAPE = re.compile(r"cannot reshape array of size (\d{1,18}) into shape \(([\d, ]{0,200})\)")
+_MATMUL = re.compile(r"^matmul: Input operand \d has a mismatch in its core dimension \d, .{0,120}"
+                     r"\(size (\d{1,18}) is different from (\d{1,18})\)")
+_ALIGNED = re.compile(r"^shapes \([\d, ]{0,200}\) and \([\d, ]{0,200}\) not aligned: (\d{1,18}) \(dim \d\) != "
+                      r"(\d{1,18}) \(dim \d\)")
+_BROADCAST = re.compile(r"^operands could not be broadcast together with shapes \(([\d, ]{0,200})\) "
+                        r"\(([\d, ]{0,200})\)")
+MISFIT_TEXT = 600  # characters of a message read for a misfit: numpy's own messages are shorter
+
+
+def misfit_of(exception: str, message: str) -> Misfit | None:
+    """The misfit numpy's ValueError message describes, or None (another exception or message).
+
+    message: the text after the exception's name (untrusted: only its first MISFIT_TEXT characters are read,
+    with anchored, bounded patterns, and only integers are kept).
+    """
+    if exception != "ValueError":
+        return None
+    text = message[:MISFIT_TEXT]
+    if found := _RESHAPE.match(text):
+        return Misfit("reshape", (int(found[1]), *_dims(found[2])))
+    if found := _MATMUL.match(text) or _ALIGNED.match(text):
+        return Misfit("matmul", (int(found[1]), int(found[2])))
+    if found := _BROADCAST.match(text):
+        shapes = (_dims(found[1]), _dims(found[2]))
+        return Misfit("broadcast", shapes[0] + shapes[1], shapes)
+    return None
+
+
+def _dims(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.replace(" ", "").split(",") if n)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 
 
 _reply_bound: contextvars.ContextVar[int | None] = contextvars.ContextVar("reply_bound", default=None)
@@ -455,7 +511,8 @@ class Sandbox:
         return False
 
     def _out_of_time(self) -> CallResult:
-        return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit")
+        return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit",
+                          timed_out="submission")
 
     def _receive(self, child: _Child, timeout: float, expect: str = _CALL, bound: int | None = None) -> CallResult:
         """Wait for one reply while draining the child's output; the output printed before it belongs to it.
@@ -519,7 +576,8 @@ class Sandbox:
         self._used_up = self._used_up or last
         if self._spent():
             return replace(self._out_of_time(), output=child.output.take())
-        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=child.output.take())
+        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=child.output.take(),
+                          timed_out="call")
 
     def _met_oom(self, child: _Child) -> bool:
         """Has the OOM killer struck in ``child``'s tree since the last look? Its keeper ends the whole tree then,
@@ -614,7 +672,10 @@ class Sandbox:
             text = f"raised {exception}" + (f" at {where}" if where else "") + (f": {message}" if message else "")
             if kind == MEMORY:
                 text = f"ran out of memory (limit {self.limits.memory_mb} MB): {text}"
-            return CallResult(kind, message=text, output=output)
+                return CallResult(kind, message=text, output=output)
+            name = exception if _IDENTIFIER.fullmatch(exception) else ""
+            return CallResult(kind, message=text, output=output, exception=name,
+                              misfit=misfit_of(name, _clip(reply.get("message"), MISFIT_TEXT)))
         if status in (MISSING, BAD_TYPE):
             return CallResult(status, type_name=type_name, message=message, output=output)
         return CallResult(CRASHED, message=f"unexpected reply from the submission's process: {_clip(str(status), 100)}",

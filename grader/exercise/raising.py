@@ -1,0 +1,54 @@
+"""A raise as evidence: the string a call that raised is matched by, "raises <Class>" or "raises <Class> in <operation>".
+
+Both sides of a comparison are written here: a student's call (its ``CallResult``'s ``exception`` and
+``misfit``, which the sandbox's client fills from the child's reply and checks) and a trusted run of
+the reference with misconception switches on (its exception object, in the grading process). The
+operation is numpy's reshape, matmul or broadcast that could not fit (grader.sandbox.misfit_of), so
+that a reshape that cannot fit and an addition that cannot broadcast are different kinds of error.
+``raise_matches`` is the rule grader.judging.diagnose compares them by.
+"""
+
+from __future__ import annotations
+
+from grader.sandbox import CallResult, Misfit, misfit_of
+
+RAISES = "raises "  # a candidate "raises ValueError": the combination raises on these inputs
+ASSERTION = "AssertionError"  # an assert the student wrote (often copied from a starter): it fires before any step
+
+
+def raise_key(exception: str, misfit: Misfit | None = None) -> str:
+    """"raises ValueError in reshape" for a ValueError of a reshape that could not fit; "raises TypeError" otherwise."""
+    return RAISES + (exception or "an unnamed exception") + (f" in {misfit.operation}" if misfit else "")
+
+
+def raised_by(result: CallResult) -> str:
+    """The key of a student's call that raised (its status "raised"), from the result's fields, never its message."""
+    return raise_key(result.exception, result.misfit)
+
+
+def raised(exc: BaseException) -> str:
+    """The key of a trusted run that raised ``exc`` (the reference with switches on, in this process)."""
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - a trusted exception's text; read defensively all the same
+        text = ""
+    return raise_key(name, misfit_of(name, text))
+
+
+def raise_matches(got: str, candidate: str) -> bool:
+    """Whether the student's raise ``got`` is what a combination that raises ``candidate`` does on the same inputs.
+
+    The same class, and the same numpy operation where both name one (a ValueError the student raised
+    from a check of their own names none). An AssertionError matches any raise: an assert the student
+    wrote fires before the step that raises, on inputs where that step cannot go on either.
+    """
+    if not (got.startswith(RAISES) and candidate.startswith(RAISES)):
+        return False
+    if got == candidate:
+        return True
+    got_class, _, got_operation = got.removeprefix(RAISES).partition(" in ")
+    class_, _, operation = candidate.removeprefix(RAISES).partition(" in ")
+    if got_class == ASSERTION:
+        return True
+    return got_class == class_ and not (got_operation and operation)
