@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -673,3 +674,100 @@ def test_sdpa_with_three_mistakes_is_named_exactly(validate_report):
         "sentence": f"{function} does not scale the scores, sets hidden scores to 0 instead of −inf, and normalizes "
                     "over the queries instead of the keys (§4.3).",
         "evidence": f"explains all 16 failed tests of {function}"}
+
+
+# ---------------------------------------------------------------- issue 32: raises, accounting, types, what is free
+
+
+def _count_case(args, kwargs):
+    from grader.exercise.assignment import Case
+
+    return Case("param_count", "t", "attention_param_count", args, kwargs)
+
+
+def _count_candidates(case):
+    return lambda keys: variants.combo_outputs("attention_param_count", case.args, case.kwargs,
+                                               keys if keys is not None else [SEP.join(c) for c in variants.combos(
+                                                   "attention_param_count")])
+
+
+SEP = variants.SEP
+
+
+def test_an_integral_float_count_is_diagnosed_on_its_values_and_keeps_its_type_message(config):
+    from grader.judging.fairness import InProcess
+    from grader.judging.judge import exact, judge
+
+    def as_float(d, h, d_k=None, bias=False):  # 4·d² and biases as 4·d, returned as a float
+        return float(4 * d * d + (4 * d if bias else 0))
+
+    student = InProcess({"attention_param_count": as_float})
+    wide = _count_case((3072, 16), {"d_k": 256, "bias": True})
+    expected = mha.attention_param_count(3072, 16, d_k=256, bias=True)
+    kept: dict = {}
+    verdict, found, _ = judge(wide, student, config, expected, _count_candidates(wide), CATALOGUE, Search(), kind="count",
+                              keep=kept)
+    assert (verdict.status, verdict.kind) == ("failed", "wrong-type")
+    assert verdict.message == "attention_param_count() returned float 37761024.0, expected the int 50,347,008"
+    assert found.codes == ("count-bias-as-4d", "count-ignores-d_k") and "right_values" not in kept
+    # Where the values are right once converted, only the type is wrong: no diagnosis, and no evidence either way.
+    narrow = _count_case((768, 12), {})
+    kept = {}
+    verdict, found, _ = judge(narrow, student, config, 4 * 768 * 768, _count_candidates(narrow), CATALOGUE, Search(),
+                              kind="count", keep=kept)
+    assert (verdict.kind, found, kept) == ("wrong-type", None, {"got": 2359296.0, "right_values": True})
+    # Only what converts exactly: a fraction, a NaN and a bool do not.
+    assert (exact(7.0, "count"), exact(7.5, "count"), exact(float("nan"), "count"), exact(True, "count")) == (
+        7, None, None, None)
+    assert exact(np.array(12.0), "count") == 12 and exact(np.arange(3), "array") is not None
+
+
+def test_each_test_names_only_the_switches_that_account_for_it():
+    # √d with an unstable softmax: the verdict needs both only where scores overflow; elsewhere √d alone.
+    both = "scale-by-sqrt-d+unstable-softmax"
+    outputs = {"a": {"scale-by-sqrt-d": np.ones(2), "unstable-softmax": np.zeros(2), both: np.ones(2)},
+               "b": {"scale-by-sqrt-d": np.ones(2), "unstable-softmax": np.ones(2), both: np.full(2, np.nan)}}
+
+    def test(name, got):
+        recheck = lambda keys: [k for k in keys if matches(got, outputs[name][k], RTOL, ATOL)]
+        return replace(named(both, TEXTS, (both,)), recheck=recheck)
+
+    diagnoses, verdict = settle(MHA, [("failed", test("a", np.ones(2))), ("failed", test("b", np.full(2, np.nan)))],
+                                TEXTS)
+    assert verdict.codes == ("scale-by-sqrt-d", "unstable-softmax")
+    assert [d.codes for d in diagnoses] == [("scale-by-sqrt-d",), ("scale-by-sqrt-d", "unstable-softmax")]
+    # Without a recheck (the student kit's cases it stores no output for), the whole verdict is named.
+    assert settle(MHA, [("failed", named(both, TEXTS, (both,)))], TEXTS)[0][0].codes == verdict.codes
+
+
+def test_switches_the_probes_see_and_no_graded_case_shows_cost_nothing():
+    both, alone = "scale-by-sqrt-d+unstable-softmax", "scale-by-sqrt-d"
+    seen = replace(named(alone, TEXTS, (alone, both)), probed=(both,))
+    _, verdict = settle(MHA, [("failed", seen), ("failed", seen)], TEXTS)
+    assert (verdict.codes, verdict.free) == (("scale-by-sqrt-d",), ("unstable-softmax",))
+    assert verdict.as_dict()["free"] == {
+        "codes": ["unstable-softmax"],
+        "sentence": "multi_head_attention exponentiates the raw scores without subtracting their maximum (§4.3)."}
+    # A pair the search tried, with no probe behind it, is never listed; nor one a failed test contradicts.
+    _, unprobed = settle(MHA, [("failed", named(alone, TEXTS, (alone, both)))], TEXTS)
+    assert unprobed.free == () and "free" not in unprobed.as_dict()
+    contradicted = replace(named(alone, TEXTS, (alone,)), probed=(both,))
+    assert settle(MHA, [("failed", seen), ("failed", contradicted)], TEXTS)[1].free == ()
+
+
+def test_an_error_test_and_a_right_valued_wrong_type_hide_no_verdict():
+    from grader.judging.compare import Kind
+    from grader.judging.session import TestOutcome
+    from grader.judging.settling import settle_diagnoses
+
+    raised = replace(named("d_k-from-d-over-h", TEXTS, raised=True), texts=TEXTS)
+    outcomes = [TestOutcome("a", "g", MHA, "error", "raised ValueError", "", raised, kind=Kind.RAISED),
+                TestOutcome("b", "g", MHA, "error", "raised AssertionError", "", raised, kind=Kind.RAISED),
+                TestOutcome("e", "g", MHA, "failed", "raised AssertionError; expected ValueError", "", None,
+                            kind=Kind.WRONG_EXCEPTION),
+                TestOutcome("t", "g", MHA, "failed", "returned float", "", None, kind=Kind.WRONG_TYPE,
+                            right_values=True)]
+    settled, verdicts = settle_diagnoses(outcomes)
+    assert verdicts[MHA].codes == ("d_k-from-d-over-h",)
+    assert verdicts[MHA].evidence == "explains all 2 failed tests of multi_head_attention: each raised where it raises"
+    assert [o.diagnosis and o.diagnosis.codes for o in settled] == [("d_k-from-d-over-h",)] * 2 + [None, None]
