@@ -13,7 +13,9 @@ from __future__ import annotations
 from grader.sandbox import CallResult, Misfit, misfit_of
 
 RAISES = "raises "  # a candidate "raises ValueError": the combination raises on these inputs
-ASSERTION = "AssertionError"  # an assert the student wrote (often copied from a starter): it fires before any step
+# Raised before the step that cannot go on: an assert the student wrote (often copied from a starter), and a division
+# by a head width of zero (d // h = 0 where h > d). Each matches any raise of a combination on the same inputs.
+EARLY = ("AssertionError", "ZeroDivisionError")
 
 
 def raise_key(exception: str, misfit: Misfit | None = None) -> str:
@@ -42,10 +44,11 @@ def raise_matches(got: str, candidate: str) -> bool:
     The same class. The numpy operation is recorded, not compared: code with the same mistake may meet it
     in another operation (an np.split of the values where the combination reshapes them, a product before
     the reshape), and a ValueError the student raised from a check of their own names none. An
-    AssertionError matches any raise: an assert the student wrote (often copied from a starter) fires
-    before the step that raises, on inputs where that step cannot go on either.
+    AssertionError or a ZeroDivisionError (``EARLY``) matches any raise: an assert the student wrote
+    (often copied from a starter), or a scale of a head width d // h = 0, fires before the step that
+    raises, on inputs where that step cannot go on either.
     """
     if not (got.startswith(RAISES) and candidate.startswith(RAISES)):
         return False
     got_class = got.removeprefix(RAISES).partition(" in ")[0]
-    return got_class == ASSERTION or got_class == candidate.removeprefix(RAISES).partition(" in ")[0]
+    return got_class in EARLY or got_class == candidate.removeprefix(RAISES).partition(" in ")[0]
