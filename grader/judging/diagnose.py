@@ -72,6 +72,8 @@ class Diagnosis:
     # The compositions the function's probes left (all answered, none unexplained): what ``settle`` may list as
     # seen by the probes and costing nothing on the graded cases. Not part of the report.
     probed: tuple[str, ...] = field(default=(), compare=False, hash=False, repr=False)
+    # A "something else is wrong in <step>" finding: where the probes place it (their phrases). Not part of the report.
+    unknown: tuple[str, ...] = field(default=(), compare=False, hash=False, repr=False)
 
     def as_dict(self) -> dict:
         """The report's ``diagnosis`` object: {code, codes, explanation, section}."""
@@ -325,7 +327,8 @@ class Search:
         where = something_else(probed.unexplained, catalogue)
         if found is None:
             return where
-        return Diagnosis(found.code, f"{found.explanation} {_placed(probed.unexplained)}", found.section)
+        return Diagnosis(found.code, f"{found.explanation} {_placed(probed.unexplained)}", found.section,
+                         unknown=tuple(probed.unexplained))
 
 
 def _cheapest(keys: Sequence[str]) -> str:
@@ -345,7 +348,8 @@ def _placed(where: Sequence[str]) -> str:
 def something_else(where: Sequence[str], catalogue: Mapping[str, Explained] | None = None) -> Diagnosis:
     """The finding "something else is wrong in <step>" for the steps whose probes matched no misconception."""
     finding = (catalogue or {}).get(SOMETHING_ELSE) or GENERIC[SOMETHING_ELSE]
-    return Diagnosis(SOMETHING_ELSE, finding.explanation.replace("{where}", _said(where)), finding.section)
+    return Diagnosis(SOMETHING_ELSE, finding.explanation.replace("{where}", _said(where)), finding.section,
+                     unknown=tuple(where))
 
 
 EVIDENCE_STATUSES = ("failed", "error")  # what a wrong value or a raise gives; a timeout or crash says nothing
@@ -413,6 +417,9 @@ def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalog
     failed = [(i, d) for i, (status, d) in enumerate(tests) if status in EVIDENCE_STATUSES]
     diagnoses = [d for _, d in tests]
     unsettled = [None if d is not None and d.raised else d for d in diagnoses]
+    unknown = [d for _, d in failed if d is not None and not d.codes and d.unknown]
+    if unknown and len(unknown) < len(failed):  # a partial verdict: the steps the probes isolated, and the unknown one
+        failed = [(i, d) for i, d in failed if d is None or d.codes or not d.unknown]
     if not failed or any(d is None or not d.codes for _, d in failed):
         return unsettled, None
     common = [key for key in cast(Diagnosis, failed[0][1]).matches
@@ -429,8 +436,15 @@ def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalog
         evidence += (f": {raised} raised where it raises, {len(failed) - raised} returned what it returns"
                      if raised < len(failed) else ": each raised where it raises")
     free = costless(best, common, cast(Diagnosis, failed[0][1]).probed)
-    return diagnoses, Verdict(tuple(best.split(SEP)), sentence(function, best.split(SEP), catalogue), evidence,
-                              free, sentence(function, free, catalogue) if free else "")
+    said = sentence(function, best.split(SEP), catalogue)
+    if unknown:
+        where = _said(list(dict.fromkeys(w for d in unknown for w in d.unknown)))
+        said = f"{said[:-1]}; and something else is wrong in {where}, which no known misconception explains."
+        evidence = (f"explains {len(failed)} of the {len(failed) + len(unknown)} failed tests of {function}"
+                    f"{evidence.split(function, 1)[1]}; an extra call that isolates {where} shows the other "
+                    f"{len(unknown)}")
+    return diagnoses, Verdict(tuple(best.split(SEP)), said, evidence, free,
+                              sentence(function, free, catalogue) if free else "")
 
 
 def costless(best: str, common: Sequence[str], probed: Sequence[str]) -> tuple[str, ...]:

@@ -43,6 +43,10 @@ def settle_diagnoses(outcomes: list[TestOutcome]) -> tuple[list[TestOutcome], di
                                                 outcomes[i].diagnosis) for i in index], catalogue)
         for i, diagnosis in zip(index, diagnoses):
             settled[i] = replace(outcomes[i], diagnosis=diagnosis)
+        typed = sum(outcomes[i].right_values for i in index)
+        if verdict is not None and typed:  # said, so that "all N failed tests" counts what it explains
+            verdict = replace(verdict, evidence=f"{verdict.evidence}; {typed} more failed only on their type: "
+                                                f"their values are right")
         if verdict is not None:
             verdicts[function] = verdict
     return settled, verdicts

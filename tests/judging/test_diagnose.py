@@ -771,3 +771,77 @@ def test_an_error_test_and_a_right_valued_wrong_type_hide_no_verdict():
     assert verdicts[MHA].codes == ("d_k-from-d-over-h",)
     assert verdicts[MHA].evidence == "explains all 2 failed tests of multi_head_attention: each raised where it raises"
     assert [o.diagnosis and o.diagnosis.codes for o in settled] == [("d_k-from-d-over-h",)] * 2 + [None, None]
+
+
+@pytest.mark.sandbox
+def test_an_assert_copied_from_a_starter_hides_nothing(config, validate_report):
+    # The assert fires on 12 tests (h does not divide d), the d // h reshape raises on 9 others: one pattern.
+    report = validate_report(grade_submission(MISCONCEPTIONS / "starter_assert_d_over_h.py", config).report)
+    wrong = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]
+    raised = {}
+    for test in wrong:
+        name = test["message"].split(" at line ")[0]
+        raised[name] = raised.get(name, 0) + 1
+    assert raised == {"multi_head_attention() raised AssertionError": 12, "multi_head_attention() raised ValueError": 9}
+    assert named_per_test(wrong) == {"d_k-from-d-over-h": 21}
+    assert report["score"] == 47.5 and report["functions"][MHA]["verdict"] == {
+        "codes": ["d_k-from-d-over-h"], "sentence": "multi_head_attention splits the heads with d_k = d // h (§4.5).",
+        "evidence": "explains all 21 failed tests of multi_head_attention: each raised where it raises"}
+
+
+@pytest.mark.sandbox
+def test_a_float_count_is_named_on_its_values_and_scores_as_a_wrong_type(config, validate_report):
+    report = validate_report(grade_submission(MISCONCEPTIONS / "count_float.py", config).report)
+    count = [t for t in report["tests"] if t["function"] == "attention_param_count"]
+    # Every returned count fails on its type (the statement asks for an int): no point, as before.
+    assert report["functions"]["attention_param_count"]["score"] == 0 and report["score"] == 85
+    assert {t["kind"] for t in count} == {"wrong-type", "unpaid"}
+    assert count[0]["message"] == ("attention_param_count() returned float 2362368.0, expected an int; the expected "
+                                   "value is withheld: this case is shared by the class")
+    # Its values are judged too: right on seven tests, and two catalogued mistakes on the four others.
+    assert {t["name"]: t["diagnosis"]["codes"] for t in count if t["diagnosis"]} == {
+        "param_count[gemma-7b]": ["count-ignores-d_k"],
+        "param_count[gemma-7b-bias]": ["count-bias-as-4d", "count-ignores-d_k"],
+        "param_count[drawn-1-d981-h9-dk36-no-bias]": ["count-ignores-d_k"],
+        "param_count[drawn-2-d660-h2-dk77-bias]": ["count-bias-as-4d", "count-ignores-d_k"]}
+    assert report["functions"]["attention_param_count"]["verdict"] == {
+        "codes": ["count-bias-as-4d", "count-ignores-d_k"],
+        "sentence": "attention_param_count counts the biases as 4·d, and counts the weights as 4·d² whatever d_k is "
+                    "(§4.5).",
+        "evidence": "explains all 4 failed tests of attention_param_count; 7 more failed only on their type: their "
+                    "values are right"}
+
+
+@pytest.mark.sandbox
+def test_an_unstable_softmax_no_graded_case_shows_is_listed_as_costing_nothing(config, validate_report):
+    report = validate_report(grade_submission(MISCONCEPTIONS / "sqrt_d_unstable_softmax.py", config).report)
+    wrong = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]
+    assert named_per_test(wrong) == {"scale-by-sqrt-d": 22} and report["score"] == 41.25
+    assert report["functions"][MHA]["verdict"] == {
+        "codes": ["scale-by-sqrt-d"], "sentence": f"multi_head_attention {SCALE} (§4.3).",
+        "evidence": "explains all 22 failed tests of multi_head_attention",
+        "free": {"codes": ["unstable-softmax"],
+                 "sentence": "multi_head_attention exponentiates the raw scores without subtracting their maximum "
+                             "(§4.3)."}}
+    lines = summary_text(report).splitlines()
+    assert lines[2:4] == [f"    ⇒ multi_head_attention {SCALE} (§4.3).",
+                          ("    ⇒ seen by the extra calls, costing nothing here: multi_head_attention exponentiates the "
+                           "raw scores without subtracting their maximum (§4.3).")]
+
+
+def test_a_partial_verdict_names_what_the_probes_isolate_beside_the_unknown_step():
+    from grader.judging.diagnose import something_else
+
+    known = named("d_k-from-d-over-h", TEXTS, raised=True)
+    unknown = something_else(["the values' head width d_v"], CATALOGUE)
+    assert unknown.unknown == ("the values' head width d_v",) and unknown.codes == ()
+    diagnoses, verdict = settle(MHA, [("error", known), ("failed", unknown), ("error", known)], TEXTS)
+    assert verdict.codes == ("d_k-from-d-over-h",)
+    assert verdict.sentence == ("multi_head_attention splits the heads with d_k = d // h (§4.5); and something else is "
+                                "wrong in the values' head width d_v, which no known misconception explains.")
+    assert verdict.evidence == ("explains 2 of the 3 failed tests of multi_head_attention: each raised where it raises; "
+                                "an extra call that isolates the values' head width d_v shows the other 1")
+    assert [d.code for d in diagnoses] == ["d_k-from-d-over-h", "something-else", "d_k-from-d-over-h"]
+    # Nothing isolated beside the unknown step: no verdict; a failed test nothing explains: none either.
+    assert settle(MHA, [("failed", unknown)], TEXTS)[1] is None
+    assert settle(MHA, [("error", known), ("failed", unknown), ("failed", None)], TEXTS)[1] is None
