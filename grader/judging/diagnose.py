@@ -285,14 +285,19 @@ class Search:
         if function in self.unexplained or survivors is not None:
             keys = list(dict.fromkeys([*(survivors or []), *composed]))
             found = allowed(hits(got, expected, candidates(keys), rtol, atol)) if keys else []
-            if survivors:
-                self.survivors[function] = [k for k in found if k in survivors]
-                if not self.survivors[function]:
+            kept = [k for k in found if k in survivors] if survivors else []
+            if survivors and (kept or found or probed is None or not probed.unexplained):
+                self.survivors[function] = kept
+                if not kept:
                     self.unexplained.add(function)
+            # A test nothing explains, where a probe found a step no misconception explains, is that step's: the
+            # combinations that explained the earlier tests stay candidates for the later ones (a partial verdict).
             if found:
                 return named(_cheapest(found), catalogue, found, isinstance(got, str))
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
-        if probed is not None and probed.complete:  # the probes' compositions, and the first less each switch
+        # The probes' compositions, and the first less each switch; with a step unexplained, the probes isolated
+        # only part of the code: every combination is searched beside their partial compositions.
+        if probed is not None and probed.complete and not probed.unexplained:
             codes = composed[0].split(SEP) if composed else []
             fewer = [SEP.join(codes[:i] + codes[i + 1:]) for i in range(len(codes))] if len(codes) > 1 else []
             trial = list(dict.fromkeys([*composed, *fewer]))

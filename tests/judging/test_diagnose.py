@@ -845,3 +845,27 @@ def test_a_partial_verdict_names_what_the_probes_isolate_beside_the_unknown_step
     # Nothing isolated beside the unknown step: no verdict; a failed test nothing explains: none either.
     assert settle(MHA, [("failed", unknown)], TEXTS)[1] is None
     assert settle(MHA, [("error", known), ("failed", unknown), ("failed", None)], TEXTS)[1] is None
+
+
+@pytest.mark.sandbox
+def test_a_step_blamed_only_on_the_tests_it_explains(config, validate_report):
+    # d // h (21 raises), no mask, and one maximum for all scores: the stability is stamped only on the 3 tests
+    # whose rows underflow to NaN, and the other two mistakes are named beside it.
+    report = validate_report(grade_submission(MISCONCEPTIONS / "d_over_h_no_mask_global_max.py", config).report)
+    wrong = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]
+    found = {}
+    for test in wrong:
+        key = " + ".join(test["diagnosis"]["codes"]) or test["diagnosis"]["code"]
+        found[key] = found.get(key, 0) + 1
+    assert found == {"d_k-from-d-over-h": 21, "non-finite": 3, "causal-ignored": 1}
+    assert {t["diagnosis"]["explanation"] for t in wrong if t["diagnosis"]["code"] == "non-finite"} == {
+        "The result holds NaN or inf where the right result is finite, and no known misconception (alone or two "
+        "together) puts them there. An extra call that isolates the softmax's stability (it pays no points) shows "
+        "something wrong there."}
+    assert report["functions"][MHA]["verdict"] == {
+        "codes": ["causal-ignored", "d_k-from-d-over-h"],
+        "sentence": "multi_head_attention applies no mask with causal=True, and splits the heads with d_k = d // h "
+                    "(§4.4, §4.5); and something else is wrong in the softmax's stability, which no known "
+                    "misconception explains.",
+        "evidence": "explains 22 of the 25 failed tests of multi_head_attention: 21 raised where it raises, 1 "
+                    "returned what it returns; an extra call that isolates the softmax's stability shows the other 3"}
