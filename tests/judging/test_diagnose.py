@@ -859,9 +859,9 @@ def test_a_step_blamed_only_on_the_tests_it_explains(config, validate_report):
         found[key] = found.get(key, 0) + 1
     assert found == {"d_k-from-d-over-h": 21, "non-finite": 3, "causal-ignored": 1}
     assert {t["diagnosis"]["explanation"] for t in wrong if t["diagnosis"]["code"] == "non-finite"} == {
-        "The result holds NaN or inf where the right result is finite, and no known misconception (alone or two "
-        "together) puts them there. An extra call that isolates the softmax's stability (it pays no points) shows "
-        "something wrong there."}
+        ("The result holds NaN or inf where the right result is finite, and no known misconception (alone or two "
+         "together) puts them there. An extra call that isolates the softmax's stability (it pays no points) shows "
+         "something wrong there.")}
     assert report["functions"][MHA]["verdict"] == {
         "codes": ["causal-ignored", "d_k-from-d-over-h"],
         "sentence": "multi_head_attention applies no mask with causal=True, and splits the heads with d_k = d // h "
