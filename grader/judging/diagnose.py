@@ -72,6 +72,8 @@ class Diagnosis:
     # The compositions the function's probes left (all answered, none unexplained): what ``settle`` may list as
     # seen by the probes and costing nothing on the graded cases. Not part of the report.
     probed: tuple[str, ...] = field(default=(), compare=False, hash=False, repr=False)
+    # The combinations already computed on this test (``matches`` holds those that matched): not recomputed.
+    tried: frozenset[str] = field(default=frozenset(), compare=False, hash=False, repr=False)
     # A "something else is wrong in <step>" finding: where the probes place it (their phrases). Not part of the report.
     unknown: tuple[str, ...] = field(default=(), compare=False, hash=False, repr=False)
 
@@ -389,18 +391,31 @@ def sentence(function: str, codes: Iterable[str], catalogue: Mapping[str, Findin
 
 def accounting(key: str, diagnosis: Diagnosis) -> str:
     """The switches of combination ``key`` that account for one test: ``key`` less every switch without which the
-    test's output is still reproduced (recomputed with ``diagnosis.recheck``), one at a time, in the key's order.
+    test's output is still reproduced (recomputed with ``diagnosis.recheck``).
 
-    A switch that changes nothing on this test's inputs (an unstable softmax where no score is large, say) is
-    not named on it. ``key`` itself where nothing can be recomputed.
+    Every combination less one switch the search has not computed on this test already is recomputed at once
+    (one call: the case's projections are shared); the
+    switches each of those shows removable are left out together where that is reproduced too, else one at a
+    time, in the key's order. A switch that changes nothing on this test's inputs (an unstable softmax where no
+    score is large, say) is not named on it. ``key`` itself where nothing can be recomputed.
     """
     codes = key.split(SEP)
     if diagnosis.recheck is None or len(codes) < 2:
         return key
-    for code in list(codes):
-        fewer = [c for c in codes if c != code]
-        if fewer and diagnosis.recheck([SEP.join(fewer)]):
-            codes = fewer
+    fewer = {code: SEP.join(c for c in codes if c != code) for code in codes}
+    unknown = [k for k in fewer.values() if k not in diagnosis.tried]  # the search computed the others already
+    still = {k for k in fewer.values() if k in diagnosis.matches} | set(diagnosis.recheck(unknown) if unknown else ())
+    removable = [code for code in codes if fewer[code] in still]
+    if len(removable) < 2:
+        return fewer[removable[0]] if removable else key
+    kept = [c for c in codes if c not in removable]
+    if kept and diagnosis.recheck([SEP.join(kept)]):
+        return SEP.join(kept)
+    for code in removable:  # not all together: one at a time
+        trial = [c for c in codes if c != code]
+        if trial and (SEP.join(trial) in still and len(trial) == len(key.split(SEP)) - 1
+                      or diagnosis.recheck([SEP.join(trial)])):
+            codes = trial
     return SEP.join(codes)
 
 

@@ -169,7 +169,15 @@ def judge(case, student: Student, grading, expected: object,
         got, expected = joined(got), joined(expected)
         candidates = _joined_candidates(candidates)
     search = search or Search()
-    found = search.diagnose(case.function, got, expected, candidates, grading.rtol, grading.atol, catalogue)
+    asked: set[str] = set()  # the combinations the search computed on this test: their matches are known already
+    computed = candidates
+
+    def counted(keys: Sequence[str] | None) -> Mapping[str, object]:
+        found = computed(keys)
+        asked.update(k for k, v in found.items() if v is not UNCHECKED)
+        return found
+
+    found = search.diagnose(case.function, got, expected, counted, grading.rtol, grading.atol, catalogue)
     if leaked(verdict) and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
         found = generic(CAUSAL_LEAK, catalogue)
     if found is None:
@@ -184,4 +192,5 @@ def judge(case, student: Student, grading, expected: object,
         computed = {k: v for k, v in candidates(wanted).items() if v is not UNCHECKED} if wanted else {}
         return hits(seen, expected, computed, rtol, atol)
 
-    return verdict, replace(found, texts=texts, recheck=recheck, probed=search.seen(case.function)), output
+    return verdict, replace(found, texts=texts, recheck=recheck, probed=search.seen(case.function),
+                            tried=frozenset(asked)), output
