@@ -38,17 +38,27 @@ def raised(exc: BaseException) -> str:
     return raise_key(name, misfit_of(name, text))
 
 
+# What each operation that could not fit tells: arrays whose shapes do not fit together (a reshape, a product, an
+# addition: the same mistake meets whichever comes first in the student's order), or one array cut into parts that
+# do not come out as asked (np.split into unequal parts, unpacking the wrong number of them: a fused Q, K, V cut).
+FAMILY = {"reshape": "shapes", "matmul": "shapes", "broadcast": "shapes", "split": "parts", "unpack": "parts"}
+
+
 def raise_matches(got: str, candidate: str) -> bool:
     """Whether the student's raise ``got`` is what a combination that raises ``candidate`` does on the same inputs.
 
-    The same class. The numpy operation is recorded, not compared: code with the same mistake may meet it
-    in another operation (an np.split of the values where the combination reshapes them, a product before
-    the reshape), and a ValueError the student raised from a check of their own names none. An
-    AssertionError or a ZeroDivisionError (``EARLY``) matches any raise: an assert the student wrote
-    (often copied from a starter), or a scale of a head width d // h = 0, fires before the step that
-    raises, on inputs where that step cannot go on either.
+    The same class and, where both name an operation, one of the same ``FAMILY``: a reshape that cannot fit
+    and a product that cannot are the same evidence, but not a fused Q, K, V cut into parts that do not
+    come out equal (which raises where d_v ≠ d_k, or h·d_k ≠ d, too). A ValueError the student raised from
+    a check of their own names no operation and matches any. An AssertionError or a ZeroDivisionError
+    (``EARLY``) matches any raise: an assert the student wrote (often copied from a starter), or a scale of
+    a head width d // h = 0, fires before the step that raises, on inputs where that step cannot go on either.
     """
     if not (got.startswith(RAISES) and candidate.startswith(RAISES)):
         return False
-    got_class = got.removeprefix(RAISES).partition(" in ")[0]
-    return got_class in EARLY or got_class == candidate.removeprefix(RAISES).partition(" in ")[0]
+    got_class, _, got_operation = got.removeprefix(RAISES).partition(" in ")
+    class_, _, operation = candidate.removeprefix(RAISES).partition(" in ")
+    if got_class in EARLY:
+        return True
+    return got_class == class_ and (not got_operation or not operation
+                                    or FAMILY.get(got_operation, got_operation) == FAMILY.get(operation, operation))

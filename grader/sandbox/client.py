@@ -108,8 +108,10 @@ class Misfit:
     """What numpy could not fit, read from a raised message by ``misfit_of``: plain numbers, never code.
 
     operation: "reshape" (sizes: the array's size, then the shape asked for), "matmul" (sizes: the
-    mismatched core dimension's two sizes, the operand's first) or "broadcast" (sizes: the two shapes'
-    dimensions, flat; the shapes themselves in ``shapes``).
+    mismatched core dimension's two sizes, the operand's first), "broadcast" (sizes: the two shapes'
+    dimensions, flat; the shapes themselves in ``shapes``), "split" (np.split into unequal parts: no
+    sizes) or "unpack" (Python's unpacking of a sequence of another length: the length expected, and
+    the one got when the message says it).
     """
 
     operation: str
@@ -117,18 +119,22 @@ class Misfit:
     shapes: tuple[tuple[int, ...], ...] = ()
 
 
-_RESHAPE = re.compile(r"cannot reshape array of size (\d{1,18}) into shape \(([\d, ]{0,200})\)")
+_DIM = r"(?:\d{1,18}|newaxis)"
+_RESHAPE = re.compile(rf"cannot reshape array of size (\d{{1,18}}) into shape \(({_DIM}(?:, ?{_DIM}){{0,31}},?)\)")
 _MATMUL = re.compile(r"^matmul: Input operand \d has a mismatch in its core dimension \d, .{0,120}"
                      r"\(size (\d{1,18}) is different from (\d{1,18})\)")
 _ALIGNED = re.compile(r"^shapes \([\d, ]{0,200}\) and \([\d, ]{0,200}\) not aligned: (\d{1,18}) \(dim \d\) != "
                       r"(\d{1,18}) \(dim \d\)")
+_SPLIT = re.compile(r"^array split does not result in an equal division")
+_UNPACK = re.compile(r"^(?:too many|not enough) values to unpack \(expected (\d{1,18})(?:, got (\d{1,18}))?\)")
 _BROADCAST = re.compile(r"^operands could not be broadcast together with shapes \(([\d, ]{0,200})\) "
                         r"\(([\d, ]{0,200})\)")
 MISFIT_TEXT = 600  # characters of a message read for a misfit: numpy's own messages are shorter
 
 
 def misfit_of(exception: str, message: str) -> Misfit | None:
-    """The misfit numpy's ValueError message describes, or None (another exception or message).
+    """The misfit a ValueError's message describes (numpy's reshape, matmul, broadcast or split, or Python's
+    unpacking), or None (another exception or message).
 
     message: the text after the exception's name (untrusted: only its first MISFIT_TEXT characters are read,
     with anchored, bounded patterns, and only integers are kept).
@@ -143,11 +149,16 @@ def misfit_of(exception: str, message: str) -> Misfit | None:
     if found := _BROADCAST.match(text):
         shapes = (_dims(found[1]), _dims(found[2]))
         return Misfit("broadcast", shapes[0] + shapes[1], shapes)
+    if _SPLIT.match(text):
+        return Misfit("split")
+    if found := _UNPACK.match(text):
+        return Misfit("unpack", tuple(int(n) for n in found.groups() if n is not None))
     return None
 
 
 def _dims(text: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in text.replace(" ", "").split(",") if n)
+    """Integers of "2,3,5" (numpy prints a −1 it could not resolve as "newaxis": −1 here)."""
+    return tuple(-1 if n == "newaxis" else int(n) for n in text.replace(" ", "").split(",") if n)
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")

@@ -29,6 +29,15 @@ def test_numpys_misfits_are_read_as_plain_numbers():
     assert misfit_of("ValueError", str(dot)) == Misfit("matmul", (3, 4))
     added = _raise(lambda: np.ones((2, 3)) + np.ones((4, 5)))
     assert misfit_of("ValueError", str(added)) == Misfit("broadcast", (2, 3, 4, 5), ((2, 3), (4, 5)))
+    assert misfit_of("ValueError", "cannot reshape array of size 36 into shape (1,newaxis,2,4)") == Misfit(
+        "reshape", (36, 1, -1, 2, 4))
+    split = _raise(lambda: np.split(np.ones(5), 2))
+    assert misfit_of("ValueError", str(split)) == Misfit("split")
+
+    def unpack(parts):
+        _q, _k, _v = parts
+    assert misfit_of("ValueError", str(_raise(lambda: unpack([1, 2, 3, 4])))) == Misfit("unpack", (3,))
+    assert misfit_of("ValueError", str(_raise(lambda: unpack([1, 2])))) == Misfit("unpack", (3, 2))
     # Another class, another message, or a message that only looks like numpy's far into it: nothing.
     assert misfit_of("TypeError", str(reshape)) is None
     assert misfit_of("ValueError", "embed_dim must be divisible by num_heads") is None
@@ -47,11 +56,15 @@ def test_the_key_of_a_raise_names_its_class_and_numpy_operation():
     assert raise_key("IndexError") == "raises IndexError"
 
 
-def test_a_raise_matches_by_class_and_an_assert_matches_any_raise():
+def test_a_raise_matches_by_class_and_operation_and_an_assert_matches_any_raise():
     reshape, broadcast = "raises ValueError in reshape", "raises ValueError in broadcast"
     assert raise_matches(reshape, reshape)
-    # Recorded, not compared: the same mistake may meet numpy in another operation (np.split, a product first).
-    assert raise_matches("raises ValueError in matmul", reshape) and raise_matches(broadcast, reshape)
+    # Shapes that do not fit together are one kind, whichever operation meets them first in the student's order;
+    # a fused Q, K, V cut into parts that do not come out equal (which raises where d_v ≠ d_k too) is another.
+    assert raise_matches(broadcast, reshape) and raise_matches("raises ValueError in matmul", reshape)
+    assert not raise_matches("raises ValueError in split", reshape)
+    assert not raise_matches("raises ValueError in unpack", reshape)
+    assert raise_matches("raises ValueError in unpack", "raises ValueError in split")
     assert raise_matches("raises ValueError", reshape)  # the student's own check, before the reshape
     assert not raise_matches("raises TypeError", reshape)
     # An assert copied from a starter fires before the step that raises: it matches any raise there.
@@ -74,3 +87,10 @@ def test_the_client_fills_the_fields_from_a_validated_reply():
     long = sandbox._decode(dict(reply, exception="E" * 101), [], "")
     assert long.exception == ""
     assert sandbox._decode(dict(reply, exception=["ValueError"]), [], "").exception == ""
+
+
+def test_a_message_that_only_looks_like_numpys_is_read_as_nothing_never_a_failure():
+    # The message is the submission's to write: what the patterns do not take exactly is no misfit.
+    for message in ("cannot reshape array of size 1 into shape (sin)", "cannot reshape array of size 1 into shape ("
+                    + "1," * 40 + "1)", "too many values to unpack (expected x)", "matmul: anything"):
+        assert misfit_of("ValueError", message) is None
