@@ -38,18 +38,19 @@ def raised(exc: BaseException) -> str:
     return raise_key(name, misfit_of(name, text))
 
 
-# What each operation that could not fit tells: arrays whose shapes do not fit together (a reshape, a product, an
-# addition: the same mistake meets whichever comes first in the student's order), or one array cut into parts that
-# do not come out as asked (np.split into unequal parts, unpacking the wrong number of them: a fused Q, K, V cut).
-FAMILY = {"reshape": "shapes", "matmul": "shapes", "broadcast": "shapes", "split": "parts", "unpack": "parts"}
+# What each operation that could not fit tells. A reshape, a product and an addition that cannot fit are kept apart:
+# on the public corpus, a residual added where d_out ≠ d (an addition) raises on the same cases as heads split with
+# d // h would were it measured by class alone. A fused Q, K, V cut into parts that do not come out equal is one
+# kind, whether np.split or the unpacking of the parts says so.
+FAMILY = {"reshape": "reshape", "matmul": "matmul", "broadcast": "broadcast", "split": "parts", "unpack": "parts"}
 
 
 def raise_matches(got: str, candidate: str) -> bool:
     """Whether the student's raise ``got`` is what a combination that raises ``candidate`` does on the same inputs.
 
     The same class and, where both name an operation, one of the same ``FAMILY``: a reshape that cannot fit
-    and a product that cannot are the same evidence, but not a fused Q, K, V cut into parts that do not
-    come out equal (which raises where d_v ≠ d_k, or h·d_k ≠ d, too). A ValueError the student raised from
+    is not an addition that cannot, nor a fused Q, K, V cut into parts that do not come out equal (which
+    raises where d_v ≠ d_k, or h·d_k ≠ d, too). A ValueError the student raised from
     a check of their own names no operation and matches any. An AssertionError or a ZeroDivisionError
     (``EARLY``) matches any raise: an assert the student wrote (often copied from a starter), or a scale of
     a head width d // h = 0, fires before the step that raises, on inputs where that step cannot go on either.

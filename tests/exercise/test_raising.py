@@ -59,9 +59,9 @@ def test_the_key_of_a_raise_names_its_class_and_numpy_operation():
 def test_a_raise_matches_by_class_and_operation_and_an_assert_matches_any_raise():
     reshape, broadcast = "raises ValueError in reshape", "raises ValueError in broadcast"
     assert raise_matches(reshape, reshape)
-    # Shapes that do not fit together are one kind, whichever operation meets them first in the student's order;
-    # a fused Q, K, V cut into parts that do not come out equal (which raises where d_v ≠ d_k too) is another.
-    assert raise_matches(broadcast, reshape) and raise_matches("raises ValueError in matmul", reshape)
+    # A reshape that cannot fit is not an addition or a product that cannot, nor a fused Q, K, V cut into parts
+    # that do not come out equal (which raises where d_v ≠ d_k too); the cut is one kind, split or unpacked.
+    assert not raise_matches(broadcast, reshape) and not raise_matches("raises ValueError in matmul", reshape)
     assert not raise_matches("raises ValueError in split", reshape)
     assert not raise_matches("raises ValueError in unpack", reshape)
     assert raise_matches("raises ValueError in unpack", "raises ValueError in split")
