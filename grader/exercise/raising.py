@@ -40,8 +40,8 @@ def raised(exc: BaseException) -> str:
 
 # What each operation that could not fit tells. A reshape, a product and an addition that cannot fit are kept apart:
 # on the public corpus, a residual added where d_out ≠ d (an addition) raises on the same cases as heads split with
-# d // h would were it measured by class alone. A fused Q, K, V cut into parts that do not come out equal is one
-# kind, whether np.split or the unpacking of the parts says so.
+# d // h would were it measured by class alone. A fused projection cut into parts that do not come out equal is
+# one kind, whether np.split or the unpacking of the parts says so.
 FAMILY = {"reshape": "reshape", "matmul": "matmul", "broadcast": "broadcast", "split": "parts", "unpack": "parts"}
 
 
@@ -49,8 +49,8 @@ def raise_matches(got: str, candidate: str) -> bool:
     """Whether the student's raise ``got`` is what a combination that raises ``candidate`` does on the same inputs.
 
     The same class and, where both name an operation, one of the same ``FAMILY``: a reshape that cannot fit
-    is not an addition that cannot, nor a fused Q, K, V cut into parts that do not come out equal (which
-    raises where d_v ≠ d_k, or h·d_k ≠ d, too). A ValueError the student raised from
+    is not an addition that cannot, nor a fused projection cut into parts that do not come out equal (which
+    may raise on the same inputs). A ValueError the student raised from
     a check of their own names no operation and matches any. An AssertionError or a ZeroDivisionError
     (``EARLY``) matches any raise: an assert the student wrote (often copied from a starter), or a scale of
     a head width d // h = 0, fires before the step that raises, on inputs where that step cannot go on either.

@@ -45,8 +45,9 @@ def settle_diagnoses(outcomes: list[TestOutcome]) -> tuple[list[TestOutcome], di
             settled[i] = replace(outcomes[i], diagnosis=diagnosis)
         typed = sum(outcomes[i].right_values for i in index)
         if verdict is not None and typed:  # said, so that "all N failed tests" counts what it explains
-            verdict = replace(verdict, evidence=f"{verdict.evidence}; {typed} more failed only on their type: "
-                                                f"their values are right")
+            their = "their" if typed > 1 else "its"
+            verdict = replace(verdict, evidence=f"{verdict.evidence}; {typed} more failed only on {their} type: "
+                                                f"{their} values are right")
         if verdict is not None:
             verdicts[function] = verdict
     return settled, verdicts

@@ -769,7 +769,8 @@ def test_an_error_test_and_a_right_valued_wrong_type_hide_no_verdict():
                             right_values=True)]
     settled, verdicts = settle_diagnoses(outcomes)
     assert verdicts[MHA].codes == ("d_k-from-d-over-h",)
-    assert verdicts[MHA].evidence == "explains all 2 failed tests of multi_head_attention: each raised where it raises"
+    assert verdicts[MHA].evidence == ("explains all 2 failed tests of multi_head_attention: each raised where it raises; "
+                                      "1 more failed only on its type: its values are right")
     assert [o.diagnosis and o.diagnosis.codes for o in settled] == [("d_k-from-d-over-h",)] * 2 + [None, None]
 
 
