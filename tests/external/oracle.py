@@ -49,6 +49,8 @@ EXTRAS = {
     "assert-width-mod-h": "asserts that h divides the queries' width (AssertionError) before anything else",
     "assert-d_out-is-d": "asserts that the output is as wide as the input (AssertionError)",
     "assert-head-width": "asserts that each head's output is d_k wide (AssertionError where d_v-assumed-d_k raises)",
+    "residual-in-place": "adds X in place (out += X), which raises unless the output is as wide as X or X is 1 wide",
+    "merge-width-d": "merges the heads into d columns (reshape to (B, T, d)), which raises unless h·d_v = d",
     "init-scale-d-over-h": "computes (d // h) ** -0.5 when the layer is built (ZeroDivisionError when h > d)",
     "count-assert-d-mod-h": "asserts that h divides d (AssertionError) whether or not d_k is given",
     "count-no-check": "returns a count when h does not divide d and no d_k is given, instead of raising",
@@ -243,6 +245,8 @@ def attention(X, W_Q, W_K, W_V, W_O, h, causal=True, switches: Iterable[str] = (
         else:
             concat = [[heads[k // wv][t][k % wv] for k in range(h * wv)] for t in range(T)]
         concat = np.array(concat, dtype=np.float64).reshape(T, h * wv)
+        if "merge-width-d" in s and h * wv != d:
+            raise ValueError("cannot reshape the merged heads to (B, T, d)")
         if "missing-output-projection" in s:
             out = concat
         else:
@@ -253,6 +257,8 @@ def attention(X, W_Q, W_K, W_V, W_O, h, causal=True, switches: Iterable[str] = (
         if "residual-added" in s:  # out + X, with numpy's broadcasting: a width of 1 stretches
             if out.shape[1] != d and 1 not in (out.shape[1], d):
                 raise ValueError("X cannot be added to an output of another width")
+            if "residual-in-place" in s and out.shape[1] != d and d != 1:
+                raise ValueError("X cannot be added in place to an output of another width")
             out = out + Xb[b]
         if "layer-norm" in s:
             mean = out.mean(axis=-1, keepdims=True)

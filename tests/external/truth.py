@@ -69,8 +69,8 @@ def graded_cases() -> list:
 @functools.cache
 def probes(n: int = 40, seed: int = 32) -> list[tuple]:
     """Random calls of multi_head_attention: (args, causal). Every fourth has h·d_k = h·d_v = d = d_out, where code
-    that assumes those equal runs through and its other steps show, and every fourth more has d_v = d_k; the last four have every score below −1e4,
-    where a mask value of −1e4 shows."""
+    that assumes those equal runs through and its other steps show, and every fourth more has d_v = d_k; the last
+    four have every score near −3e4, where a mask value of −1e4 shows (and one of −1e6 does not)."""
     rng = np.random.default_rng(seed)
     calls = []
     for i in range(n):
@@ -86,13 +86,12 @@ def probes(n: int = 40, seed: int = 32) -> list[tuple]:
         Ws = [rng.standard_normal(shape) / math.sqrt(shape[0]) for shape in
               ((d, h * d_k), (d, h * d_k), (d, h * d_v), (h * d_v, d_out))]
         calls.append(((X, *Ws, h), i % 2 == 0))
-    for i in range(4):  # every score below −1e4: tokens near one large vector, W_K = −W_Q
+    for i in range(4):  # every score near −3e4 (below −1e4, above −1e6): tokens near 150·(1, …, 1), W_K = −W_Q = −I
         T, h, d_k = 3 + i, 1 + i % 2, 2
         d = h * d_k
-        X = 300.0 + 0.1 * rng.standard_normal((1, T, d))
-        W_Q = rng.standard_normal((d, h * d_k))
+        X = 150.0 + 0.1 * rng.standard_normal((1, T, d))
         W_V, W_O = rng.standard_normal((d, h * d_k)), rng.standard_normal((h * d_k, d))
-        calls.append(((X, W_Q, -W_Q, W_V, W_O, h), True))
+        calls.append(((X, np.eye(d), -np.eye(d), W_V, W_O, h), True))
     return calls
 
 
