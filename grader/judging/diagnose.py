@@ -26,7 +26,7 @@ Pure functions on plain data: no reference code, no student code.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, cast
 
 import numpy as np
@@ -62,6 +62,9 @@ class Diagnosis:
     codes: tuple[str, ...] = ()  # every switch of the combination named (empty for a generic finding)
     matches: tuple[str, ...] = ()  # keys of every combination that matches this test, cheapest first
     raised: bool = False  # matched by raising where the combination raises
+    unconfirmed: bool = False  # found by searching everything beside a step the probes place as unknown
+    # What such a test says without a verdict to confirm it (where the probes place the unknown step). Not reported.
+    instead: Diagnosis | None = field(default=None, compare=False, hash=False, repr=False)
     # The catalogue's texts of every code in ``matches``, for ``settle`` (grader.judging.settling): the student kit,
     # which has no reference, settles from these. Not part of the report.
     texts: Mapping[str, Finding] = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -295,7 +298,7 @@ class Search:
             # A test nothing explains, where a probe found a step no misconception explains, is that step's: the
             # combinations that explained the earlier tests stay candidates for the later ones (a partial verdict).
             if found:
-                return named(_cheapest(found), catalogue, found, isinstance(got, str))
+                return self._named(found, got, expected, rtol, atol, catalogue, probed)
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
         # The probes' compositions, and the first less each switch; with a step unexplained, the probes isolated
         # only part of the code: every combination is searched beside their partial compositions.
@@ -306,7 +309,7 @@ class Search:
             found = allowed(hits(got, expected, candidates(trial), rtol, atol)) if trial else []
             self.survivors[function] = found
             if found:
-                return named(_cheapest(found), catalogue, found, isinstance(got, str))
+                return self._named(found, got, expected, rtol, atol, catalogue, probed)
             self.unexplained.add(function)
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
         everything = dict(candidates(None))
@@ -318,7 +321,18 @@ class Search:
         if not found:
             self.unexplained.add(function)
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
-        return named(_cheapest(found), catalogue, found, isinstance(got, str))
+        return self._named(found, got, expected, rtol, atol, catalogue, probed)
+
+    @classmethod
+    def _named(cls, found: Sequence[str], got: object, expected: object, rtol: float, atol: float,
+               catalogue: Mapping[str, Explained], probed: Probed | None) -> Diagnosis:
+        """The cheapest of ``found``; one the probes did not hand on while they placed a step as unknown stands
+        only as part of a verdict (``unconfirmed``): outputs that change from call to call match something once."""
+        key = _cheapest(found)
+        diagnosis = named(key, catalogue, found, isinstance(got, str))
+        if probed is None or not probed.unexplained or key in probed.keys:
+            return diagnosis
+        return replace(diagnosis, unconfirmed=True, instead=cls._unnamed(got, expected, rtol, atol, catalogue, probed))
 
     @staticmethod
     def _unnamed(got: object, expected: object, rtol: float, atol: float, catalogue: Mapping[str, Explained],
@@ -432,11 +446,13 @@ def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalog
     generic finding), and there is no verdict: no one explanation fits. A raise
     is evidence only as part of a verdict's pattern (it raised exactly where the
     combination raises): without a verdict, a test matched only by raising is
-    named nothing, since code that raises everywhere would match it too.
+    named nothing, since code that raises everywhere would match it too; nor is one found by searching
+    everything beside a step the probes place as unknown (``unconfirmed``).
     """
     failed = [(i, d) for i, (status, d) in enumerate(tests) if status in EVIDENCE_STATUSES]
     diagnoses = [d for _, d in tests]
-    unsettled = [None if d is not None and d.raised else d for d in diagnoses]
+    unsettled = [None if d is not None and d.raised else d.instead if d is not None and d.unconfirmed else d
+                 for d in diagnoses]
     unknown = [d for _, d in failed if d is not None and not d.codes and d.unknown]
     if unknown and len(unknown) < len(failed):  # a partial verdict: the steps the probes isolated, and the unknown one
         failed = [(i, d) for i, d in failed if d is None or d.codes or not d.unknown]
