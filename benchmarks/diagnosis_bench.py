@@ -2,11 +2,13 @@
 
     python benchmarks/diagnosis_bench.py [--repeat N]
 
-Four files, each graded in this one process:
+Five files, each graded in this one process:
 
 - correct: tests/submissions/correct.py (nothing to diagnose);
 - one mistake: tests/misconceptions/split_qk_straight.py;
 - five mistakes: tests/misconceptions/reshape_five_mistakes.py (named by the probes);
+- partial verdict: tests/misconceptions/d_over_h_no_mask_global_max.py (21 raises, two switches named
+  beside a step no misconception explains);
 - changing outputs: the five-mistake file whose outputs are scaled by a factor that grows on
   every call, so no two calls agree and nothing can explain two failed tests.
 
@@ -21,7 +23,9 @@ For each:
 Prints each as CPU seconds (``time.process_time``: this process only; the sandbox's child,
 which answers the probe calls, is not counted, and the diagnosis never runs there), the CPU
 seconds spent inside ``Search.diagnose`` (the search, the probes and the checks on the graded
-cases; measured directly, since the difference of two noisy totals is noisier), and the ratios
+cases) and inside ``settle_diagnoses`` (the verdicts, and each test recomputed without each switch
+of its verdict: grader.judging.diagnose.accounting), measured directly, since the difference of two
+noisy totals is noisier, and the ratios
 cold/off and warm/off. The median of ``--repeat`` runs (default 3) of each. The budget: at most
 0.030 s of diagnosis per submission.
 
@@ -39,6 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import grader.grade
 from grader.config import load_config
 from grader.grade import grade_submission
 from grader.judging import probes
@@ -76,6 +81,16 @@ def _timed(diagnose):
     return timed
 
 
+def _timed_settle(settle):
+    def timed(outcomes):
+        started = time.process_time()
+        try:
+            return settle(outcomes)
+        finally:
+            _inside[0] += time.process_time() - started
+    return timed
+
+
 def _cpu(path: Path, config) -> tuple[float, float]:
     """(CPU seconds of the whole grading, of which inside the diagnosis)."""
     _inside[0], _asked[:] = 0.0, [0, 0]
@@ -98,14 +113,16 @@ def main() -> None:
     config = load_config(ROOT / "grader.toml")
     folder = Path(tempfile.mkdtemp(prefix="diagnosis-bench-"))
     five = ROOT / "tests/misconceptions/reshape_five_mistakes.py"
+    global_max = ROOT / "tests/misconceptions/d_over_h_no_mask_global_max.py"  # raises, a partial verdict
     changing = folder / "changing_outputs.py"
     changing.write_text(five.read_text(encoding="utf-8") + CHANGING, encoding="utf-8")
     files = {"correct": ROOT / "tests/submissions/correct.py",
              "one mistake": ROOT / "tests/misconceptions/split_qk_straight.py",
-             "five mistakes": five, "changing outputs": changing}
+             "five mistakes": five, "partial verdict": global_max, "changing outputs": changing}
     _cpu(files["correct"], config)  # warm-up: imports, cases, expected values
     original = Search.diagnose
     timed = _timed(original)
+    grader.grade.settle_diagnoses = _timed_settle(grader.grade.settle_diagnoses)  # type: ignore[assignment]
     print(f"{'submission':<18} {'off s':>7} {'cold s':>7} {'warm s':>7} {'in cold':>8} {'in warm':>8} "
           f"{'cold/off':>8} {'warm/off':>8} {'searches':>8} {'outputs':>7}")
     worst = 0.0

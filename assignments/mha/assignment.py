@@ -12,6 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from grader.exercise.assignment import Assignment, FunctionSpec, SourceCheck
+from grader.exercise.raising import raised
 from grader.judging.diagnose import CAUSAL_LEAK, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
 from reference.mha import solution as mha
 from reference.mha import trivial
@@ -48,7 +49,7 @@ class MultiHeadAttention(Assignment):
         return [switches.SEP.join(c) for c in switches.combos(function)]
 
     def combo_outputs(self, function, args, kwargs, keys):
-        return switches.combo_outputs(function, args, kwargs, keys)
+        return switches.combo_outputs(function, args, kwargs, keys, on_raise=raised)
 
     def variant_function(self, code):
         return switches.CATALOGUE[code].function

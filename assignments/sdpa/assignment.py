@@ -15,6 +15,7 @@ from types import MappingProxyType
 import numpy as np
 
 from grader.exercise.assignment import Assignment, FunctionSpec, module_with
+from grader.exercise.raising import raised
 from grader.judging.diagnose import GENERIC, NON_FINITE, SOMETHING_ELSE, WRONG_SHAPE, Finding
 from reference.sdpa import solution as sdpa
 
@@ -36,7 +37,7 @@ class ScaledDotProductAttention(Assignment):
                 with np.errstate(all="ignore"):
                     found[key] = sdpa.variant_of(key.split("+"))(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - raising where the reference does not is evidence too
-                found[key] = f"raises {type(exc).__name__}"
+                found[key] = raised(exc)
         return found
 
     @property

@@ -124,8 +124,8 @@ def check_named(function: str, codes: tuple[str, ...], functions: dict, tests: l
     """What does not hold of a submission with exactly the misconceptions ``codes`` of ``function``.
 
     It must lose points in ``function`` only; every test it fails must be
-    diagnosed as exactly ``codes`` (all of them, nothing else), and the
-    function's verdict must name exactly them.
+    diagnosed as some of ``codes`` (those that account for that test, nothing
+    else), the tests together as all of them, and the function's verdict must name exactly them.
     """
     problems = []
     lost = [f for f, e in functions.items() if e["score"] < e["max_score"]]
@@ -136,9 +136,9 @@ def check_named(function: str, codes: tuple[str, ...], functions: dict, tests: l
     failed = [t for t in tests if t["status"] != "passed" and not is_unpaid(t)]  # unpaid: no verdict
     named = [diagnosis_codes(t["diagnosis"]) for t in failed if t["diagnosis"]]
     want = " + ".join(codes)
-    if codes not in named:
+    if not set(codes) <= {code for n in named for code in n}:  # each test names the switches that account for it
         problems.append(f"never diagnosed as {want}")
-    others = sorted({" + ".join(n) for n in named if n != codes})
+    others = sorted({" + ".join(n) for n in named if not set(n) <= set(codes)})
     if others:
         problems.append(f"diagnosed as {', '.join(others)}")
     if len(named) < len(failed):
@@ -378,6 +378,8 @@ def _same_outputs(graded, cases, function: str, codes: tuple[str, ...], other: t
     tolerances: (rtol, atol) of the comparison; by default all but equal.
     """
     keys = [SEP.join(codes), SEP.join(other)]
+    if keys[0] == keys[1]:
+        return True
     for case in cases:
         if case.function == function and not case.raises:
             mine, theirs = graded.candidates(case, keys).values()

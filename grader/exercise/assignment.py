@@ -28,6 +28,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from grader.exercise.findings import Explained, Finding
+from grader.exercise.raising import raised
 
 Kind = Literal["array", "count", "arrays"]
 
@@ -367,13 +368,13 @@ def cases_from_dicts(found: Sequence[Mapping[str, Any]]) -> list[Case]:
 
 
 def _run(implementation: Callable, args: tuple, kwargs: dict) -> object:
-    """An in-process (trusted) call on copies of the inputs: its output, or "raises <Type>"."""
+    """An in-process (trusted) call on copies of the inputs: its output, or "raises <Type>" (grader.exercise.raising)."""
     import copy
 
     try:
         return implementation(*copy.deepcopy(args), **copy.deepcopy(kwargs))
     except Exception as exc:  # noqa: BLE001  (a variant that raises is evidence, as a student's raise is)
-        return f"raises {type(exc).__name__}"
+        return raised(exc)
 
 
 def single_switches(variants: Mapping[str, tuple[str, Callable]], catalogue: Mapping[str, tuple[str, str]],

@@ -9,7 +9,6 @@ plain data only (``CallResult`` from the sandbox).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -160,7 +159,7 @@ def check_count(result: CallResult, expected: int, what: str, reveal: bool = Tru
 
 def check_raises(result: CallResult, exception: str, what: str) -> Verdict:
     """The contract asks for an exception: pass when the call raised exactly that type."""
-    if result.status == "raised" and re.match(rf"raised {re.escape(exception)}( at |: |$)", result.message):
+    if result.status == "raised" and result.exception == exception:
         return Verdict(PASSED)
     if result.status == "raised":
         return Verdict(FAILED, f"{what} {result.message}; expected {exception}", Kind.WRONG_EXCEPTION)

@@ -26,16 +26,16 @@ Pure functions on plain data: no reference code, no student code.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from grader.exercise.findings import Explained, Finding
+from grader.exercise.raising import raise_matches
 
 SEP = "+"  # joins the codes of a combination's key
-RAISES = "raises "  # a candidate "raises ValueError": the combination raises on these inputs
 
 
 WRONG_SHAPE, NON_FINITE, CAUSAL_LEAK = "wrong-shape", "non-finite", "causal-leak"
@@ -62,20 +62,28 @@ class Diagnosis:
     codes: tuple[str, ...] = ()  # every switch of the combination named (empty for a generic finding)
     matches: tuple[str, ...] = ()  # keys of every combination that matches this test, cheapest first
     raised: bool = False  # matched by raising where the combination raises
+    unconfirmed: bool = False  # found by searching everything beside a step the probes place as unknown
+    # What such a test says without a verdict to confirm it (where the probes place the unknown step). Not reported.
+    instead: Diagnosis | None = field(default=None, compare=False, hash=False, repr=False)
     # The catalogue's texts of every code in ``matches``, for ``settle`` (grader.judging.settling): the student kit,
     # which has no reference, settles from these. Not part of the report.
     texts: Mapping[str, Finding] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # recheck(keys): those of the combination keys whose output on this test's inputs is what the student's call
+    # gave (recomputed; grader.judging.judge sets it). ``settle`` names on each test only the switches of the
+    # verdict that account for it. None: nothing can be recomputed (the whole combination is named).
+    recheck: Callable[[Sequence[str]], list[str]] | None = field(default=None, compare=False, hash=False, repr=False)
+    # The compositions the function's probes left (all answered, none unexplained): what ``settle`` may list as
+    # seen by the probes and costing nothing on the graded cases. Not part of the report.
+    probed: tuple[str, ...] = field(default=(), compare=False, hash=False, repr=False)
+    # The combinations already computed on this test (``matches`` holds those that matched): not recomputed.
+    tried: frozenset[str] = field(default=frozenset(), compare=False, hash=False, repr=False)
+    # A "something else is wrong in <step>" finding: where the probes place it (their phrases). Not part of the report.
+    unknown: tuple[str, ...] = field(default=(), compare=False, hash=False, repr=False)
 
     def as_dict(self) -> dict:
         """The report's ``diagnosis`` object: {code, codes, explanation, section}."""
         return {"code": self.code, "codes": list(self.codes or (self.code,)), "explanation": self.explanation,
                 "section": self.section}
-
-
-def raised_value(message: str) -> str:
-    """The candidate a raised call matches: "raised ValueError at line 3: …" → "raises ValueError"."""
-    name = message.removeprefix("raised ").split(" ", 1)[0].rstrip(":")
-    return RAISES + name
 
 
 def matches(got: object, candidate: object, rtol: float, atol: float) -> bool:
@@ -84,10 +92,10 @@ def matches(got: object, candidate: object, rtol: float, atol: float) -> bool:
     Arrays must have the same shape; non-finite entries must sit at the same
     places with the same value (NaN with NaN, +inf with +inf); finite entries
     must satisfy |got − candidate| ≤ atol + rtol·|candidate|. A candidate
-    "raises <Type>" matches only the same string (see ``raised_value``).
+    "raises <Type>[ in <operation>]" matches a raise as grader.exercise.raising.raise_matches says.
     """
     if isinstance(candidate, str) or isinstance(got, str):
-        return isinstance(candidate, str) and isinstance(got, str) and got == candidate
+        return isinstance(candidate, str) and isinstance(got, str) and raise_matches(got, candidate)
     if isinstance(candidate, (int, np.integer)) and not isinstance(candidate, bool):
         if isinstance(got, np.ndarray) and got.shape == () and got.dtype.kind in "iu":
             got = int(got)
@@ -248,6 +256,11 @@ class Search:
         self.prober = prober
         self.probed: dict[str, Probed | None] = {}
 
+    def seen(self, function: str) -> tuple[str, ...]:
+        """The compositions the function's probes left, when they all answered and explained every step; else ()."""
+        probed = self.probed.get(function)
+        return probed.keys if probed is not None and probed.complete and not probed.unexplained else ()
+
     def probes(self, function: str) -> Probed | None:
         """What the function's probes showed (they run once per submission), or None without probes."""
         if function not in self.probed:
@@ -277,21 +290,26 @@ class Search:
         if function in self.unexplained or survivors is not None:
             keys = list(dict.fromkeys([*(survivors or []), *composed]))
             found = allowed(hits(got, expected, candidates(keys), rtol, atol)) if keys else []
-            if survivors:
-                self.survivors[function] = [k for k in found if k in survivors]
-                if not self.survivors[function]:
+            kept = [k for k in found if k in survivors] if survivors else []
+            if survivors and (kept or found or probed is None or not probed.unexplained):
+                self.survivors[function] = kept
+                if not kept:
                     self.unexplained.add(function)
+            # A test nothing explains, where a probe found a step no misconception explains, is that step's: the
+            # combinations that explained the earlier tests stay candidates for the later ones (a partial verdict).
             if found:
-                return named(_cheapest(found), catalogue, found, isinstance(got, str))
+                return self._named(found, got, expected, rtol, atol, catalogue, probed)
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
-        if probed is not None and probed.complete:  # the probes' compositions, and the first less each switch
+        # The probes' compositions, and the first less each switch; with a step unexplained, the probes isolated
+        # only part of the code: every combination is searched beside their partial compositions.
+        if probed is not None and probed.complete and not probed.unexplained:
             codes = composed[0].split(SEP) if composed else []
             fewer = [SEP.join(codes[:i] + codes[i + 1:]) for i in range(len(codes))] if len(codes) > 1 else []
             trial = list(dict.fromkeys([*composed, *fewer]))
             found = allowed(hits(got, expected, candidates(trial), rtol, atol)) if trial else []
             self.survivors[function] = found
             if found:
-                return named(_cheapest(found), catalogue, found, isinstance(got, str))
+                return self._named(found, got, expected, rtol, atol, catalogue, probed)
             self.unexplained.add(function)
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
         everything = dict(candidates(None))
@@ -303,7 +321,18 @@ class Search:
         if not found:
             self.unexplained.add(function)
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
-        return named(_cheapest(found), catalogue, found, isinstance(got, str))
+        return self._named(found, got, expected, rtol, atol, catalogue, probed)
+
+    @classmethod
+    def _named(cls, found: Sequence[str], got: object, expected: object, rtol: float, atol: float,
+               catalogue: Mapping[str, Explained], probed: Probed | None) -> Diagnosis:
+        """The cheapest of ``found``; one the probes did not hand on while they placed a step as unknown stands
+        only as part of a verdict (``unconfirmed``): outputs that change from call to call match something once."""
+        key = _cheapest(found)
+        diagnosis = named(key, catalogue, found, isinstance(got, str))
+        if probed is None or not probed.unexplained or key in probed.keys:
+            return diagnosis
+        return replace(diagnosis, unconfirmed=True, instead=cls._unnamed(got, expected, rtol, atol, catalogue, probed))
 
     @staticmethod
     def _unnamed(got: object, expected: object, rtol: float, atol: float, catalogue: Mapping[str, Explained],
@@ -319,7 +348,8 @@ class Search:
         where = something_else(probed.unexplained, catalogue)
         if found is None:
             return where
-        return Diagnosis(found.code, f"{found.explanation} {_placed(probed.unexplained)}", found.section)
+        return Diagnosis(found.code, f"{found.explanation} {_placed(probed.unexplained)}", found.section,
+                         unknown=tuple(probed.unexplained))
 
 
 def _cheapest(keys: Sequence[str]) -> str:
@@ -339,7 +369,8 @@ def _placed(where: Sequence[str]) -> str:
 def something_else(where: Sequence[str], catalogue: Mapping[str, Explained] | None = None) -> Diagnosis:
     """The finding "something else is wrong in <step>" for the steps whose probes matched no misconception."""
     finding = (catalogue or {}).get(SOMETHING_ELSE) or GENERIC[SOMETHING_ELSE]
-    return Diagnosis(SOMETHING_ELSE, finding.explanation.replace("{where}", _said(where)), finding.section)
+    return Diagnosis(SOMETHING_ELSE, finding.explanation.replace("{where}", _said(where)), finding.section,
+                     unknown=tuple(where))
 
 
 EVIDENCE_STATUSES = ("failed", "error")  # what a wrong value or a raise gives; a timeout or crash says nothing
@@ -352,9 +383,15 @@ class Verdict:
     codes: tuple[str, ...]
     sentence: str  # "f splits Q and K into heads in the wrong order, and does not scale …"
     evidence: str  # what in the outputs shows it
+    free: tuple[str, ...] = ()  # switches the probes see that change no graded outcome: they cost nothing here
+    free_sentence: str = ""  # "f exponentiates the raw scores without subtracting their maximum (§4.3)."
 
     def as_dict(self) -> dict:
-        return {"codes": list(self.codes), "sentence": self.sentence, "evidence": self.evidence}
+        """The report's verdict: {codes, sentence, evidence}, and ``free`` {codes, sentence} when the probes saw more."""
+        found: dict[str, object] = {"codes": list(self.codes), "sentence": self.sentence, "evidence": self.evidence}
+        if self.free:
+            found["free"] = {"codes": list(self.free), "sentence": self.free_sentence}
+        return found
 
 
 def sentence(function: str, codes: Iterable[str], catalogue: Mapping[str, Finding]) -> str:
@@ -366,6 +403,36 @@ def sentence(function: str, codes: Iterable[str], catalogue: Mapping[str, Findin
     return f"{function} {said} ({sections})."
 
 
+def accounting(key: str, diagnosis: Diagnosis) -> str:
+    """The switches of combination ``key`` that account for one test: ``key`` less every switch without which the
+    test's output is still reproduced (recomputed with ``diagnosis.recheck``).
+
+    Every combination less one switch the search has not computed on this test already is recomputed at once
+    (one call: the case's projections are shared); the
+    switches each of those shows removable are left out together where that is reproduced too, else one at a
+    time, in the key's order. A switch that changes nothing on this test's inputs (an unstable softmax where no
+    score is large, say) is not named on it. ``key`` itself where nothing can be recomputed.
+    """
+    codes = key.split(SEP)
+    if diagnosis.recheck is None or len(codes) < 2:
+        return key
+    fewer = {code: SEP.join(c for c in codes if c != code) for code in codes}
+    unknown = [k for k in fewer.values() if k not in diagnosis.tried]  # the search computed the others already
+    still = {k for k in fewer.values() if k in diagnosis.matches} | set(diagnosis.recheck(unknown) if unknown else ())
+    removable = [code for code in codes if fewer[code] in still]
+    if len(removable) < 2:
+        return fewer[removable[0]] if removable else key
+    kept = [c for c in codes if c not in removable]
+    if kept and diagnosis.recheck([SEP.join(kept)]):
+        return SEP.join(kept)
+    for code in removable:  # not all together: one at a time
+        trial = [c for c in codes if c != code]
+        if trial and (SEP.join(trial) in still and len(trial) == len(key.split(SEP)) - 1
+                      or diagnosis.recheck([SEP.join(trial)])):
+            codes = trial
+    return SEP.join(codes)
+
+
 def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalogue: Mapping[str, Finding]
            ) -> tuple[list[Diagnosis | None], Verdict | None]:
     """Name one combination across a function's tests; returns (each test's diagnosis, the verdict).
@@ -373,16 +440,22 @@ def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalog
     tests: (status, diagnosis) of each of the function's tests, in order.
     When every failed test (status "failed" or "error") matches some
     combination and one combination matches them all, the cheapest such (fewest
-    switches, then first in the search's order) is named on each of them and
-    becomes the verdict. Otherwise each test keeps its own cheapest match (or
+    switches, then first in the search's order) becomes the verdict, and each
+    test is named with the switches of it that account for that test
+    (``accounting``: recomputed without each, where the test can be). Otherwise each test keeps its own cheapest match (or
     generic finding), and there is no verdict: no one explanation fits. A raise
     is evidence only as part of a verdict's pattern (it raised exactly where the
     combination raises): without a verdict, a test matched only by raising is
-    named nothing, since code that raises everywhere would match it too.
+    named nothing, since code that raises everywhere would match it too; nor is one found by searching
+    everything beside a step the probes place as unknown (``unconfirmed``).
     """
     failed = [(i, d) for i, (status, d) in enumerate(tests) if status in EVIDENCE_STATUSES]
     diagnoses = [d for _, d in tests]
-    unsettled = [None if d is not None and d.raised else d for d in diagnoses]
+    unsettled = [None if d is not None and d.raised else d.instead if d is not None and d.unconfirmed else d
+                 for d in diagnoses]
+    unknown = [d for _, d in failed if d is not None and not d.codes and d.unknown]
+    if unknown and len(unknown) < len(failed):  # a partial verdict: the steps the probes isolated, and the unknown one
+        failed = [(i, d) for i, d in failed if d is None or d.codes or not d.unknown]
     if not failed or any(d is None or not d.codes for _, d in failed):
         return unsettled, None
     common = [key for key in cast(Diagnosis, failed[0][1]).matches
@@ -391,10 +464,34 @@ def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalog
         return unsettled, None
     best = min(common, key=lambda key: key.count(SEP))  # min keeps the first of the cheapest
     for i, d in failed:
-        diagnoses[i] = named(best, catalogue, cast(Diagnosis, d).matches, cast(Diagnosis, d).raised)
+        own = accounting(best, cast(Diagnosis, d))
+        diagnoses[i] = named(own, catalogue, cast(Diagnosis, d).matches, cast(Diagnosis, d).raised)
     raised = sum(cast(Diagnosis, d).raised for _, d in failed)
     evidence = f"explains all {len(failed)} failed test{'s' if len(failed) > 1 else ''} of {function}"
     if raised:  # a pattern of errors: it raises on exactly these inputs
         evidence += (f": {raised} raised where it raises, {len(failed) - raised} returned what it returns"
                      if raised < len(failed) else ": each raised where it raises")
-    return diagnoses, Verdict(tuple(best.split(SEP)), sentence(function, best.split(SEP), catalogue), evidence)
+    free = costless(best, common, cast(Diagnosis, failed[0][1]).probed)
+    said = sentence(function, best.split(SEP), catalogue)
+    if unknown:
+        where = _said(list(dict.fromkeys(w for d in unknown for w in d.unknown)))
+        said = f"{said[:-1]}; and something else is wrong in {where}, which no known misconception explains."
+        evidence = (f"explains {len(failed)} of the {len(failed) + len(unknown)} failed tests of {function}"
+                    f"{evidence.split(function, 1)[1]}; an extra call that isolates {where} shows the other "
+                    f"{len(unknown)}")
+    return diagnoses, Verdict(tuple(best.split(SEP)), said, evidence, free,
+                              sentence(function, free, catalogue) if free else "")
+
+
+def costless(best: str, common: Sequence[str], probed: Sequence[str]) -> tuple[str, ...]:
+    """The switches every composition the probes left holds beside ``best``'s, when one combination holding them
+    all and ``best``'s also explains every failed test (``common``): seen, and costing nothing on these cases."""
+    if not probed:
+        return ()
+    seen = set.intersection(*(set(key.split(SEP)) for key in probed))
+    named_ = set(best.split(SEP))
+    free = seen - named_
+    if not free or not any(free | named_ <= set(key.split(SEP)) for key in common):
+        return ()
+    order = [code for key in probed for code in key.split(SEP)]
+    return tuple(dict.fromkeys(code for code in order if code in free))

@@ -7,6 +7,7 @@ the two give the same verdicts, messages and diagnoses.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import cast
@@ -14,9 +15,21 @@ from typing import cast
 import numpy as np
 
 from grader.exercise.findings import Finding
+from grader.exercise.raising import raised_by
 from grader.judging.causality import check_causality, leaked
 from grader.judging.compare import ERROR, FAILED, PASSED, Kind, Verdict, check_array, check_count, check_raises
-from grader.judging.diagnose import CAUSAL_LEAK, GENERIC, SEP, Diagnosis, Explained, Search, generic, raised_value
+from grader.judging.diagnose import (
+    CAUSAL_LEAK,
+    GENERIC,
+    SEP,
+    UNCHECKED,
+    Diagnosis,
+    Explained,
+    Search,
+    generic,
+    hits,
+    matches,
+)
 from grader.judging.session import Student
 from grader.sandbox import CallResult, reply_limit
 
@@ -58,6 +71,22 @@ def check_arrays(result: CallResult, expected: tuple, rtol: float, atol: float, 
     return Verdict(PASSED)
 
 
+def exact(value: object, kind: str) -> object | None:
+    """A value of the wrong type as the type asked for, where it converts exactly; None where it does not.
+
+    kind "count": a float (or a float array of shape ()) that is a finite whole number → that int; anything
+    else of an "array" or "arrays" function is left as it is (the diagnosis compares numbers of any dtype,
+    an int array included). Never a bool.
+    """
+    if kind != "count":
+        return value
+    if isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind == "f":
+        value = float(value)
+    if type(value) is float and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return None
+
+
 def joined(value: object) -> object:
     """A tuple of arrays as one flat float array (for the diagnosis); anything else unchanged."""
     if isinstance(value, tuple) and all(isinstance(p, (np.ndarray, int, float)) for p in value):
@@ -90,7 +119,9 @@ def judge(case, student: Student, grading, expected: object,
     The diagnosis carries, for grader.judging.settling, ``matches`` (every matching combination),
     ``raised`` and ``texts`` (the catalogue's texts of their codes).
     keep: when given, a failed check of a returned value (not a causality case) leaves that value in
-    ``keep["got"]``, for the feedback page's pictures (grader.judging.evidence).
+    ``keep["got"]``, for the feedback page's pictures (grader.judging.evidence); a value of the wrong type
+    whose values, converted exactly (``exact``), are right sets ``keep["right_values"]`` (grader.judging.settling
+    takes no evidence from it). A wrong type is diagnosed on those values; its verdict and points stay.
     first: a causality case's first call, already made in a worker that ``student``'s current one has
     never been (then no restart is needed before the second call).
     reveal: False for a case shared by the class (the graded cases): its messages never show an expected value
@@ -125,12 +156,28 @@ def judge(case, student: Student, grading, expected: object,
         return verdict, None, output
     if keep is not None and case.changed_args is None and result.status == "ok":
         keep["got"] = result.value
-    got = result.value if result.status == "ok" else raised_value(result.message)  # raising is evidence too
+    got = result.value if result.status == "ok" else raised_by(result)  # raising is evidence too
+    if verdict.kind == Kind.WRONG_TYPE:  # judged on its values too, where they convert exactly; the points stay lost
+        got = exact(got, kind)
+        if got is None:
+            return verdict, None, output
+        if kind != "arrays" and matches(got, expected, grading.rtol, grading.atol):
+            if keep is not None:
+                keep["right_values"] = True  # only the type is wrong: no evidence against any combination
+            return verdict, None, output
     if kind == "arrays":  # a tuple's parts are compared as one: the diagnosis needs all of them to match
         got, expected = joined(got), joined(expected)
         candidates = _joined_candidates(candidates)
     search = search or Search()
-    found = search.diagnose(case.function, got, expected, candidates, grading.rtol, grading.atol, catalogue)
+    asked: set[str] = set()  # the combinations the search computed on this test: their matches are known already
+    computed = candidates
+
+    def counted(keys: Sequence[str] | None) -> Mapping[str, object]:
+        found = computed(keys)
+        asked.update(k for k, v in found.items() if v is not UNCHECKED)
+        return found
+
+    found = search.diagnose(case.function, got, expected, counted, grading.rtol, grading.atol, catalogue)
     if leaked(verdict) and (found is None or found.code in GENERIC):  # a leak, not outputs that ignore the tokens
         found = generic(CAUSAL_LEAK, catalogue)
     if found is None:
@@ -138,4 +185,12 @@ def judge(case, student: Student, grading, expected: object,
     codes = dict.fromkeys(code for key in found.matches for code in key.split(SEP))
     texts = {code: Finding(catalogue[code].explanation, catalogue[code].section, getattr(catalogue[code], "says", ""))
              for code in codes}
-    return verdict, replace(found, texts=texts), output
+    rtol, atol, seen = grading.rtol, grading.atol, got
+
+    def recheck(keys: Sequence[str]) -> list[str]:  # recomputed on this test's inputs: what gave the student's output
+        wanted = [k for k in keys if all(c in catalogue for c in k.split(SEP))]
+        computed = {k: v for k, v in candidates(wanted).items() if v is not UNCHECKED} if wanted else {}
+        return hits(seen, expected, computed, rtol, atol)
+
+    return verdict, replace(found, texts=texts, recheck=recheck, probed=search.seen(case.function),
+                            tried=frozenset(asked)), output

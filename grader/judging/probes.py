@@ -14,8 +14,8 @@ steps are identified one at a time and their options compose.
 
 A probe no combination explains leaves its step, and the other steps it sees
 that no earlier probe settled, *unexplained* ("something else is wrong in
-<step>"); later probes that see them are not used, and no composition is
-handed on. A probe that does not answer (a timeout, a crash), or raises where
+<step>"); later probes that see them are not used, and only the switches the
+other probes isolated are handed on (a partial composition). A probe that does not answer (a timeout, a crash), or raises where
 no switch raises, stops the probing and claims nothing. The result's ``keys``
 are the compositions still possible, cheapest first; they are only
 candidates: grader.judging.diagnose names one only where it reproduces the student's
@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from grader.exercise.raising import raised, raised_by
 from grader.exercise.teaching import Step  # an exercise's steps, declared in its feedback.py
-from grader.judging.diagnose import matches, raised_value
+from grader.judging.diagnose import matches
 
 __all__ = ["Probe", "ProbePlan", "Step", "identify", "tabulate"]
 
@@ -109,7 +110,7 @@ def _reference(plan: ProbePlan, probe: Probe, codes: Sequence[str]) -> object:
         try:
             _RUNS[key] = plain(plan.run(tuple(codes), probe))
         except Exception as exc:  # noqa: BLE001 - raising where the reference does not is an output too
-            _RUNS[key] = f"raises {type(exc).__name__}"
+            _RUNS[key] = raised(exc)
     return _RUNS[key]
 
 
@@ -181,10 +182,12 @@ def _compositions(plan: ProbePlan, possible: Mapping[str, list[str]], unexplaine
     """The keys of the possible compositions with at least one switch, fewest switches first, at most plan.limit.
 
     A composition holding one of ``plan.redundant``'s sets is left out (the cheaper one it equals is kept).
+    With a step unexplained, only the part the probes isolated: each other step that may still be right is taken
+    as right, so the compositions hold the switches that a probe which does not see the unknown step showed
+    (a partial verdict: grader.judging.diagnose names them where they reproduce a graded test).
     """
-    if unexplained:  # a step no switch explains: no composition of switches can be the student's code
-        return ()
-    options = [possible[s.name] for s in plan.steps]
+    options = [possible[s.name] if not unexplained or RIGHT not in possible[s.name] else [RIGHT]
+               for s in plan.steps if s.name not in unexplained]
     found: list[tuple[int, str]] = []
     for choice in itertools.product(*options):
         codes = [o for o in choice if o]
@@ -215,7 +218,7 @@ def prober(plans: Callable[[str], ProbePlan | None], student: object, rtol: floa
             result = direct.call(function, *probe.args, **dict(probe.kwargs))  # type: ignore[attr-defined]
             if result.status == "ok":
                 return plain(result.value)
-            return raised_value(result.message) if result.status == "raised" else None
+            return raised_by(result) if result.status == "raised" else None
 
         return identify(plan, call, rtol, atol)
 

@@ -32,6 +32,7 @@ class TestOutcome:
     trivial: str | None = None  # a trivial implementation that passes this test too (grader.judging.fairness), if any
     evidence: dict | None = None  # a visible failed array result's inputs, expected and returned arrays (grader.judging.evidence)
     kind: Kind = Kind.NONE  # what the check found (grader.judging.compare.Kind); NONE for a pass, or a suite that says not
+    right_values: bool = False  # a wrong type whose values, converted exactly, are right (grader.judging.judge.exact)
 
 
 class Student(Protocol):
@@ -70,15 +71,13 @@ class TimeBudget:
         if result is None or spent >= self.timeouts:
             return CallResult("timeout", message=f"not run: {function}() already timed out in {spent} earlier "
                                                  f"calls (limits.timeouts_per_function = {self.timeouts})")
-        if result.status == "timeout" and result.message.startswith(CALL_TIMEOUT):  # not the submission's limit
+        if result.status == "timeout" and result.timed_out == "call":  # not the submission's limit
             self.timed_out[function] = spent + 1
         return result
 
     def restart(self) -> None:
         self.student.restart()
 
-
-CALL_TIMEOUT = "the call did not finish within"  # how grader.sandbox words a call's own timeout
 
 Progress = Callable[[str, int, int], None]  # (test name, its number from 1, number of tests), as each test starts
 
@@ -131,5 +130,5 @@ def outcomes_of(records: list[tuple[str, dict]], run: _Run, config: Config) -> l
         outcomes.append(TestOutcome(meta["name"], meta["group"], meta["function"],
                                     Status(meta["status"]), meta["message"], meta.get("output", ""),
                                     meta.get("diagnosis"), meta.get("trivial"), meta.get("evidence"),
-                                    Kind(meta.get("kind", Kind.NONE))))
+                                    Kind(meta.get("kind", Kind.NONE)), meta.get("right_values") is True))
     return outcomes

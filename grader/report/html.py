@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.report.native import diagnosis_codes, shown_name, verdict_shown
+from grader.report.native import FREE_SAID, diagnosis_codes, shown_name, verdict_shown
 from grader.report.page import escape, html_page
 from grader.report.pictures import Picture, ReportPictures, report_pictures
 from grader.report.steps import StepSection, step_sections
@@ -89,6 +89,8 @@ def _function_section(report: dict, function: str, entry: dict, pictures: Report
     verdict = entry.get("verdict")
     if verdict and verdict_shown(verdict, [t for _, t in failed]):  # the verdict first; only where a visible test shows it
         parts.append(f"<p class='verdict'>{_e(verdict['sentence'])}</p>")
+        if verdict.get("free"):
+            parts.append(f"<p class='free'>{_e(FREE_SAID[:1].upper() + FREE_SAID[1:] + verdict['free']['sentence'])}</p>")
     parts += _diagnoses([t for _, t in failed])
     if steps:  # each named step with its picture (the head map among them)
         parts += [_step(section) for section in steps]

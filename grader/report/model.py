@@ -41,10 +41,16 @@ class Refused(TypedDict):
     message: str
 
 
+class FreeEntry(TypedDict):
+    codes: list[str]
+    sentence: str
+
+
 class VerdictEntry(TypedDict):
     codes: list[str]
     sentence: str
     evidence: str
+    free: NotRequired[FreeEntry]  # seen by the probes, costing nothing on the graded cases
 
 
 class FunctionEntry(TypedDict):

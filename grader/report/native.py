@@ -39,6 +39,7 @@ SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_PATH = Path(__file__).parent / "schema" / "report.schema.json"
 FAILURES_SHOWN = 4  # failed tests listed per function in the text summary
 OUTPUT_CAP = 4000  # characters of student output kept per test in the report
+FREE_SAID = "seen by the extra calls, costing nothing here: "  # before a verdict's ``free`` sentence
 
 
 def build_report(*, assignment: str, submission: SubmissionFiles, seed: int, grader_version: str, started_at: str,
@@ -129,6 +130,8 @@ def summary_text(report: Mapping[str, Any], *, every: bool = False) -> str:
         failed = [t for t in report["tests"] if t["function"] == function and t["status"] != "passed"]
         if verdict_shown(entry.get("verdict"), failed):  # the verdict first: it says why the lines below fail
             lines.append(f"    ⇒ {entry['verdict']['sentence']}")
+            if entry["verdict"].get("free"):
+                lines.append(f"    ⇒ {FREE_SAID}{entry['verdict']['free']['sentence']}")
         lines += _diagnosis_lines(failed)
         shown = failed if every else failed[:FAILURES_SHOWN]
         for test in shown:
@@ -149,11 +152,13 @@ def diagnosis_codes(diagnosis: dict) -> tuple[str, ...]:
 
 
 def verdict_shown(verdict: dict | None, failed: list[dict]) -> bool:
-    """A verdict is printed only where a visible failed test shows it: hidden tests stay hidden."""
-    return bool(verdict) and any(
-        test["visibility"] == "visible" and test.get("diagnosis")
-        and list(diagnosis_codes(test["diagnosis"])) == list(verdict["codes"])  # type: ignore[index]
-        for test in failed)
+    """A verdict is printed only where the visible failed tests show every switch it names (each test names those
+    that account for it): hidden tests stay hidden."""
+    if not verdict:
+        return False
+    shown = {code for test in failed if test["visibility"] == "visible" and test.get("diagnosis")
+             for code in diagnosis_codes(test["diagnosis"])}
+    return set(verdict["codes"]) <= shown
 
 
 def _diagnosis_lines(failed: list[dict]) -> list[str]:

@@ -1,7 +1,7 @@
 """The sandbox: runs one submission's functions in a child process (the only part of the grader that starts processes).
 
 Public API (``__all__``; nothing outside this package imports its modules): ``Sandbox``,
-``CallResult`` and ``reply_limit`` (calls.py), the backend in use (``chosen_backend``, backend.py), the call statuses as one ``Status`` type
+``CallResult`` and ``reply_limit`` (calls.py), ``Misfit`` and ``misfit_of`` (misfit.py), the backend in use (``chosen_backend``, backend.py), the call statuses as one ``Status`` type
 (protocol.py), ``SandboxError``, ``isolation_available``, ``isolation_mode`` and the report's
 warnings; for the processes a grade or a batch starts early and hands on: ``start_early``,
 ``adopt``, ``Started`` (boot.py), ``get_zygote``, ``hand_over``, ``Handed``, ``shutdown``
@@ -10,6 +10,7 @@ warnings; for the processes a grade or a batch starts early and hands on: ``star
 By role:
     backend.py   which backend runs here: linux, or portable (GRADER_SANDBOX; the system)
     calls.py     Sandbox (it makes the backend's), CallResult, reading the child's replies: both backends
+    misfit.py    what numpy could not fit, read from a raised message on the trusted side (plain numbers)
     client.py    the Linux backend's parent side (LinuxSandbox): the zygote's trees, over a socket
     portable.py  the portable backend's (PortableSandbox): a fresh interpreter per child, over its pipes
     portable_child.py  the portable backend's worker (standard library and numpy; no POSIX-only module)
@@ -54,6 +55,7 @@ _WHERE = {  # each public name -> the module that defines it
                      "TOO_LARGE", "SandboxError", "Status"), "protocol"),
     **dict.fromkeys(("Handed", "shutdown"), "zygote"),
     **dict.fromkeys(("Started", "adopt", "start_early"), "boot"),
+    **dict.fromkeys(("Misfit", "misfit_of"), "misfit"),
     "read_regular_file": "files",
 }
 __all__ = [
@@ -84,6 +86,7 @@ __all__ = [
     "USER_NAMESPACES",
     "CallResult",
     "Handed",
+    "Misfit",
     "Sandbox",
     "SandboxError",
     "Started",
@@ -96,6 +99,7 @@ __all__ = [
     "isolation_available",
     "isolation_mode",
     "keep_trees",
+    "misfit_of",
     "read_regular_file",
     "reply_limit",
     "sandbox_warnings",
@@ -142,6 +146,7 @@ if TYPE_CHECKING:
         sandbox_warnings,
     )
     from grader.sandbox.isolation import PORTABLE as PORTABLE_MODE
+    from grader.sandbox.misfit import Misfit, misfit_of
     from grader.sandbox.protocol import (
         BAD_TYPE,
         CRASHED,

@@ -23,6 +23,7 @@ import numpy as np
 from grader.config import Limits
 from grader.sandbox import backend
 from grader.sandbox.files import read_regular_file
+from grader.sandbox.misfit import IDENTIFIER, MISFIT_TEXT, Misfit, misfit_of
 from grader.sandbox.protocol import (
     BAD_TYPE,
     CRASHED,
@@ -55,6 +56,11 @@ class CallResult:
     output: str = ""  # what the student's code printed during the call (capped)
     seconds: float = 0.0
     shape: tuple[int, ...] | None = None  # too-large: the shape its .npy header announced (unchecked), if readable
+    # raised: the exception's class name (a Python identifier, else ""), as the child's reply names it
+    exception: str = ""
+    # raised: which numpy reshape, matmul or broadcast could not fit (``misfit_of`` its message), if one
+    misfit: Misfit | None = None
+    timed_out: str = ""  # timeout: "call" (limits.call_timeout_s) or "submission" (its whole time); else ""
 
 
 _reply_bound: contextvars.ContextVar[int | None] = contextvars.ContextVar("reply_bound", default=None)
@@ -186,7 +192,8 @@ class Sandbox:
 
 
     def _out_of_time(self) -> CallResult:
-        return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit")
+        return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit",
+                          timed_out="submission")
 
 
     def _import_failed(self, result: CallResult, spent: bool) -> CallResult | None:
@@ -251,7 +258,10 @@ class Sandbox:
             text = f"raised {exception}" + (f" at {where}" if where else "") + (f": {message}" if message else "")
             if kind == MEMORY:
                 text = f"ran out of memory (limit {self.limits.memory_mb} MB): {text}"
-            return CallResult(kind, message=text, output=output)
+                return CallResult(kind, message=text, output=output)
+            name = exception if IDENTIFIER.fullmatch(exception) else ""
+            return CallResult(kind, message=text, output=output, exception=name,
+                              misfit=misfit_of(name, _clip(reply.get("message"), MISFIT_TEXT)))
         if status in (MISSING, BAD_TYPE):
             return CallResult(status, type_name=type_name, message=message, output=output)
         return CallResult(CRASHED, message=f"unexpected reply from the submission's process: {_clip(str(status), 100)}",

@@ -424,7 +424,8 @@ class LinuxSandbox(Sandbox):
         self._used_up = self._used_up or last
         if self._spent():
             return replace(self._out_of_time(), output=child.output.take())
-        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=child.output.take())
+        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=child.output.take(),
+                          timed_out="call")
 
     def _met_oom(self, child: _Child) -> bool:
         """Has the OOM killer struck in ``child``'s tree since the last look? Its keeper ends the whole tree then,

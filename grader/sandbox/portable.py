@@ -222,7 +222,8 @@ class PortableSandbox(Sandbox):
         self._used_up = self._used_up or last
         if self._spent():
             return replace(self._out_of_time(), output=output)
-        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=output)
+        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=output,
+                          timed_out="call")
 
     def _refuse(self, worker: _Worker, refused: TooLarge) -> CallResult:
         """A reply larger than its call accepts: "too-large", its arrays never read; the worker is replaced."""

@@ -66,11 +66,21 @@ def test_counts_are_exact_and_accept_numpy_integers():
         "g() returned 2,359,296, expected 2,362,368 (off by -3,072)"
 
 
+def raised(exception, text):
+    return CallResult("raised", message=f"raised {exception}: {text}", exception=exception)
+
+
 def test_expected_exceptions():
-    assert check_raises(CallResult("raised", message="raised ValueError at line 4: bad"), "ValueError", "f()").status == "passed"
+    assert check_raises(raised("ValueError", "bad"), "ValueError", "f()").status == "passed"
     assert check_raises(ok(np.zeros(2)), "ValueError", "f()").message == "f() returned a value; expected it to raise ValueError"
-    assert check_raises(CallResult("raised", message="raised TypeError: x"), "ValueError", "f()").message == \
+    assert check_raises(raised("TypeError", "x"), "ValueError", "f()").message == \
         "f() raised TypeError: x; expected ValueError"
+    # An assert copied from a starter fails the error test and names the difference.
+    assert check_raises(raised("AssertionError", "embed_dim % num_heads == 0"), "ValueError", "f()").message == \
+        "f() raised AssertionError: embed_dim % num_heads == 0; expected ValueError"
+    # The class is the reply's field: a message a submission words like a ValueError's passes nothing.
+    forged = CallResult("raised", message="raised ValueError at line 4: bad", exception="KeyError")
+    assert check_raises(forged, "ValueError", "f()").kind == Kind.WRONG_EXCEPTION
 
 
 def test_every_check_result_carries_its_kind():
@@ -89,8 +99,8 @@ def test_every_check_result_carries_its_kind():
     assert (count(ok(12, "int")), count(ok(13, "int")), count(ok(12.0, "float"))) == (
         Kind.NONE, Kind.WRONG_VALUES, Kind.WRONG_TYPE)
     raises = lambda result: check_raises(result, "ValueError", "h()").kind
-    assert raises(CallResult("raised", message="raised ValueError: no")) == Kind.NONE
-    assert raises(CallResult("raised", message="raised KeyError: 'x'")) == Kind.WRONG_EXCEPTION
+    assert raises(raised("ValueError", "no")) == Kind.NONE
+    assert raises(raised("KeyError", "'x'")) == Kind.WRONG_EXCEPTION
     assert raises(ok(1, "int")) == Kind.NOT_RAISED
     assert raises(CallResult("timeout", message="m")) == Kind.TIMEOUT
 

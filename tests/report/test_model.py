@@ -28,6 +28,7 @@ PAIRS = {
     "Refused": PROPERTIES["refused"],
     "FunctionEntry": FUNCTION,
     "VerdictEntry": FUNCTION["properties"]["verdict"]["oneOf"][1],
+    "FreeEntry": FUNCTION["properties"]["verdict"]["oneOf"][1]["properties"]["free"],
     "TestEntry": TEST,
     "DiagnosisEntry": TEST["properties"]["diagnosis"]["oneOf"][1],
     "NoteEntry": PROPERTIES["notes"]["items"],

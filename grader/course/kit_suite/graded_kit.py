@@ -130,4 +130,5 @@ def test_case(case, turn):
                                        CATALOGUE, turn.search, expected_changed=case.expected_changed, keep=kept,
                                        kind=case.kind, outputs=case.outputs)
     record.update(status=verdict.status, message=verdict.message, kind=verdict.kind, output=output, diagnosis=diagnosis,
+                  right_values=kept.get("right_values", False),
                   evidence=evidence(case.args, case.expected, kept["got"]) if "got" in kept else None)

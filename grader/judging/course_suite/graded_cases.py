@@ -102,4 +102,5 @@ def test_case(case, turn):
     drawn = evidence(case.args, expected, kept["got"]) if visible and "got" in kept else None
     # The inputs' shapes only (the pictures of a step read them): the arrays would show the expected output.
     record.update(status=verdict.status, message=verdict.message, kind=verdict.kind, output=output, diagnosis=diagnosis,
+                  right_values=kept.get("right_values", False),
                   evidence=None if drawn is None else dict(drawn, expected=None, got=None))
