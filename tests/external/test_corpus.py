@@ -14,20 +14,21 @@ from public_corpus import compare, grade_corpus, manifest
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
 
-# Catalogued mistakes the grader does not name on these files yet (measured on main at ff8c6ef).
+# Catalogued mistakes the grader does not name on these files yet. On main at ff8c6ef 15 were missed in 10 files;
+# the diagnosis over raising tests, per-test accounting and partial verdicts name 8 of them, and no longer name
+# picogpt's d_v-assumed-d_k, whose raises come from another operation than the switch's (see below).
 KNOWN_MISSES: dict[str, set[str]] = {
-    "annotated-transformer-2022.py": {"d_k-from-d-over-h"},  # hidden by an AssertionError on the cases h ∤ d
-    "hyunwoongko-transformer-2019-12-21-a.py": {  # five catalogued mistakes beside an uncatalogued √(h·d_k)
-        "wrong-split-order", "wrong-merge-order", "keys-reshaped-not-transposed", "softmax-over-heads",
-        "mask-value-near-zero"},
-    "hyunwoongko-transformer-2021.py": {"mask-value-1e4"},  # no graded case shows it
-    "jadore-attention-is-all-you-need-2021.py": {"residual-added"},  # beside an uncatalogued LayerNorm
-    "llms-from-scratch-mha-2024.py": {"d_v-assumed-d_k"},  # raises ValueError where d_v ≠ d_k, AssertionError once
-    "mingpt-2020.py": {"d_k-from-d-over-h"},  # hidden by an AssertionError on the cases h ∤ d
-    "nanogpt-2025.py": {"d_k-from-d-over-h"},  # hidden by an AssertionError on the cases h ∤ d
-    "ng-video-lecture-keras-2023.py": {"d_v-assumed-d_k", "scale-by-sqrt-d"},  # AssertionError on 20 tests
-    "openai-gpt2-2019.py": {"d_v-assumed-d_k"},  # hidden by an AssertionError on the cases h ∤ d
-    "pytorch-pretrained-bert-gpt2-2019.py": {"mask-value-1e4"},  # no graded case shows it
+    # it raises in a matmul, a broadcast or an unpacking where a d // h split raises in a reshape
+    "annotated-transformer-2022.py": {"d_k-from-d-over-h"},
+    "nanogpt-2025.py": {"d_k-from-d-over-h"},
+    # five catalogued mistakes beside an uncatalogued √(h·d_k): four are named, on two tests only
+    "hyunwoongko-transformer-2019-12-21-a.py": {"mask-value-near-zero"},
+    "hyunwoongko-transformer-2021.py": {"mask-value-1e4"},  # no graded case shows it, and no probe is made for it
+    "pytorch-pretrained-bert-gpt2-2019.py": {"mask-value-1e4"},  # the same
+    "jadore-attention-is-all-you-need-2021.py": {"residual-added"},  # its uncatalogued LayerNorm moves every probe
+    # an equal-thirds split of a fused projection raises where d_v-assumed-d_k does, but in another operation
+    "openai-gpt2-2019.py": {"d_v-assumed-d_k"},
+    "picogpt-2023.py": {"d_v-assumed-d_k"},
 }
 
 
