@@ -15,7 +15,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import queue
 import sys
+import threading
 
 from . import child
 from .protocol import LOST_SOCKET_EXIT, ProtocolError
@@ -26,10 +28,28 @@ REQUEST_BYTES = 1 << 31  # bytes of blobs one request may carry: the grading pro
 
 
 class Pipes:
-    """The worker's protocol channel over two pipe ends, with the socket methods child.serve uses."""
+    """The worker's protocol channel over two pipe ends, with the socket methods child.serve uses.
+
+    A thread of the worker's own reads the requests as they come (``_lifeline``): when the grading process
+    ends, killed included, the request pipe's end of file ends the worker at once, even while a student
+    function spins. Without it a worker whose grading process was killed would run its call forever.
+    """
 
     def __init__(self, requests: int, replies: int, output: int) -> None:
         self.requests, self.replies, self.output = requests, replies, output
+        self._inbox: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._pending = b""
+        threading.Thread(target=self._lifeline, name="grader-lifeline", daemon=True).start()
+
+    def _lifeline(self) -> None:
+        while True:
+            try:
+                data = os.read(self.requests, 1 << 20)
+            except OSError:
+                data = b""
+            if not data:  # the grading process closed the requests or is gone: nothing more will be asked
+                os._exit(LOST_SOCKET_EXIT)
+            self._inbox.put(data)
 
     def fileno(self) -> int:
         return self.replies
@@ -40,7 +60,9 @@ class Pipes:
             view = view[os.write(self.replies, view):]
 
     def recv_into(self, view, size: int) -> int:
-        data = os.read(self.requests, size)
+        if not self._pending:
+            self._pending = self._inbox.get()
+        data, self._pending = self._pending[:size], self._pending[size:]
         view[:len(data)] = data
         return len(data)
 

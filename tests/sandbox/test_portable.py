@@ -215,3 +215,43 @@ def test_grade_batch_refuses_the_portable_sandbox_unless_allowed(tmp_path, monke
     assert result.exit_code == 1
     assert "refusing to grade a class in the portable sandbox (no namespaces" in result.output
     assert not (tmp_path / "out" / "reports").exists()
+
+
+@pytest.mark.sandbox
+def test_a_worker_ends_when_its_grading_process_is_killed_mid_call(tmp_path):
+    """The worker's own thread reads the request pipe: its end of file (the grading process killed with
+    SIGKILL, so nothing of it could end the worker) ends a worker whose student function spins."""
+    import signal
+    import time
+
+    pid_file = tmp_path / "worker.pid"
+    path = write(tmp_path, f"""
+        import os
+        def spin():
+            with open({str(pid_file)!r}, "w") as out:
+                out.write(str(os.getpid()))
+            while True:
+                pass
+    """)
+    grading = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        from pathlib import Path
+        from grader.config import Limits
+        from grader.sandbox import Sandbox
+        with Sandbox(Path({str(path)!r}), Limits(call_timeout_s=600, submission_timeout_s=600),
+                     backend="portable") as sandbox:
+            sandbox.call("spin")
+    """)])
+    try:
+        for _ in range(600):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.05)
+        worker = int(pid_file.read_text())
+        os.kill(worker, 0)  # spinning while its grading process lives
+    finally:
+        grading.send_signal(signal.SIGKILL)
+        grading.wait()
+    with pytest.raises(ProcessLookupError):
+        for _ in range(200):  # within moments of its grading process's end
+            os.kill(worker, 0)
+            time.sleep(0.05)
