@@ -58,8 +58,9 @@ MARK = b"\x00\x1egrader: reply follows\x1e\x00"  # portable_child.MARK: written 
 READ_BYTES = 1 << 16  # read per os.read from a pipe
 QUEUED_CHUNKS = 64  # chunks of reply bytes read ahead at most (4 MiB): beyond, the worker's writes wait
 MARK_WAIT_S = 2.0  # how long a reply waits for the output printed before it (its mark) to be read
-DIRECT_SEND_BYTES = 48 << 10  # a request up to this size is written at once (a pipe holds 64 KiB); larger ones
-# are written by a thread, so that a worker that stops reading fails the call instead of blocking the grader
+DIRECT_SEND_BYTES = 48 << 10  # a request up to this size is written at once, without blocking, as far as the pipe
+# takes it; the rest and larger requests are written by a thread, so that a worker that stops reading (a full pipe)
+# fails the call instead of blocking the grader
 # Runs as ``python -I -c``: the private copy of the worker's modules first on sys.path, then out of it and removed.
 _BOOT = f"""import json, shutil, sys
 numpy_path, home = json.loads(sys.argv[1]), sys.argv[2]
@@ -353,38 +354,76 @@ def _end(worker: _Worker) -> None:
 
 
 def _send(worker: _Worker, header: dict, blobs: list, timeout: float) -> bool:
-    """Send one request on the worker's stdin; False when it could not be written within ``timeout`` seconds."""
+    """Send one request on the worker's stdin; False when it could not be written within ``timeout`` seconds.
+
+    A small request is written at once without blocking where the system allows it (POSIX); whatever does not
+    fit (the pipe is full: the worker is not reading it, which only the submission can cause) and every large
+    request is written by a thread the caller waits for at most ``timeout`` seconds. Never a write that could
+    block the grading process for good.
+    """
     stdin = worker.process.stdin
     assert stdin is not None
     channel = _Requests(stdin.fileno())
     if sum(len(memoryview(b).cast("B")) for b in blobs) <= DIRECT_SEND_BYTES:
-        try:
-            send_message(channel, header, blobs)  # type: ignore[arg-type]  # sendall is what it uses
-        except OSError:
+        message = _Requests(-1)
+        send_message(message, header, blobs)  # type: ignore[arg-type]  # sendall is what it uses
+        rest = _write_now(channel.fd, memoryview(b"".join(message.parts)))
+        if rest is None:
             return False
-        return True
+        if not rest:
+            return True
+        return _within(worker, lambda: channel.sendall(rest), timeout)
+    return _within(worker, lambda: send_message(channel, header, blobs), timeout)  # type: ignore[arg-type]
+
+
+def _write_now(fd: int, view: memoryview) -> memoryview | None:
+    """Write what fits in the pipe now, without blocking; the rest (all of it where a pipe cannot be made
+    non-blocking: Windows before Python 3.12), or None when the worker's end is gone."""
+    try:
+        os.set_blocking(fd, False)
+    except (AttributeError, OSError):
+        return view
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    except BlockingIOError:
+        pass
+    except OSError:
+        return None
+    finally:
+        os.set_blocking(fd, True)
+    return view
+
+
+def _within(worker: _Worker, write, timeout: float) -> bool:
+    """Run ``write`` in a thread of its own; True when it finished without error within ``timeout`` seconds.
+    A write still blocked then ends with the worker, which the caller stops (its pipe breaks)."""
     failed: list[BaseException] = []
 
-    def write() -> None:
+    def run() -> None:
         try:
-            send_message(channel, header, blobs)  # type: ignore[arg-type]
+            write()
         except OSError as exc:
             failed.append(exc)
 
-    writer = threading.Thread(target=write, daemon=True, name=f"sandbox-{worker.process.pid}-send")
+    writer = threading.Thread(target=run, daemon=True, name=f"sandbox-{worker.process.pid}-send")
     writer.start()
     writer.join(max(timeout, 0.001))
     return not writer.is_alive() and not failed
 
 
 class _Requests:
-    """The worker's stdin, with the one socket method send_message uses."""
+    """The worker's stdin, with the one socket method send_message uses (fd -1: the bytes are kept in ``parts``)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        self.parts: list[bytes] = []
 
     def sendall(self, data) -> None:
         view = memoryview(data).cast("B")
+        if self.fd < 0:
+            self.parts.append(bytes(view))
+            return
         while view:
             view = view[os.write(self.fd, view):]
 

@@ -255,3 +255,36 @@ def test_a_worker_ends_when_its_grading_process_is_killed_mid_call(tmp_path):
         for _ in range(200):  # within moments of its grading process's end
             os.kill(worker, 0)
             time.sleep(0.05)
+
+
+@pytest.mark.sandbox
+def test_a_worker_that_fills_its_request_pipe_fails_the_next_call_in_time(tmp_path):
+    """A submission that stops its worker's reading of requests and fills the request pipe: the grading
+    process's next request cannot be written, and the call fails within its limit, never blocking the grade."""
+    import time
+
+    path = write(tmp_path, """
+        import os, queue, sys, time
+        def sabotage():
+            pipes = sys.modules["sandbox_child.child"]._before_reply.__self__
+            real, pipes.requests = pipes.requests, os.pipe()[0]  # the reading thread waits on a pipe nobody writes
+            writer = os.open(f"/proc/self/fd/{real}", os.O_WRONLY | os.O_NONBLOCK)
+            os.write(writer, b"x")
+            time.sleep(0.2)  # the thread takes that byte, then reads the new pipe
+            pipes._inbox = queue.SimpleQueue()
+            try:
+                while True:
+                    os.write(writer, b"x" * 4096)
+            except BlockingIOError:
+                return 1
+        def after():
+            return 2
+    """)
+    limits = Limits(call_timeout_s=2, submission_timeout_s=60)
+    with Sandbox(path, limits, backend="portable") as sandbox:
+        assert sandbox.call("sabotage").value == 1
+        started = time.monotonic()
+        result = sandbox.call("after")
+        spent = time.monotonic() - started
+    assert (result.status, result.message) == ("crashed", "the submission's process stopped answering")
+    assert spent < 2 + 5  # the call's limit, and the worker's end
