@@ -154,8 +154,8 @@ def test_python_m_pytest_grades_a_file_with_one_test_per_graded_test(tmp_path):
     path = ROOT / "tests" / "misconceptions" / "no_mask_sqrt_d.py"
     # The suite of the grader that `python -m pytest` imports there, found as docs/lms.md says: with `pip install .`
     # that is site-packages' copy, not this checkout's (the plugin refuses tests from another folder)
-    where = subprocess.run([sys.executable, "-c", "import grader.judging, pathlib; "
-                            "print(pathlib.Path(grader.judging.__file__).parent / 'course_suite')"],
+    where = subprocess.run([sys.executable, "-c", ("import grader.judging, pathlib; "
+                            "print(pathlib.Path(grader.judging.__file__).parent / 'course_suite')")],
                            capture_output=True, text=True, cwd=tmp_path, timeout=120, check=True)
     args = [where.stdout.strip(), *_pytest_args(path, "mha", toml, tmp_path / "r.json")[1:]]
     run = subprocess.run([sys.executable, "-m", "pytest", *args, "-rN"], capture_output=True, text=True,
