@@ -365,7 +365,7 @@ def _send(worker: _Worker, header: dict, blobs: list, timeout: float) -> bool:
     assert stdin is not None
     channel = _Requests(stdin.fileno())
     if sum(len(memoryview(b).cast("B")) for b in blobs) <= DIRECT_SEND_BYTES:
-        message = _Requests(-1)
+        message = _Framed()
         send_message(message, header, blobs)  # type: ignore[arg-type]  # sendall is what it uses
         rest = _write_now(channel.fd, memoryview(b"".join(message.parts)))
         if rest is None:
@@ -413,19 +413,25 @@ def _within(worker: _Worker, write, timeout: float) -> bool:
 
 
 class _Requests:
-    """The worker's stdin, with the one socket method send_message uses (fd -1: the bytes are kept in ``parts``)."""
+    """The worker's stdin, with the one socket method send_message uses."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.parts: list[bytes] = []
 
     def sendall(self, data) -> None:
         view = memoryview(data).cast("B")
-        if self.fd < 0:
-            self.parts.append(bytes(view))
-            return
         while view:
             view = view[os.write(self.fd, view):]
+
+
+class _Framed:
+    """A small request's bytes as send_message frames them, kept to be written without blocking."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def sendall(self, data) -> None:
+        self.parts.append(bytes(data))
 
 
 def _unsolicited(worker: _Worker) -> bool:
