@@ -5,7 +5,7 @@ notebook defines (grader.notebook; ``CheckError`` when it cannot). They are foun
 ``grader`` loads nothing more.
 """
 
-__version__ = "0.1.0"
+from grader.version import __version__ as __version__
 
 
 def __getattr__(name: str) -> object:  # typing is not imported: ``import grader`` stays a few microseconds

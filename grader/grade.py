@@ -16,7 +16,6 @@ from typing import Any, cast
 
 from threadpoolctl import ThreadpoolController
 
-from grader import __version__
 from grader.config import Config
 from grader.exercise.cases import store_cases
 from grader.exercise.teaching import load_feedback
@@ -40,6 +39,7 @@ from grader.submission.notebook import (
     script_for,
     script_name,
 )
+from grader.version import __version__
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from grader.exercise.assignment import load_assignment
 ENGINE = ROOT / "grader"
 # The pipeline's stages, from the bottom: a module may import from its own stage or from one below it.
 LAYERS = [
-    {"config"},
+    {"config", "version"},
     {"sandbox"},
     {"submission", "exercise", "startup"},
     {"judging"},

@@ -17,11 +17,11 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
-from grader import __version__
 from grader.batch.discover import IGNORED, Entry
 from grader.config import Config
 from grader.report.csvcells import csv_text
 from grader.report.native import diagnosis_codes, one_line, printable
+from grader.version import __version__
 
 # gradebook.csv's columns: these, one per function of the assignment (in its order), then TAIL_COLUMNS.
 HEAD_COLUMNS = ("student_id", "name", "email", "file", "submission_id", "late", "score", "max_score")

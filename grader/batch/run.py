@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ParamSpec
 
-from grader import __version__
 from grader.batch.discover import IGNORED, BatchError, Entry, discover
 from grader.batch.gradebook import build_summary, gradebook_csv, gradebook_rows
 from grader.batch.summary_html import render_html
@@ -39,6 +38,7 @@ from grader.report.formats import FORMATS, render
 from grader.report.model import plain
 from grader.report.native import build_report, printable, shown_name, to_json, write_atomic
 from grader.sandbox import adopt, get_zygote, hand_over, keep_trees
+from grader.version import __version__
 
 if TYPE_CHECKING:
     from grader.sandbox import Handed, Started

@@ -42,12 +42,14 @@ from pathlib import Path
 
 import numpy as np
 
-import grader
 from grader.config import Config, load_config, with_course
 from grader.exercise.assignment import Assignment, as_json, load_assignment
+from grader.version import __version__
 
 KIT_SUITE = Path(__file__).parent / "kit_suite"
 SUITE_FOLDER = "public_cases"
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # the grader package the kit copies
 
 
 def stored_seed(suite: Path) -> int | None:
@@ -358,7 +360,7 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
     readme = described.statement
     statement = readme.read_text(encoding="utf-8") if readme.is_file() else f"# {described.name}\n"
     (target / "README.md").write_text(statement.rstrip("\n") + "\n\n" + _CHECKING, encoding="utf-8")
-    package = Path(grader.__file__).resolve().parent
+    package = _PACKAGE
     shutil.copytree(package, target / "grader", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for path in described.feedback_files:  # the exercise's steps and step pictures (grader.exercise.teaching)
         (target / "assignments" / path.parent.name).mkdir(parents=True, exist_ok=True)
@@ -428,12 +430,12 @@ KIT_DEPENDENCIES = ("numpy>=1.26", "pytest>=8", "click>=8.1", "threadpoolctl>=3.
 def _kit_pyproject(assignment: str) -> str:
     """The kit's pyproject.toml: ``pip install .`` in the kit installs the grader, its `grade` command and
     everything the feedback page needs."""
-    packages = sorted(".".join(p.relative_to(Path(grader.__file__).resolve().parent.parent).parts)
-                      for p in Path(grader.__file__).resolve().parent.rglob("*") if p.is_dir() and p.name != "__pycache__")
+    packages = sorted(".".join(p.relative_to(_PACKAGE.parent).parts)
+                      for p in _PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__")
     return "\n".join([
         "# The student kit as a package: `pip install .` here installs the grader and what it needs.",
         "[build-system]", 'requires = ["setuptools>=68"]', 'build-backend = "setuptools.build_meta"', "",
-        "[project]", f'name = "{assignment}-grader-kit"', f'version = "{grader.__version__}"',
+        "[project]", f'name = "{assignment}-grader-kit"', f'version = "{__version__}"',
         'requires-python = ">=3.11"', "dependencies = [" + ", ".join(f'"{d}"' for d in KIT_DEPENDENCIES) + "]", "",
         "[project.scripts]", 'grade = "grader.launch:main"', "",
         # `python -m pytest public_cases --submission FILE` (grader.lms.pytest_route; inert without --submission)

@@ -11,7 +11,7 @@ from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import __version__
+from grader.version import __version__
 
 
 def config_values(config: Any) -> str:

@@ -16,13 +16,14 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-import grader
 from grader.config import load_config, with_course
 from grader.exercise.assignment import load_assignment
 
 TEMPLATES = Path(__file__).parent / "templates"
 DISTRIBUTION = "course-grader"
 _SKIP = ("__pycache__", ".pytest_cache", ".hypothesis")
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # the grader package the zip ships
 
 
 def pinned_requirements(distribution: str = DISTRIBUTION) -> list[str]:
@@ -69,7 +70,7 @@ def build_zip(config_path: Path, target: Path, *, course: Path | None = None) ->
     if course is not None:
         config = with_course(config, course)
     root = config.root
-    package = Path(grader.__file__).resolve().parent
+    package = _PACKAGE
     suite = config.suite_dir.resolve()
     course = config.assignment_dir.resolve().parent.parent  # the folder holding assignments/ and reference/
     folders = [(package, "grader")]
