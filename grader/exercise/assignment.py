@@ -80,7 +80,8 @@ class Assignment:
     - the probes: ``plan(function)`` of ``<folder>/probes.py``, if there is one (grader.judging.probes);
     - the teaching: ``<folder>/feedback.py``, if there is one (its steps and pictures, grader.exercise.teaching),
       shipped in the student kit with ``feedback_files``;
-    - the calibration of ``grade similar``: ``tests/similarity/independent/<name>/`` of the course;
+    - the calibration of ``grade similar``: ``tests/similarity/independent/<name>/`` of the course; its calibration
+      of wrong outputs: ``<folder>/wrong_outputs.json``, written from ``output_sources`` (by default the same files);
     - the trusted files (hashed by ``grade batch --resume``, copied into the Gradescope zip): the
       reference's file and the folder.
 
@@ -167,6 +168,18 @@ class Assignment:
         """Independent correct solutions (.py files or folders of them) that calibrate ``grade similar``'s code
         scores: by default the course's ``tests/similarity/independent/<name>/``."""
         return (self.folder.parent.parent / "tests" / "similarity" / "independent" / self.name,)
+
+    @property
+    def wrong_outputs(self) -> Path:
+        """``grade similar``'s calibration of wrong outputs (the signatures of the wrong outputs independent
+        solutions return), shipped with the exercise: ``<folder>/wrong_outputs.json``."""
+        return self.folder / "wrong_outputs.json"
+
+    @property
+    def output_sources(self) -> tuple[Path, ...]:
+        """Independent solutions, right or wrong (.py files or folders of them), graded to write ``wrong_outputs``
+        (benchmarks/wrong_outputs_calibration.py): by default the ``calibration``'s."""
+        return self.calibration
 
     def _module(self, stem: str) -> ModuleType | None:
         path = self.folder / f"{stem}.py"

@@ -15,7 +15,9 @@ Finds pairs of submissions that share more than independent work does:
   the containment calibration) without being alike as a whole. A file that holds code of several others
   is one finding, "holds code of N others", and its pairs join no cluster.
 - **wrong-outputs**: tests that both students fail with the same wrong values that no known
-  misconception explains and few of the class share (grader.similarity.outputs).
+  misconception explains, few of the class share, and no independent solution of the exercise's
+  calibration of wrong outputs returns (grader.similarity.calibration.KnownOutputs: a natural mistake
+  the catalogue does not name, made by two students alone, is no evidence).
 - **failure-pattern**: the same rare set of tests failed; supporting evidence, never a flag on its own.
 
 A flag is a reason to look, never a finding: independent students do write alike, and share bugs.
@@ -33,7 +35,7 @@ import numpy as np
 
 from grader.judging.diagnose import GENERIC
 from grader.report.native import one_line
-from grader.similarity.calibration import Calibration, fit, robust_threshold
+from grader.similarity.calibration import Calibration, KnownOutputs, fit, robust_threshold
 from grader.similarity.fingerprints import MAX_TOKENS, Fingerprint, fingerprint
 from grader.similarity.reading import Work
 
@@ -103,11 +105,13 @@ def calibrate(sources: Sequence[tuple[str, str]], starter: set[int], functions: 
 
 # ---- output evidence ---------------------------------------------------------------------------
 
-def wrong_outputs(report: dict | None) -> dict[str, str]:
+def wrong_outputs(report: dict | None, *, named_too: bool = False) -> dict[str, str]:
     """{test name: what it returned} for each failed test whose wrong values a known misconception does not explain.
 
     What it returned: the message (value at the largest difference, 6 significant digits, or a
     count and its offset) and, for a visible test with ``evidence``, the whole returned array.
+    named_too: also the tests a known misconception explains (the calibration of wrong outputs keeps every one,
+    so a change of the catalogue does not make it stale).
     """
     if not report or report.get("status") != "graded":
         return {}
@@ -116,8 +120,10 @@ def wrong_outputs(report: dict | None) -> dict[str, str]:
         if test.get("status") != "failed" or not returned_wrong_values(test):
             continue
         diagnosis = test.get("diagnosis")
-        if isinstance(diagnosis, dict) and diagnosis.get("code") not in GENERIC:  # GENERIC: findings that name no misconception
-            continue  # a known misconception: independent students who make it return the same numbers
+        # GENERIC: findings that name no misconception. A known misconception: independent students who make it
+        # return the same numbers.
+        if not named_too and isinstance(diagnosis, dict) and diagnosis.get("code") not in GENERIC:
+            continue
         got = (test.get("evidence") or {}).get("got")
         found[str(test["name"])] = str(test["message"]) + ("" if not got else " | got " + json.dumps(got["values"]))
     return found
@@ -152,11 +158,14 @@ def common_fingerprints(works: Sequence[Work]) -> frozenset:
     return frozenset(h for h, n in held.items() if n > above)
 
 
-def analyse(works: list[Work], calibration: Calibration, starter: set[int]) -> dict:
+def analyse(works: list[Work], calibration: Calibration, starter: set[int],
+            known: KnownOutputs | None = None) -> dict:
     """similarity.json's content for ``works`` (the class, then past terms' submissions): pairs, findings, calibration.
 
-    Pairs are every two of the class, and each of the class with each past submission.
+    Pairs are every two of the class, and each of the class with each past submission. known: the wrong outputs
+    independent solutions return (the exercise's calibration of wrong outputs; none without it): never rare.
     """
+    known = known if known is not None else KnownOutputs()
     for work in works:
         if work.source is not None:
             work.fp = fingerprint(work.source, starter)
@@ -169,8 +178,9 @@ def analyse(works: list[Work], calibration: Calibration, starter: set[int]) -> d
 
     common = common_fingerprints(works)
     prints = [_prints(w.fp, common) for w in works]
-    rare = [frozenset((name, sig) for name, sig in outputs[w.key].items() if output_counts[(name, sig)] < rare_below)
-            for w in works]
+    common_outputs = {(name, sig) for name, sig in output_counts if known.holds(name, sig)}
+    rare = [frozenset((name, sig) for name, sig in outputs[w.key].items()
+                      if output_counts[(name, sig)] < rare_below and (name, sig) not in common_outputs) for w in works]
     # Every pair at once: shared fingerprints and shared rare wrong outputs as matrix products.
     _, scores, contain = _scores(prints)
     outputs_shared = shared_counts(rare)
@@ -199,13 +209,14 @@ def analyse(works: list[Work], calibration: Calibration, starter: set[int]) -> d
             ["containment"] if held[i, j] else [])
         listed.append(_pair(works[i], works[j], kinds, prints[i] & prints[j], (scores[i, j], contain[i, j]),
                             sizes[i], sizes[j], rare[i] & rare[j], threshold, calibration, function_names[(i, j)],
-                            outputs, output_counts, patterns, pattern_counts, rare_below))
+                            outputs, output_counts, patterns, pattern_counts, rare_below, common_outputs))
     listed.sort(key=lambda p: (not p["flagged"], -p["code_score"], -len(p["shared_wrong_outputs"]), p["a"], p["b"]))
     holders = containment([(p["a"], p["b"], p["a_in_b"], p["b_in_a"]) for p in listed if "containment" in p["evidence"]])
     grouped = [(p["a"], p["b"]) for p in listed if p["flagged"] and "containment" not in p["evidence"]]
     summary = calibration.summary()
     summary["threshold"] = threshold
     summary["class_threshold"] = robust_threshold(scores[compare & (scores > 0)].tolist())
+    summary["wrong_outputs"] = known.summary()
     return {
         "about": ("Evidence of shared work: a flagged pair is a reason to look at two submissions side by side, "
                   "not a finding. Independent students write alike on a short exercise and make the same mistakes."),
@@ -249,8 +260,10 @@ def _note(work: Work) -> str:
 
 def _pair(a: Work, b: Work, kinds: list[str], shared: frozenset, score: tuple[float, float], size_a: int,
           size_b: int, same: frozenset, threshold: float, calibration: Calibration, functions: list[str],
-          outputs: dict, output_counts: Counter, patterns: dict, pattern_counts: Counter, rare_below: float) -> dict:
-    """One pair of similarity.json: its scores (both directions), evidence kinds, matched spans, shared wrong outputs."""
+          outputs: dict, output_counts: Counter, patterns: dict, pattern_counts: Counter, rare_below: float,
+          common_outputs: set) -> dict:
+    """One pair of similarity.json: its scores (both directions), evidence kinds, matched spans, shared wrong outputs
+    (the rare ones; ``known_wrong_outputs`` counts those independent solutions return too, no evidence)."""
     symmetric, _ = score
     if len(same) >= MIN_SHARED_TESTS:
         kinds.append("wrong-outputs")
@@ -270,7 +283,9 @@ def _pair(a: Work, b: Work, kinds: list[str], shared: frozenset, score: tuple[fl
             "shared_fingerprints": len(shared), "spans": matched_spans(a.fp, b.fp, set(shared)) if shared else [],
             "shared_wrong_outputs": [{"test": name, "output": one_line(outputs[a.key][name]),
                                       "students_sharing": output_counts[(name, outputs[a.key][name])]}
-                                     for name in names]}
+                                     for name in names],
+            "known_wrong_outputs": sum(1 for name, sig in outputs[a.key].items()
+                                       if outputs[b.key].get(name) == sig and (name, sig) in common_outputs)}
 
 
 def shared_counts(sets: Sequence[frozenset]) -> np.ndarray:

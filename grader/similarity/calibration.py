@@ -12,14 +12,24 @@ ever flagged), and with fewer than MIN_PAIRS independent pairs the threshold is 
 The class itself is a second sample of independent work (most of a class's pairs are): its
 scores are fitted robustly (median and median absolute deviation, which a minority of copies does
 not move), and where that fit asks for a higher threshold, it is used.
+
+Wrong outputs have a calibration of their own (``KnownOutputs``): the wrong outputs that independent
+people produce on the exercise's cases (public implementations, solutions written fresh, natural
+mistakes), graded once by the real pipeline and shipped with the exercise as signatures
+(``assignments/<name>/wrong_outputs.json``, written by benchmarks/wrong_outputs_calibration.py). A wrong
+output in that set is evidence of nothing. The file carries a key of what its outputs depend on
+(``outputs_key``); a file whose key is not the configuration's is stale and is not used.
 """
 
 from __future__ import annotations
 
 import bisect
+import hashlib
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from statistics import NormalDist
 
 FALSE_FLAG_RATE = 1e-4  # the modelled chance that one independent pair is flagged
@@ -122,3 +132,95 @@ class Calibration:
                 "code": self.code.summary(), "containment": self.contain.summary(),
                 "functions": {name: scale.summary() for name, scale in sorted(self.functions.items())},
                 "files": self.files}
+
+
+# ---- the calibration of wrong outputs ----------------------------------------------------------
+
+OUTPUTS_FORMAT = 1  # of wrong_outputs.json and of its signatures; a file of another format is stale
+MAX_SIGNATURES = 100_000  # a calibration file holds at most this many signatures (16 hex digits each)
+MAX_OUTPUTS_BYTES = 4 << 20  # a larger calibration file is not read
+CURRENT, STALE, ABSENT, UNREADABLE = "current", "stale", "absent", "unreadable"
+
+
+def output_signature(test: str, output: str) -> str:
+    """The signature of one wrong output: the first 16 hex digits of the sha256 of the test's name and what it
+    returned (grader.similarity.analysis.wrong_outputs's value: the message, with 6 significant digits)."""
+    return hashlib.sha256(f"{test}\0{output}".encode()).hexdigest()[:16]
+
+
+def outputs_key(assignment: str, grading: dict, files: Sequence[Path]) -> str:
+    """sha256 of what the wrong outputs on the exercise's cases depend on: the assignment's name, ``grading``
+    (the configuration's seed, number of random cases, params, rtol, atol and visibility, as plain JSON) and
+    the bytes of ``files`` (its case builders and its reference). The grader's own wording of a message is not
+    in it: the slow test that grades the sources again holds that."""
+    digest = hashlib.sha256(json.dumps({"format": OUTPUTS_FORMAT, "assignment": assignment, "grading": grading},
+                                       sort_keys=True, default=str).encode())
+    for path in files:
+        digest.update(f"{Path(path).name}\0".encode())
+        digest.update(hashlib.sha256(Path(path).read_bytes()).digest() if Path(path).is_file() else b"-")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class KnownOutputs:
+    """The wrong outputs independent work produces (signatures), and whether the exercise's file was usable.
+
+    status: CURRENT (used), STALE (made for other cases or configuration: not used), ABSENT (no file),
+    UNREADABLE (not a calibration file: not used). Only a CURRENT file's signatures are held.
+    """
+
+    status: str = ABSENT
+    signatures: frozenset[str] = frozenset()
+    sources: int = 0  # independent files graded to make it
+    path: str = ""
+
+    def holds(self, test: str, output: str) -> bool:
+        return output_signature(test, output) in self.signatures
+
+    def summary(self) -> dict:
+        """similarity.json's ``calibration.wrong_outputs``."""
+        again = "write it again: python benchmarks/wrong_outputs_calibration.py"
+        said = {CURRENT: f"{len(self.signatures)} wrong outputs of {self.sources} independent solutions, none of "
+                         "them evidence",
+                STALE: f"made for other cases or another configuration, so not used: shared wrong outputs are "
+                       f"weighed by the class alone ({again})",
+                ABSENT: "shared wrong outputs are weighed by the class alone (write one: python "
+                        "benchmarks/wrong_outputs_calibration.py --assignment NAME)",
+                UNREADABLE: f"not a calibration file of wrong outputs, so not used: shared wrong outputs are weighed "
+                            f"by the class alone ({again})"}
+        return {"status": self.status, "file": self.path, "signatures": len(self.signatures),
+                "sources": self.sources, "note": said[self.status]}
+
+
+def load_known_outputs(path: Path, key: str) -> KnownOutputs:
+    """The calibration of wrong outputs at ``path`` (wrong_outputs.json), used only if its key is ``key``."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_OUTPUTS_BYTES:
+            return KnownOutputs(UNREADABLE, path=str(path))
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return KnownOutputs(ABSENT, path=str(path))
+    except (OSError, ValueError):
+        return KnownOutputs(UNREADABLE, path=str(path))
+    signatures = data.get("signatures") if isinstance(data, dict) else None
+    if (not isinstance(signatures, list) or len(signatures) > MAX_SIGNATURES
+            or not all(isinstance(s, str) and len(s) == 16 for s in signatures)):
+        return KnownOutputs(UNREADABLE, path=str(path))
+    sources = data.get("sources") if isinstance(data.get("sources"), int) else 0
+    if data.get("format") != OUTPUTS_FORMAT or data.get("key") != key:
+        return KnownOutputs(STALE, sources=sources, path=str(path))
+    return KnownOutputs(CURRENT, frozenset(signatures), sources, str(path))
+
+
+def known_outputs_document(assignment: str, key: str, signatures: Sequence[str], sources: Sequence[str]) -> dict:
+    """wrong_outputs.json's content: the signatures (sorted, each once) of the wrong outputs the ``sources`` (their
+    names) returned, under ``key`` (outputs_key). Raises ValueError past MAX_SIGNATURES."""
+    unique = sorted(set(signatures))
+    if len(unique) > MAX_SIGNATURES:
+        raise ValueError(f"{len(unique)} signatures: over {MAX_SIGNATURES}")
+    return {"about": ("Wrong outputs that independent solutions return on this exercise's cases (grade similar: a "
+                      "shared wrong output among them is no evidence). Signatures: grader.similarity.calibration."
+                      "output_signature. Written by benchmarks/wrong_outputs_calibration.py; do not edit."),
+            "format": OUTPUTS_FORMAT, "assignment": assignment, "key": key, "sources": len(sources),
+            "source_files": sorted(sources), "signatures": unique}

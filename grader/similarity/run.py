@@ -18,6 +18,7 @@ from grader.exercise.assignment import load_assignment
 from grader.report.csvcells import csv_text
 from grader.report.native import one_line, write_atomic
 from grader.similarity.analysis import analyse, calibrate
+from grader.similarity.calibration import CURRENT, KnownOutputs, load_known_outputs, outputs_key
 from grader.similarity.fingerprints import starter_functions, starter_hashes
 from grader.similarity.page import render_html
 from grader.similarity.reading import Work, calibration_sources, load_works, read_code
@@ -55,14 +56,33 @@ def run_similarity(outdir: Path, config: Config, *, against: Sequence[Path] = ()
     starter_code = read_code(starter_file, starter_file.read_bytes())[0] if starter_file.is_file() else None
     starter = starter_hashes(starter_code) if starter_code is not None else set()
     functions = starter_functions(starter_code) if starter_code is not None else []
-    sources = calibration_sources(load_assignment(config.assignment_dir).calibration, calibration)
-    data = {"assignment": config.assignment, **analyse(works, calibrate(sources, starter, functions), starter)}
+    assignment = load_assignment(config.assignment_dir)
+    sources = calibration_sources(assignment.calibration, calibration)
+    seeds = {w.report.get("seed") for w in works if not w.term and w.report and w.report.get("status") == "graded"}
+    outputs = known_outputs(config, seeds.pop() if len(seeds) == 1 else config.seed)
+    data = {"assignment": config.assignment,
+            **analyse(works, calibrate(sources, starter, functions), starter, outputs)}
     indent = 2 if len(data["pairs"]) <= INDENTED_PAIRS else None  # a large file is written by json's C encoder
     write_atomic(outdir / "similarity.json", json.dumps(data, indent=indent, allow_nan=False) + "\n")
     write_atomic(outdir / "similarity.html", render_html(data, works))
     annotate_gradebook(outdir / "gradebook.csv", data)
     link_summary(outdir / "summary.html", data)
     return data
+
+
+def known_outputs_key(config: Config, seed: int | None = None) -> str:
+    """The key (grader.similarity.calibration.outputs_key) of the wrong outputs the configuration's cases give: its
+    grading keys, and the assignment's case builders and reference. seed: the batch's (a report's ``seed``), if
+    not the configuration's."""
+    assignment = load_assignment(config.assignment_dir)
+    grading = {"seed": config.seed if seed is None else seed, "random_cases": config.random_cases,
+               "params": config.params, "rtol": config.rtol, "atol": config.atol, "visibility": config.visibility}
+    return outputs_key(assignment.name, grading, [assignment.folder / "cases.py", assignment.reference_file])
+
+
+def known_outputs(config: Config, seed: int | None = None) -> KnownOutputs:
+    """The exercise's calibration of wrong outputs (its ``wrong_outputs`` file), used only while current."""
+    return load_known_outputs(load_assignment(config.assignment_dir).wrong_outputs, known_outputs_key(config, seed))
 
 
 def partners(data: dict) -> dict[str, list[str]]:
@@ -128,6 +148,10 @@ def terminal_lines(data: dict, works: Sequence[Work] = ()) -> list[str]:
               for entry in data.get("containment", [])]
     lines += [one_line(f"cluster of {len(group)}: {', '.join(group)}") for group in data["clusters"]]
     calibration = data["calibration"]
+    known = calibration.get("wrong_outputs") or {}
+    if known.get("status", CURRENT) != CURRENT and known.get("file"):
+        lines.append(one_line(f"the calibration of wrong outputs is {known['status']} ({known['file']}): "
+                              f"{known['note']}"))
     lines.append(f"{data['flagged']} of {data['pairs_compared']} pair(s) flagged as a reason to look (code threshold "
                  f"{calibration['threshold']:.2f}, above {calibration['independent_pairs']} independent pairs)")
     return lines

@@ -73,3 +73,43 @@ def test_fingerprints_most_of_the_class_holds_are_discounted():
     works = [Work(f"s{i}", f"s{i}", fp=Fingerprint(hashes={**({1: ("f", 1, 1)} if i < 22 else {}),
                                                           **({2: ("f", 1, 1)} if i < 20 else {})})) for i in range(30)]
     assert common_fingerprints(works) == frozenset({1})
+
+
+def _wrong(values: dict[str, float]) -> dict:
+    """A graded report whose tests returned ``values`` ({test: the value where they differ most}), no misconception."""
+    return {"status": "graded", "tests": [
+        {"name": name, "status": "failed", "kind": "wrong-values", "diagnosis": {"code": "something-else"},
+         "message": f"f(): values differ beyond rtol=0.001, atol=1e-05; got {value:g} at index (0,)"}
+        for name, value in values.items()] + [{"name": "right", "status": "passed", "kind": None, "message": ""}]}
+
+
+def test_a_wrong_output_independent_solutions_return_is_no_evidence():
+    # Two students alone make the same natural mistake (its outputs are in the exercise's calibration of wrong
+    # outputs); two others share outputs nobody independent returns. Sources differ: no code evidence.
+    from grader.similarity.calibration import CURRENT, KnownOutputs, output_signature
+    from grader.similarity.fingerprints import Fingerprint
+
+    natural, unusual = {"t1": 0.25, "t2": 0.5, "t3": 0.75}, {"t1": 0.9368, "t2": 1.5623}
+    works = [Work("d_k_1", "d_k_1", report=_wrong(natural)), Work("d_k_2", "d_k_2", report=_wrong(natural)),
+             Work("odd_1", "odd_1", report=_wrong(unusual)), Work("odd_2", "odd_2", report=_wrong(unusual))]
+    for work in works:
+        work.fp = Fingerprint()
+    messages = {name: _wrong(natural)["tests"][i]["message"] for i, name in enumerate(natural)}
+    known = KnownOutputs(CURRENT, frozenset(output_signature(n, m) for n, m in messages.items()), 52, "w.json")
+
+    def pairs(data):
+        return {(p["a"], p["b"]): p for p in data["pairs"]}
+
+    before = pairs(analyse(works, calibration(), STARTER))  # no calibration of wrong outputs: the class alone
+    assert before[("d_k_1", "d_k_2")]["evidence"] == ["wrong-outputs", "failure-pattern"]
+    data = analyse(works, calibration(), STARTER, known)
+    after = pairs(data)
+    natural_pair, odd_pair = after[("d_k_1", "d_k_2")], after[("odd_1", "odd_2")]
+    assert (natural_pair["flagged"], natural_pair["evidence"], natural_pair["shared_wrong_outputs"],
+            natural_pair["known_wrong_outputs"]) == (False, [], [], 3)
+    assert (odd_pair["flagged"], odd_pair["evidence"], odd_pair["known_wrong_outputs"]) == (
+        True, ["wrong-outputs", "failure-pattern"], 0)
+    assert [o["test"] for o in odd_pair["shared_wrong_outputs"]] == ["t1", "t2"]
+    assert data["flagged"] == 1 and data["calibration"]["wrong_outputs"] == {
+        "status": "current", "file": "w.json", "signatures": 3, "sources": 52,
+        "note": "3 wrong outputs of 52 independent solutions, none of them evidence"}
