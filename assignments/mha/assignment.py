@@ -71,6 +71,14 @@ class MultiHeadAttention(Assignment):
                 course / "tests/similarity/independent")
 
     @property
+    def output_sources(self):
+        """The independent solutions above, the ones written fresh to the statement, issue 32's public implementations
+        (their own natural mistakes) and natural mistakes the catalogue does not name (tests/similarity/mistakes)."""
+        course = self.folder.parent.parent
+        return (*self.calibration, course / "tests/similarity/fresh", course / "tests/external/files",
+                course / "tests/similarity/mistakes")
+
+    @property
     def trusted_files(self):
         return (Path(mha.__file__).parent, self.folder)
 

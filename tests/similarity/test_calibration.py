@@ -1,0 +1,92 @@
+"""grader.similarity.calibration's calibration of wrong outputs: the exercise's file, its key, and what happens when
+it is stale, absent or not one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grader.exercise.assignment import load_assignment
+from grader.similarity.calibration import (
+    ABSENT,
+    CURRENT,
+    MAX_OUTPUTS_BYTES,
+    STALE,
+    UNREADABLE,
+    known_outputs_document,
+    load_known_outputs,
+    output_signature,
+)
+from grader.similarity.run import known_outputs, known_outputs_key
+
+ROOT = Path(__file__).resolve().parents[2]
+MHA = load_assignment(ROOT / "assignments" / "mha")
+
+
+def test_a_signature_is_16_hex_digits_of_the_test_and_what_it_returned():
+    assert output_signature("mha_random[00]", "multi_head_attention(): got 1") == output_signature(
+        "mha_random[00]", "multi_head_attention(): got 1")
+    assert output_signature("mha_random[00]", "got 1") != output_signature("mha_random[01]", "got 1")
+    assert len(output_signature("t", "m")) == 16 and int(output_signature("t", "m"), 16) >= 0
+
+
+def test_a_calibration_file_is_used_only_while_its_key_is_the_configurations(tmp_path):
+    path = tmp_path / "wrong_outputs.json"
+    document = known_outputs_document("mha", "k1", [output_signature("t", "a"), output_signature("t", "a")], ["x.py"])
+    assert document["signatures"] == [output_signature("t", "a")] and document["sources"] == 1
+    path.write_text(json.dumps(document))
+    current = load_known_outputs(path, "k1")
+    assert (current.status, current.sources, current.holds("t", "a"), current.holds("t", "b")) == (CURRENT, 1, True,
+                                                                                                     False)
+    assert current.summary() == {"status": "current", "file": str(path), "signatures": 1, "sources": 1,
+                                 "note": "1 wrong outputs of 1 independent solutions, none of them evidence"}
+    # Made for other cases: stale, its signatures not held (a shared wrong output is weighed by the class alone).
+    stale = load_known_outputs(path, "k2")
+    assert (stale.status, stale.signatures, stale.holds("t", "a")) == (STALE, frozenset(), False)
+    assert stale.summary()["note"] == (
+        "made for other cases or another configuration, so not used: shared wrong outputs are weighed by the class "
+        "alone (write it again: python benchmarks/wrong_outputs_calibration.py)")
+    path.write_text(json.dumps({**document, "format": 0}))
+    assert load_known_outputs(path, "k1").status == STALE
+    assert load_known_outputs(tmp_path / "none.json", "k1").status == ABSENT
+    for text in ("not json", json.dumps([1]), json.dumps({**document, "signatures": ["short"]}),
+                 json.dumps({**document, "signatures": "0123456789abcdef"})):
+        path.write_text(text)
+        assert load_known_outputs(path, "k1").status == UNREADABLE, text
+    path.write_bytes(b" " * (MAX_OUTPUTS_BYTES + 1))  # too large to be read: not read
+    assert load_known_outputs(path, "k1").status == UNREADABLE
+
+
+def test_the_key_follows_the_cases_and_the_comparison(config):
+    key = known_outputs_key(config)
+    assert known_outputs_key(config, config.seed) == key
+    assert known_outputs_key(config, config.seed + 1) != key  # a batch graded with --seed: other cases
+    for change in ({"random_cases": 3}, {"rtol": 1e-2}, {"atol": 1e-6}, {"params": {"extra": 1}},
+                   {"visibility": {"mha_random": "hidden"}}):
+        assert known_outputs_key(replace(config, **change)) != key, change
+
+
+def test_the_shipped_calibration_of_wrong_outputs_is_the_one_for_the_exercises_cases(config):
+    # The mha file ships with the exercise (assignments/mha/wrong_outputs.json) and is current for the course's
+    # configuration; the slow test below grades its sources again and finds the same signatures.
+    shipped = known_outputs(config)
+    assert (shipped.status, shipped.path) == (CURRENT, str(MHA.wrong_outputs))
+    data = json.loads(MHA.wrong_outputs.read_text())
+    assert data["assignment"] == "mha" and data["sources"] == len(data["source_files"]) == 52
+    assert "tests/similarity/mistakes/scores_over_d_k.py" in data["source_files"]
+    assert not any("shared_output" in name or "/alone/" in name for name in data["source_files"])
+    assert MHA.wrong_outputs.stat().st_size < 64_000 and len(data["signatures"]) == len(set(data["signatures"]))
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_grading_the_sources_again_writes_the_shipped_file_exactly():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "wrong_outputs_calibration.py"), "--check"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"{MHA.wrong_outputs} is current: ")
