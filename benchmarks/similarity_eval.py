@@ -5,12 +5,13 @@
 Lays out the test class (tests/similarity/corpus.py's build_class: independent solutions, ten written
 fresh to the statement, copies disguised by hand, by script and with numpy's equivalent spellings,
 a chain of copies, a copy of one function, a notebook and a BOM/CRLF copy, starters and partial
-files, three students sharing an unusual wrong output), grades it with `grade batch` (unless
+files, two students who alone divide the scores by d_k, three students sharing an unusual wrong output), grades it with `grade batch` (unless
 --no-grade: code evidence only), runs the similarity analysis and counts, over every pair of files,
 the planted pairs flagged (recall) and the flagged pairs that were planted (precision). Two
 calibrations: on every independent solution of the course (as `grade similar` does), and held out
 (on reference/mha/styles and tests/submissions/correct.py only). The fresh solutions are never
-calibrated on.
+calibrated on for code. Wrong outputs are weighed with the exercise's calibration of wrong outputs
+(assignments/mha/wrong_outputs.json, as `grade similar` reads it), and again by the class alone.
 
 In the same run, on the same files:
 - copydetect (pip install copydetect), its defaults: noise threshold 25 tokens, guarantee threshold
@@ -41,7 +42,10 @@ sys.path.insert(0, str(ROOT))
 
 from corpus import INDEPENDENT, SHARED_OUTPUT, STARTER, build_class, external_files, planted
 
+from grader.config import load_config
 from grader.similarity import analyse, calibrate, load_works, starter_functions, starter_hashes
+from grader.similarity.calibration import KnownOutputs
+from grader.similarity.run import known_outputs
 
 
 def scores(flagged: set[frozenset[str]], truth: set[frozenset[str]]) -> str:
@@ -52,12 +56,16 @@ def scores(flagged: set[frozenset[str]], truth: set[frozenset[str]]) -> str:
             f"false flags {len(flagged - truth)}, missed {len(truth - flagged)}")
 
 
-def ours(outdir: Path, origins: dict[str, str], calibration_files: list[Path], kinds: set[str]) -> set[frozenset[str]]:
+def ours(outdir: Path, origins: dict[str, str], calibration_files: list[Path], kinds: set[str],
+         known: KnownOutputs | None = None) -> set[frozenset[str]]:
+    """The pairs flagged by ``kinds`` of evidence; known: the calibration of wrong outputs (default: the exercise's,
+    as grade similar reads it)."""
     starter_code = (ROOT / "assignments" / "mha" / "starter.py").read_text()
     starter = starter_hashes(starter_code)
     works = load_works(outdir)
+    known = known_outputs(load_config(ROOT / "grader.toml")) if known is None else known
     data = analyse(works, calibrate([(p.as_posix(), p.read_text()) for p in calibration_files], starter,
-                                    starter_functions(starter_code)), starter)
+                                    starter_functions(starter_code)), starter, known)
     return {frozenset((p["a"], p["b"])) for p in data["pairs"] if p["flagged"] and kinds & set(p["evidence"])}
 
 
@@ -126,6 +134,10 @@ def main() -> None:
         found = ours(outdir, origins, calibration, kinds)
         print(f"grade similar, {label} ({time.process_time() - start:.1f} s CPU):")
         print(f"  every kind of evidence: {scores(found, truth)}")
+        if not args.no_grade:
+            alone = ours(outdir, origins, calibration, kinds, KnownOutputs())
+            print(f"  every kind, wrong outputs weighed by the class alone (no calibration of wrong outputs): "
+                  f"{scores(alone, truth)}")
         print(f"  code evidence alone, against the copies: "
               f"{scores(ours(outdir, origins, calibration, kinds - {'wrong-outputs'}), code_truth)}")
     try:

@@ -7,7 +7,8 @@ are a planted pair; every other pair is independent. ``build_class(folder)`` add
 test class: copies disguised with numpy's equivalent spellings (tests/similarity/disguise.py) alone
 and with every other disguise, a chain of four copies, a copy of one function only, a .py handed in
 as a notebook, a BOM and CRLF copy; and independent decoys: ten solutions written fresh to the
-exercise's statement (tests/similarity/fresh/), untouched starters and partial files.
+exercise's statement (tests/similarity/fresh/), untouched starters and partial files, and two students who
+make alone the same natural mistake the catalogue does not name (tests/similarity/alone/: scores divided by d_k).
 ``check=True`` runs each copy and its original on the same inputs (tests/similarity/behaviour.py)
 and refuses a copy that computes anything else.
 """
@@ -30,6 +31,8 @@ from obfuscate import OBFUSCATIONS, everything, rename, reorder
 INDEPENDENT = [*sorted((ROOT / "reference" / "mha" / "styles").glob("*.py")), ROOT / "tests" / "submissions" / "correct.py",
                *sorted((HERE / "independent").glob("*.py"))]
 FRESH = sorted((HERE / "fresh").glob("*.py"))  # written fresh to the statement: independent, never calibrated on
+# Two students who divide the scores by d_k, each alone: independent, in no calibration (code or wrong outputs).
+ALONE = sorted((HERE / "alone").glob("*.py"))
 STARTER = ROOT / "assignments" / "mha" / "starter.py"
 # Hand-made copies: file -> the independent solution it was made from (by one obfuscation, or all for *_all).
 HAND_COPIES = {"einsum_renamed.py": "einsum", "loop_heads_reordered.py": "loop_heads",
@@ -145,7 +148,7 @@ def build_class(folder: Path, check: bool = False) -> dict[str, str]:
     """
     origins = build(folder)
     by_stem = {p.stem: p for p in [*INDEPENDENT, *FRESH]}
-    for path in FRESH:
+    for path in [*FRESH, *ALONE]:
         shutil.copy(path, folder / path.name)
         origins[path.name] = path.stem
     made: dict[str, str] = {}

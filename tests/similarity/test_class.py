@@ -4,7 +4,8 @@ The class: the first corpus (hand-made and scripted copies, independent solution
 sharing a wrong output), copies disguised with numpy's equivalent spellings alone and combined with
 every obfuscation, a chain of four copies, a copy of one function (with its helpers), a .py handed in
 as a notebook and one saved with a BOM and CRLF; beside them independent decoys: ten solutions
-written fresh to the exercise's statement, untouched starters and partial files. Code evidence only
+written fresh to the exercise's statement, untouched starters, partial files, and two students who alone
+divide the scores by d_k (a natural mistake the catalogue does not name). Code evidence only
 (outputs need a graded batch: tests/similarity/test_similarity.py and benchmarks/similarity_eval.py).
 """
 
@@ -50,7 +51,7 @@ def test_every_copy_in_the_class_is_flagged_and_no_independent_pair_is(klass):
     data = _analyse(folder, origins)
     truth = {pair for pair in planted(origins) if SHARED_OUTPUT not in {origins[n] for n in pair}}
     flagged = {frozenset((p["a"], p["b"])): p for p in data["pairs"] if p["flagged"]}
-    assert (len(origins), len(truth), data["pairs_compared"]) == (117, 549, 6786)
+    assert (len(origins), len(truth), data["pairs_compared"]) == (119, 549, 7021)
     assert set(flagged) == truth  # precision 1 and recall 1 on the code
     assert Counter(tuple(p["evidence"]) for p in flagged.values()) == {("code",): 549}
     assert data["containment"] == [] and all(p["margin"] > 0 for p in flagged.values())
@@ -65,8 +66,8 @@ def test_every_copy_in_the_class_is_flagged_and_no_independent_pair_is(klass):
 def test_the_decoys_are_alike_by_nature_and_never_flagged(klass):
     folder, origins = klass
     data = _analyse(folder, origins)
-    decoys = [n for n in origins if n.startswith(("untouched_starter", "partial_", "fresh_")) and "__" not in n]
-    assert len(decoys) == 16
+    decoys = [n for n in origins if n.startswith(("untouched_starter", "partial_", "fresh_", "scores_over_d_k_")) and "__" not in n]
+    assert len(decoys) == 18
     flagged_names = {n for p in data["pairs"] if p["flagged"] for n in (p["a"], p["b"])}
     assert flagged_names & set(decoys) == {"fresh_05.py"}  # only with its own disguised copies
     notes = {s["key"]: s["note"] for s in data["submissions"]}
@@ -98,4 +99,4 @@ def test_no_false_flag_among_public_implementations(tmp_path):
 def test_each_copy_computes_exactly_what_its_original_does(tmp_path):
     # build_class(check=True) runs every copy beside its original on the same inputs and refuses a difference.
     origins = build_class(tmp_path, check=True)
-    assert len(origins) == 117
+    assert len(origins) == 119

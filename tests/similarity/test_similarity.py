@@ -174,6 +174,7 @@ def test_students_sharing_an_unusual_wrong_output_are_flagged_and_clustered(batc
                                             "one-hot-rows", "Tq4-Tk7", "Tq9-Tk3", "drawn-causal-B1-h4-T7",
                                             "drawn-peaked-h1-Tq2-Tk3"))
         assert all(o["students_sharing"] == 3 for o in pair["shared_wrong_outputs"])
+        assert pair["known_wrong_outputs"] == 0  # no independent solution of the calibration returns them
         outputs = {o["test"]: o["output"] for o in pair["shared_wrong_outputs"]}
         # The message's value where it differs most (a graded report keeps no array, and no expected value).
         assert outputs["entropy[causal-zeros-B2-h3-T6]"] == (
@@ -184,6 +185,49 @@ def test_students_sharing_an_unusual_wrong_output_are_flagged_and_clustered(batc
     # The two who both leave out the scale return the same numbers too, but a known misconception explains them.
     quiet = [p for p in data["pairs"] if {p["a"], p["b"]} == {"missing_scale_compact.py", "missing_scale_loops.py"}]
     assert quiet == [] or (not quiet[0]["flagged"] and quiet[0]["shared_wrong_outputs"] == [])
+
+
+@pytest.mark.sandbox
+def test_two_students_who_alone_divide_the_scores_by_d_k_are_not_flagged_by_their_outputs(tmp_path):
+    # A small class: two students who each divide the scores by d_k (a natural mistake the catalogue does not name;
+    # one loops, one reshapes: their code is their own) return the same 25 wrong outputs, which only they share.
+    # Independent solutions return them too (the exercise's calibration of wrong outputs): no evidence.
+    klass = tmp_path / "klass"
+    klass.mkdir()
+    for path in [*sorted((CORPUS / "alone").glob("*.py")), ROOT / "tests" / "submissions" / "correct.py",
+                 CORPUS / "independent" / "verbose.py"]:
+        shutil.copy(path, klass / path.name)
+    out = tmp_path / "out"
+    output = invoke("batch", str(klass), "-o", str(out), "--jobs", "2", "--similarity")
+    assert "0 of 6 pair(s) flagged as a reason to look" in output
+    assert "calibration of wrong outputs" not in output  # said only when it is not used
+    data = json.loads((out / "similarity.json").read_text())
+    pair = next(p for p in data["pairs"] if {p["a"], p["b"]} == {"scores_over_d_k_loops.py",
+                                                                 "scores_over_d_k_reshape.py"})
+    assert (pair["flagged"], pair["evidence"], pair["shared_wrong_outputs"], pair["known_wrong_outputs"]) == (
+        False, [], [], 25)
+    known = data["calibration"]["wrong_outputs"]
+    assert (known["status"], known["file"]) == ("current", str(ROOT / "assignments" / "mha" / "wrong_outputs.json"))
+    page = (out / "similarity.html").read_text()
+    assert "They also share 25 wrong output(s) that independent solutions return too" in page
+    assert "that calibration is current: " in page
+    # Without the exercise's file (a course that has none), the class alone weighs them: the pair is flagged, and
+    # the command says why.
+    course = tmp_path / "course"
+    for part in ("grader.toml", "assignments", "reference/mha", "tests/submissions/correct.py",
+                 "tests/similarity/independent"):
+        source, target = ROOT / part, course / part
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, target)
+    (course / "assignments" / "mha" / "wrong_outputs.json").unlink()
+    output = invoke("similar", str(out), "--course", str(course))
+    assert ("scores_over_d_k_loops.py ~ scores_over_d_k_reshape.py: wrong-outputs, failure-pattern; code score "
+            in output)
+    assert (f"the calibration of wrong outputs is absent ({course / 'assignments' / 'mha' / 'wrong_outputs.json'}): "
+            "shared wrong outputs are weighed by the class alone (write one: ") in output
 
 
 @pytest.mark.sandbox
