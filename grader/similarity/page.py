@@ -135,13 +135,13 @@ def _pair_view(index: int, pair: dict, works: dict[str, Work], labels: dict[str,
     outputs = "".join(f"<li><b>{_e(_cut(o['test'], LABEL_CHARS))}</b> (shown by {o['students_sharing']} "
                       f"submission(s)): <code>{_e(_cut(o['output'], OUTPUT_CHARS))}</code></li>"
                       for o in pair["shared_wrong_outputs"][:OUTPUTS])
-    outputs_html = (f"<h4>Wrong outputs both returned on the same cases</h4><ul>{outputs}</ul>" if outputs else
-                    "<p class='hint'>No shared wrong output (right outputs are never evidence).</p>")
     known = pair.get("known_wrong_outputs", 0)
+    outputs_html = (f"<h4>Wrong outputs both returned on the same cases</h4><ul>{outputs}</ul>" if outputs else
+                    "" if known else "<p class='hint'>No shared wrong output (right outputs are never evidence).</p>")
     if known:
-        outputs_html += (f"<p class='hint'>They also share {known} wrong output(s) that independent solutions return "
-                         "too (the exercise's calibration of wrong outputs): a mistake people make alone, no "
-                         "evidence.</p>")
+        outputs_html += (f"<p class='hint'>They {'also ' if outputs else ''}share {known} wrong output(s) that "
+                         "independent solutions return too (the exercise's calibration of wrong outputs): a mistake "
+                         "people make alone, no evidence.</p>")
     return (f"<section class='pair' id='pair-{index}'><h3>{_e(labels.get(a, a))} and {_e(labels.get(b, b))}</h3>"
             f"<p>Code score {pair['code_score']:.2f} (a's code in b: {pair.get('a_in_b', 0):.2f}; b's in a: "
             f"{pair.get('b_in_a', 0):.2f}), at the {pair['percentile']:g}th percentile of independent pairs, "
@@ -199,11 +199,11 @@ def _holders(found: list[dict], labels: dict[str, str]) -> str:
 
 
 def _known_outputs(calibration: dict) -> str:
-    """What the calibration of wrong outputs was, in words (a similarity.json of an older grader has none)."""
+    """What the calibration of wrong outputs was, in words ("" for a similarity.json of an older grader: none said)."""
     known = calibration.get("wrong_outputs")
     if not isinstance(known, dict) or "note" not in known:
-        return "none"
-    return f"{known['status']}: {known['note']}"
+        return ""
+    return f" (that calibration is {known['status']}: {known['note']})"
 
 
 def render_html(data: dict, works: list[Work]) -> str:
@@ -227,7 +227,7 @@ of {calibration['independent_files']} independent solutions score at most {maxim
 the chance that an independent pair scores above {calibration['threshold']:.2f} below
 {calibration.get('false_flag_rate', 0):g}, and a score above it is flagged. Shared wrong outputs count only where no known misconception explains
 them, fewer than {data['parameters']['rare_below']:g} submissions return them, and no independent solution of the
-calibration of wrong outputs returns them (that calibration is {_e(_known_outputs(calibration))}).</p>
+calibration of wrong outputs returns them{_e(_known_outputs(calibration))}.</p>
 <h2>Pairs</h2><p class="hint">Click a column's header to sort by it; follow a name to see the two files.</p>
 {_pair_rows(data, labels)}
 <h2>Files holding others' code</h2>

@@ -71,3 +71,22 @@ def test_a_file_of_a_mebibyte_of_code_is_read_within_the_bound_of_tokens():
     whole, cut = fingerprint(body), fingerprint(huge)
     assert len(huge) <= 1 << 20 and 0 < cut.cut < huge.count("\n") and cut.tokens <= MAX_TOKENS
     assert whole.hashes.keys() <= cut.hashes.keys()
+
+
+def test_a_view_says_which_shared_wrong_outputs_are_no_evidence():
+    works = [Work(k, k, source="x = 1\n", fp=Fingerprint(tokens=1)) for k in ("a.py", "b.py", "c.py")]
+    rare = [{"test": "entropy[t1]", "output": "got 0.936968", "students_sharing": 2}]
+    quiet = {**_pair("a.py", "b.py", []), "flagged": False, "evidence": [], "known_wrong_outputs": 25}
+    both = {**_pair("a.py", "c.py", [], rare), "evidence": ["wrong-outputs"], "known_wrong_outputs": 3}
+    data = _data([quiet, both], [])
+    data["calibration"]["wrong_outputs"] = {"status": "stale", "file": "w.json", "signatures": 0, "sources": 52,
+                                            "note": "made for other cases"}
+    page = render_html(data, works)
+    first, second = page.split("<section class='pair'")[1:]
+    assert ("They share 25 wrong output(s) that independent solutions return too (the exercise's calibration of "
+            "wrong outputs): a mistake people make alone, no evidence.") in first
+    assert "No shared wrong output" not in first
+    assert "They also share 3 wrong output(s)" in second and "<b>entropy[t1]</b> (shown by 2 submission(s))" in second
+    assert "(that calibration is stale: made for other cases)" in page
+    older = render_html(_data([quiet], []), works)  # a similarity.json written before the calibration: none said
+    assert "calibration of wrong outputs returns them.</p>" in older

@@ -209,7 +209,7 @@ def test_two_students_who_alone_divide_the_scores_by_d_k_are_not_flagged_by_thei
     known = data["calibration"]["wrong_outputs"]
     assert (known["status"], known["file"]) == ("current", str(ROOT / "assignments" / "mha" / "wrong_outputs.json"))
     page = (out / "similarity.html").read_text()
-    assert "They also share 25 wrong output(s) that independent solutions return too" in page
+    assert "They share 25 wrong output(s) that independent solutions return too" in page
     assert "that calibration is current: " in page
     # Without the exercise's file (a course that has none), the class alone weighs them: the pair is flagged, and
     # the command says why.
