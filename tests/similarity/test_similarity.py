@@ -211,6 +211,17 @@ def test_two_students_who_alone_divide_the_scores_by_d_k_are_not_flagged_by_thei
     page = (out / "similarity.html").read_text()
     assert "They share 25 wrong output(s) that independent solutions return too" in page
     assert "that calibration is current: " in page
+    # The same reports as if graded with another seed (grade batch --seed 7): other cases, so the file is stale,
+    # not used, and the command says so; the pair is weighed by the class alone.
+    for report_path in (out / "reports").glob("*.json"):
+        report = json.loads(report_path.read_text())
+        report_path.write_text(json.dumps({**report, "seed": 7}))
+    output = invoke("similar", str(out))
+    assert ("scores_over_d_k_loops.py ~ scores_over_d_k_reshape.py: wrong-outputs, failure-pattern; code score "
+            in output)
+    assert (f"the calibration of wrong outputs is stale ({ROOT / 'assignments' / 'mha' / 'wrong_outputs.json'}): "
+            "made for other cases or another configuration, so not used") in output
+    assert json.loads((out / "similarity.json").read_text())["calibration"]["wrong_outputs"]["status"] == "stale"
     # Without the exercise's file (a course that has none), the class alone weighs them: the pair is flagged, and
     # the command says why.
     course = tmp_path / "course"
