@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grader.config import Config
-from grader.exercise.assignment import load_assignment
+from grader.exercise.assignment import Assignment, AssignmentError, load_assignment
 from grader.report.csvcells import csv_text
 from grader.report.native import one_line, write_atomic
 from grader.similarity.analysis import analyse, calibrate
@@ -77,7 +77,15 @@ def known_outputs_key(config: Config, seed: int | None = None) -> str:
     assignment = load_assignment(config.assignment_dir)
     grading = {"seed": config.seed if seed is None else seed, "random_cases": config.random_cases,
                "params": config.params, "rtol": config.rtol, "atol": config.atol, "visibility": config.visibility}
-    return outputs_key(assignment.name, grading, [assignment.folder / "cases.py", assignment.reference_file])
+    return outputs_key(assignment.name, grading, [assignment.folder / "cases.py", *_reference_files(assignment)])
+
+
+def _reference_files(assignment: Assignment) -> list[Path]:
+    """The reference's file, if the exercise names a reference module (a file that is not there keys as absent)."""
+    try:
+        return [assignment.reference_file]
+    except AssignmentError:
+        return []
 
 
 def known_outputs(config: Config, seed: int | None = None) -> KnownOutputs:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.exercise.assignment import load_assignment
+from grader.exercise.assignment import Assignment, load_assignment
 from grader.similarity.calibration import (
     ABSENT,
     CURRENT,
@@ -22,7 +22,7 @@ from grader.similarity.calibration import (
     load_known_outputs,
     output_signature,
 )
-from grader.similarity.run import known_outputs, known_outputs_key
+from grader.similarity.run import _reference_files, known_outputs, known_outputs_key
 
 ROOT = Path(__file__).resolve().parents[2]
 MHA = load_assignment(ROOT / "assignments" / "mha")
@@ -69,6 +69,9 @@ def test_the_key_follows_the_cases_and_the_comparison(config):
     for change in ({"random_cases": 3}, {"rtol": 1e-2}, {"atol": 1e-6}, {"params": {"extra": 1}},
                    {"visibility": {"mha_random": "hidden"}}):
         assert known_outputs_key(replace(config, **change)) != key, change
+    # The files keyed: the exercise's case builders and its reference; an exercise without a reference keys none.
+    assert _reference_files(MHA) == [ROOT / "reference" / "mha" / "solution.py"]
+    assert _reference_files(Assignment(MHA.folder)) == []  # the engine's base class names no reference module
 
 
 def test_the_shipped_calibration_of_wrong_outputs_is_the_one_for_the_exercises_cases(config):
