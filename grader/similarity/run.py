@@ -58,7 +58,9 @@ def run_similarity(outdir: Path, config: Config, *, against: Sequence[Path] = ()
     functions = starter_functions(starter_code) if starter_code is not None else []
     assignment = load_assignment(config.assignment_dir)
     sources = calibration_sources(assignment.calibration, calibration)
-    seeds = {w.report.get("seed") for w in works if not w.term and w.report and w.report.get("status") == "graded"}
+    # The batch's seed (grade batch --seed may differ from the configuration's): the cases its outputs are on.
+    seeds = {w.report["seed"] for w in works if not w.term and w.report and w.report.get("status") == "graded"
+             and isinstance(w.report.get("seed"), int)}
     outputs = known_outputs(config, seeds.pop() if len(seeds) == 1 else config.seed)
     data = {"assignment": config.assignment,
             **analyse(works, calibrate(sources, starter, functions), starter, outputs)}
