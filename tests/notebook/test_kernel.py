@@ -258,6 +258,13 @@ def test_the_student_kit_grades_a_notebook_with_the_magic_as_grade_grades_its_fi
     from grader.course.student_kit import build_kit
 
     kit = build_kit(ROOT / "grader.toml", tmp_path / "mha-kit").folder
+    # the kit's README says how to check in a notebook, as docs/students.md does
+    readme = (kit / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Checking your work in a notebook\n"):]
+    assert "```\n%load_ext grader\n%grade\n```\n" in section
+    assert "(or `from grader import check`, then `check()`). It grades\n" \
+           "`multi_head_attention`, `attention_param_count`, `head_entropy`\nas your kernel last defined them" in section
+    assert section.endswith("```\n!unzip -qo mha-kit.zip && pip install -q ./mha-kit\n%cd mha-kit\n```\n")
     source = (SUBMISSIONS / "wrong_reshape.py").read_text(encoding="utf-8")
     cells = run_notebook(["%load_ext grader", source, "%grade"], kit)
     page = page_in(shown(cells[2])["text/html"])
@@ -308,3 +315,4 @@ def test_the_magic_refuses_what_it_cannot_read_in_one_line(line, said, capsys):
 
     assert grade_magic(line) is None
     assert capsys.readouterr().err == said
+
