@@ -64,7 +64,8 @@ def kernel_cells() -> tuple[list[dict[str, Any]], str | None, dict[str, Any] | N
     IPython keeps each cell as it ran it (magics already ``get_ipython()`` calls) at its execution count.
     The cell that calls the check has run only up to the call: ``upto`` is that line. ``file`` is the
     name the kernel compiled the cell under; ``raised``, the line of the cell where the kernel's last
-    exception was raised (Python keeps only the last: ``sys.last_traceback``). A script holds nothing
+    exception was raised (Python keeps only the last: ``sys.last_traceback``), unless another count ran
+    the same text under the same name (then which one raised is not known). A script holds nothing
     that says more than its text: ``held`` is None.
     """
     shell = _shell()
@@ -76,10 +77,11 @@ def kernel_cells() -> tuple[list[dict[str, Any]], str | None, dict[str, Any] | N
         cells = [{"count": n, "source": source, "upto": upto if n == last else None, "file": files.get(n),
                   "raised": None} for n, source in enumerate(parsed) if n > 0 and source.strip()]
         file, line = _last_raised({c["file"] for c in cells})
-        for cell in reversed(cells):  # the latest cell compiled under that name (but the calling one: it runs now)
-            if file is not None and cell["file"] == file and cell["count"] != last:
-                cell["raised"] = line
-                break
+        # the cell compiled under that name (not the calling one: it runs now). ipykernel names a cell by its text:
+        # when two counts ran the same text, which of them raised is not known, and neither is marked
+        raising = [c for c in cells if file is not None and c["file"] == file and c["count"] != last]
+        if len(raising) == 1:
+            raising[0]["raised"] = line
         name = shell.user_ns.get("__vsc_ipynb_file__") or os.environ.get("JPY_SESSION_NAME")
         held = {key: _compiled_at(item) for key, item in list(shell.user_ns.items()) if isinstance(key, str)}
         return cells, Path(name).name if isinstance(name, str) and name else None, held
