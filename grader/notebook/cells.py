@@ -27,7 +27,8 @@ loop, a download, a print). What is taken, by the rules of grader.notebook.pure:
 - an ``if`` or ``try`` made of those alone, whose tests are values.
 
 Anything else (a training loop, a download, a print, an assignment from a call) is never run again: a
-name it binds is reported as not taken, with the reason. ``get_ipython()`` statements (magics, shell
+name it binds is reported as not taken, with the reason, and so is a statement that reads such a name
+(or one no cell binds) as it runs: written again, it would stop the script with a NameError. ``get_ipython()`` statements (magics, shell
 lines) inside a taken definition become ``pass``, and only they: the rest of their line stays.
 
 Only what the kernel ran is taken. The cell that calls the check counts up to the call (``Cell.upto``);
@@ -301,6 +302,8 @@ def _bindings(cells: Sequence[Cell], transform: Callable[[str], str]) -> list[_B
             if cell.raised is not None and (node.end_lineno or node.lineno) + offset >= cell.raised:
                 break  # the statement that raised did not finish, and none after it ran
             names, kind, why_not, values = _classify(node, found)
+            if names and not why_not and kind in ("function", "class", "constant", "alias", "block"):
+                why_not = _reads_untaken(node, found)
             own = tuple(own_decorators(node, _lookup(found))) if kind in ("function", "class") else ()
             if names:
                 found.append(_Binding(names, (index, number), cell, node, lines, offset, kind, module.body, why_not,
@@ -381,6 +384,22 @@ def _classify(node: ast.stmt, earlier: list[_Binding]) -> tuple[tuple[str, ...],
     what = {ast.For: "a for loop's variable", ast.AsyncFor: "a for loop's variable", ast.With: "bound by a with block",
             ast.AugAssign: "changed by an augmented assignment (+=)"}.get(type(node), "bound by running code")
     return bound, "", f"{what}, {_ADVICE}", frozenset()
+
+
+def _reads_untaken(node: ast.stmt, earlier: list[_Binding]) -> str:
+    """Why a statement that reads, as it runs, a name no taken statement binds cannot be taken, or "".
+
+    Written again, it would stop the graded script with a NameError, and every function with it; not
+    taken, only what depends on it is not graded.
+    """
+    star = _latest(earlier, "*", None) is not None
+    for name in sorted(_references(node)[0]):
+        binding = _latest(earlier, name, None)
+        if binding is not None and binding.why_not:
+            return f"it reads {name} as it runs, which is not taken ({binding.origin})"
+        if binding is None and name not in _BUILTINS and not star:
+            return f"it reads {name} as it runs, which no cell the kernel ran defines before it"
+    return ""
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> tuple[str, ...]:

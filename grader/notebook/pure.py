@@ -32,6 +32,7 @@ CONSTANT_CALLS = {
     "math": {"sqrt", "log", "log2", "log10", "exp", "isqrt", "ceil", "floor"},
     "numpy": {"sqrt", "log", "log2", "log10", "exp", "finfo", "iinfo", "float16", "float32", "float64", "int32",
               "int64", "dtype", "array", "asarray", "zeros", "ones", "full", "arange", "eye"},
+    "dataclasses": {"field"},  # a dataclass's field(default=..., default_factory=list): stored, not run
 }
 
 

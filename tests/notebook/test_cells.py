@@ -192,11 +192,13 @@ def test_decorators_defaults_and_class_bodies_are_written_again_only_when_they_r
         "class Model:\n    WIDTH = SIZE * 2\n    weights = download()\n    def forward(self):\n        return 1",
         "class Box:\n    '''A box.'''\n    WIDTH = SIZE * 2\n    HALF = WIDTH // 2\n    @timed\n    def area(self, n=HALF):\n"
         "        return n",
-        "def f(x):\n    return g(x), h(x), k(x), m(), Model(), Box()",
+        "from dataclasses import dataclass, field\n@dataclass\nclass Config:\n    d: int = 64\n"
+        "    sizes: list = field(default_factory=list)",
+        "def f(x):\n    return g(x), h(x), k(x), m(), Model(), Box(), Config()",
     )
     assembled = assemble(run, ["f"])
     assert [t.names for t in assembled.taken] == [("functools",), ("np",), ("SIZE",), ("timed",), ("g",), ("h",),
-                                                  ("Box",), ("f",)]
+                                                  ("Box",), ("dataclass", "field"), ("Config",), ("f",)]
     assert "@timed\ndef g(x, n=SIZE, act=np.tanh):\n" in assembled.source
     advice = "which the check never runs again; keep constants and names there, and compute the rest inside"
     assert assembled.left == (
@@ -256,3 +258,19 @@ def test_a_definition_is_the_one_the_kernels_namespace_holds():
     gone = assemble([Cell(1, "N = 3\ndef f():\n    return N", file="c")], ["f"], held={"f": ("c", 2)})
     assert gone.left == (Left("N", "never bound in the kernel: its cell raised an exception before this line ran, "
                                    "or the name was removed since", Origin(1, 1)),)
+
+
+def test_a_statement_that_reads_a_name_not_taken_as_it_runs_is_not_taken_either():
+    # written again, each would stop the graded script with a NameError, and every function with it
+    run = cells("model = train()",
+                "net = model\nSCALE = [missing]\ndef g(x, m=model):\n    return x\ndef h(x):\n    return model(x)",
+                "def f():\n    return net, SCALE, g, h")
+    assembled = assemble(run, ["f"])
+    # h reads model only when called: taken, as before, and model said not taken
+    assert assembled.source == "def h(x):\n    return model(x)\n\ndef f():\n    return net, SCALE, g, h\n"
+    advice = "which the check never runs again; make it a constant or compute it inside the function"
+    assert assembled.left == (
+        Left("SCALE", "it reads missing as it runs, which no cell the kernel ran defines before it", Origin(2, 2)),
+        Left("g", "it reads model as it runs, which is not taken (In [1], line 1)", Origin(2, 3)),
+        Left("net", "it reads model as it runs, which is not taken (In [1], line 1)", Origin(2, 1)),
+        Left("model", f"assigned by running code, {advice}", Origin(1, 1)))
