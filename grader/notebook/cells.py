@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 import symtable
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -142,11 +143,12 @@ def assemble(cells: Sequence[Cell], functions: Sequence[str], transform: Callabl
     """
     written = _bindings([replace(c, raised=None) for c in cells], transform or without_ipython_lines)
     bindings = _bindings(cells, transform or without_ipython_lines) if any(c.raised for c in cells) else written
-    if held is not None:  # a definition the kernel does not hold never ran: its cell stopped there
-        stops = _stops(bindings, held) if held else {}
+    stops = _stops(bindings, held) if held else {}
+    if stops:  # a definition the kernel does not hold never ran: its cell stopped there
         cells = [replace(c, raised=min(stops[n], c.raised or stops[n])) if n in stops else c
                  for n, c in enumerate(cells)]
         bindings = _bindings(cells, transform or without_ipython_lines)
+    named, named_written = _by_name(bindings), _by_name(written)
     chosen: dict[int, _Binding] = {}
     left: dict[str, Left] = {}
     wanted: dict[str, Origin | None] = {}
@@ -157,9 +159,9 @@ def assemble(cells: Sequence[Cell], functions: Sequence[str], transform: Callabl
         if (name, before) in seen:
             continue
         seen.add((name, before))
-        found = _latest(bindings, name, before)
+        found = _latest(named, name, before)
         if found is not None and before is None and held is not None:
-            found, why_not = _as_held(bindings, name, found, held)
+            found, why_not = _as_held(named[name], name, found, held)
             if why_not:
                 left.setdefault(name, Left(name, why_not, found.origin))
                 wanted.setdefault(name, None)
@@ -167,8 +169,8 @@ def assemble(cells: Sequence[Cell], functions: Sequence[str], transform: Callabl
         if name in functions and before is None:
             wanted[name] = found.origin if found is not None and not found.why_not else None
         if found is None:
-            star = _latest(bindings, "*", before)
-            cut = _latest(written, name, before) if any(c.raised for c in cells) else None
+            star = _latest(named, "*", before)
+            cut = _latest(named_written, name, before) if any(c.raised for c in cells) else None
             if star is not None:
                 chosen[id(star)] = star
             elif cut is not None:
@@ -196,8 +198,9 @@ def _as_held(bindings: list[_Binding], name: str, found: _Binding,
              held: Mapping[str, tuple[str, int] | None]) -> tuple[_Binding, str]:
     """The binding the kernel holds for ``name`` now, and "" (or ``found`` and why the kernel holds none of it).
 
-    A function or class is the latest statement of its name that the code the kernel holds does not
-    contradict (_contradicts). A name the kernel does not hold was never bound there, or was removed.
+    bindings: every binding of ``name``, in order. A function or class is the latest of them that the
+    code the kernel holds does not contradict (_contradicts). A name the kernel does not hold was never
+    bound there, or was removed.
     """
     if found.names == ("*",) or name == "__future__":
         return found, ""
@@ -208,7 +211,7 @@ def _as_held(bindings: list[_Binding], name: str, found: _Binding,
     if where is None:
         return found, ""
     for binding in reversed(bindings):
-        if name in binding.names and not _contradicts(binding, where):
+        if not _contradicts(binding, where):
             return binding, ""
     return found, ""
 
@@ -222,10 +225,11 @@ def _stops(bindings: list[_Binding], held: Mapping[str, tuple[str, int] | None])
     kernel's last exception says where it was raised (``Cell.raised``).
     """
     files = {b.cell.file for b in bindings} | ({TIMED} if any(b.offset for b in bindings) else set())
+    named = _by_name(bindings)
     stops: dict[int, int] = {}
     for binding in bindings:
         name = binding.names[0]
-        if binding.kind not in ("function", "class") or _latest(bindings, name, None) is not binding:
+        if binding.kind not in ("function", "class") or _latest(named, name, None) is not binding:
             continue
         where = held.get(name)
         if name not in held or where is not None and where[0] in files and _contradicts(binding, where):
@@ -245,21 +249,30 @@ def _contradicts(binding: _Binding, where: tuple[str, int]) -> bool:
     return file != binding.cell.file or not _first_line(node) <= line <= (node.end_lineno or node.lineno)
 
 
-def _latest(bindings: list[_Binding], name: str, before: tuple[int, int] | None) -> _Binding | None:
-    """The last binding of ``name`` (before ``position``, if given)."""
-    for binding in reversed(bindings):
-        if name in binding.names and (before is None or binding.position < before):
+def _latest(bindings: Mapping[str, list[_Binding]], name: str, before: tuple[int, int] | None) -> _Binding | None:
+    """The last binding of ``name`` (before ``position``, if given), from the bindings of each name in order."""
+    for binding in reversed(bindings.get(name, ())):
+        if before is None or binding.position < before:
             return binding
     return None
 
 
-def _lookup(earlier: list[_Binding]) -> Lookup:
-    """What each name is bound to after ``earlier`` ran (pure.Bound): a name no cell bound is a builtin, or one a
+def _by_name(bindings: list[_Binding]) -> dict[str, list[_Binding]]:
+    """The bindings of each name, in the order the kernel ran them."""
+    named: dict[str, list[_Binding]] = {}
+    for binding in bindings:
+        for name in binding.names:
+            named.setdefault(name, []).append(binding)
+    return named
+
+
+def _lookup(earlier: Mapping[str, _Binding]) -> Lookup:
+    """What each name is bound to after ``earlier`` ran (the latest binding of each name; pure.Bound): a name no cell bound is a builtin, or one a
     star import may have brought (an imported value), or unbound."""
-    star = _latest(earlier, "*", None) is not None
+    star = "*" in earlier
 
     def lookup(name: str) -> Bound:
-        binding = _latest(earlier, name, None)
+        binding = earlier.get(name)
         if binding is None:
             return Bound("value", "builtins") if name in _BUILTINS else Bound("module" if star else "other")
         if binding.why_not or name not in binding.values:
@@ -284,6 +297,7 @@ def _module_of(node: ast.Import | ast.ImportFrom, name: str) -> str:
 def _bindings(cells: Sequence[Cell], transform: Callable[[str], str]) -> list[_Binding]:
     """Every top-level statement of ``cells`` that binds a name, in the order the kernel ran them."""
     found: list[_Binding] = []
+    latest: dict[str, _Binding] = {}  # the latest binding of each name so far
     for index, cell in enumerate(cells):
         source, offset = cell.source, 0
         module = _parse(source)
@@ -301,16 +315,18 @@ def _bindings(cells: Sequence[Cell], transform: Callable[[str], str]) -> list[_B
                 break
             if cell.raised is not None and (node.end_lineno or node.lineno) + offset >= cell.raised:
                 break  # the statement that raised did not finish, and none after it ran
-            names, kind, why_not, values = _classify(node, found)
+            names, kind, why_not, values = _classify(node, latest)
             if names and not why_not and kind in ("function", "class", "constant", "alias", "block"):
-                why_not = _reads_untaken(node, found)
-            own = tuple(own_decorators(node, _lookup(found))) if kind in ("function", "class") else ()
+                why_not = _reads_untaken(node, latest)
+            own = tuple(own_decorators(node, _lookup(latest))) if kind in ("function", "class") else ()
             if names:
                 found.append(_Binding(names, (index, number), cell, node, lines, offset, kind, module.body, why_not,
                                       values, own))
+                latest.update({name: found[-1] for name in names})
     return found
 
 
+@functools.lru_cache(maxsize=4096)  # a check reads a cell up to three times (assemble); its tree is only read
 def _parse(source: str) -> ast.Module | None:
     """The cell's tree, or None when the kernel could not have compiled it (then nothing of it ran)."""
     try:
@@ -351,7 +367,7 @@ def _ipython_statement(node: ast.stmt) -> bool:
 _ADVICE = "which the check never runs again; make it a constant or compute it inside the function"
 
 
-def _classify(node: ast.stmt, earlier: list[_Binding]) -> tuple[tuple[str, ...], str, str, frozenset[str]]:
+def _classify(node: ast.stmt, earlier: Mapping[str, _Binding]) -> tuple[tuple[str, ...], str, str, frozenset[str]]:
     """(names the statement binds, its kind, why it cannot be taken or "", the names it binds to values)."""
     lookup = _lookup(earlier)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -386,15 +402,15 @@ def _classify(node: ast.stmt, earlier: list[_Binding]) -> tuple[tuple[str, ...],
     return bound, "", f"{what}, {_ADVICE}", frozenset()
 
 
-def _reads_untaken(node: ast.stmt, earlier: list[_Binding]) -> str:
+def _reads_untaken(node: ast.stmt, earlier: Mapping[str, _Binding]) -> str:
     """Why a statement that reads, as it runs, a name no taken statement binds cannot be taken, or "".
 
     Written again, it would stop the graded script with a NameError, and every function with it; not
     taken, only what depends on it is not graded.
     """
-    star = _latest(earlier, "*", None) is not None
+    star = "*" in earlier
     for name in sorted(_references(node)[0]):
-        binding = _latest(earlier, name, None)
+        binding = earlier.get(name)
         if binding is not None and binding.why_not:
             return f"it reads {name} as it runs, which is not taken ({binding.origin})"
         if binding is None and name not in _BUILTINS and not star:
@@ -436,7 +452,7 @@ def _plain_target(target: ast.expr) -> bool:
     return isinstance(target, (ast.Tuple, ast.List)) and all(_plain_target(t) for t in target.elts)
 
 
-def _definitions_only(node: ast.stmt, earlier: list[_Binding]) -> bool:
+def _definitions_only(node: ast.stmt, earlier: Mapping[str, _Binding]) -> bool:
     """An ``if`` or ``try`` whose every statement defines (as ``_classify`` takes them) and whose tests run no code."""
     if isinstance(node, ast.Pass):
         return True
@@ -454,7 +470,7 @@ def _definitions_only(node: ast.stmt, earlier: list[_Binding]) -> bool:
     return False
 
 
-def _block_values(node: ast.stmt, earlier: list[_Binding]) -> set[str]:
+def _block_values(node: ast.stmt, earlier: Mapping[str, _Binding]) -> set[str]:
     """The names an ``if`` or ``try`` of definitions binds to values in every branch that binds them."""
     values: set[str] = set()
     others: set[str] = set()
@@ -471,7 +487,8 @@ def _block_values(node: ast.stmt, earlier: list[_Binding]) -> set[str]:
 _RUN_AT_DEFINITION = ("listcomp", "setcomp", "dictcomp", "genexpr")
 
 
-def _references(node: ast.stmt) -> tuple[set[str], set[str]]:
+@functools.lru_cache(maxsize=16384)  # per statement of a cached tree (_parse): asked again as bindings are re-read
+def _references(node: ast.stmt) -> tuple[frozenset[str], frozenset[str]]:
     """(names the statement reads while it runs, names its functions' bodies read when called), from symtable.
 
     While it runs: its decorators, defaults, annotations, a class body, a constant's value. When called:
@@ -480,7 +497,7 @@ def _references(node: ast.stmt) -> tuple[set[str], set[str]]:
     try:
         tree = symtable.symtable(ast.unparse(_without_ipython(node)), "<cell>", "exec")
     except (SyntaxError, ValueError, RecursionError):  # compiled as a whole cell, not alone: it reads nothing found
-        return set(), set()
+        return frozenset(), frozenset()
     now = {s.get_name() for s in tree.get_symbols() if s.is_referenced()}
     later: set[str] = set()
     stack = [(child, False) for child in tree.get_children()]
@@ -491,7 +508,7 @@ def _references(node: ast.stmt) -> tuple[set[str], set[str]]:
             if symbol.is_referenced() and (symbol.is_global() or symbol.is_declared_global()):
                 (later if runs_later else now).add(symbol.get_name())
         stack += [(child, runs_later) for child in table.get_children()]
-    return now - {"__future__"}, later
+    return frozenset(now - {"__future__"}), frozenset(later)
 
 
 class _WithoutIPython(ast.NodeTransformer):
@@ -505,6 +522,8 @@ class _WithoutIPython(ast.NodeTransformer):
 def _without_ipython(node: ast.stmt) -> ast.stmt:
     import copy
 
+    if not any(_ipython_statement(s) for s in ast.walk(node) if isinstance(s, ast.stmt)):
+        return node
     return _WithoutIPython().visit(copy.deepcopy(node))
 
 
