@@ -359,7 +359,8 @@ def build_kit(config_path: Path, target: Path, *, seed: int | None = None, cours
     shutil.copyfile(starter, target / "starter.py")
     readme = described.statement
     statement = readme.read_text(encoding="utf-8") if readme.is_file() else f"# {described.name}\n"
-    (target / "README.md").write_text(statement.rstrip("\n") + "\n\n" + _CHECKING, encoding="utf-8")
+    notebook = _NOTEBOOK.format(functions=", ".join(f"`{f}`" for f in described.function_names), kit=target.name)
+    (target / "README.md").write_text(statement.rstrip("\n") + "\n\n" + _CHECKING + "\n" + notebook, encoding="utf-8")
     package = _PACKAGE
     shutil.copytree(package, target / "grader", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for path in described.feedback_files:  # the exercise's steps and step pictures (grader.exercise.teaching)
@@ -464,4 +465,32 @@ grade starter.py
 (or `python -m grader starter.py` without installing). It grades your file, or your notebook,
 against the public cases only, with the same checks and messages as the real grading; the real
 grading also has cases you do not see here, drawn from another seed.
+"""
+
+# The notebook check (grader.notebook; docs/students.md, "In a notebook"), for a kit's README.
+_NOTEBOOK = """## Checking your work in a notebook
+
+In Jupyter, VS Code or Colab, keep your notebook in this folder (after `pip install .`) and run, in a
+cell:
+
+```
+%load_ext grader
+%grade
+```
+
+(or `from grader import check`, then `check()`). It grades
+{functions}
+as your kernel last defined them, with the helpers, imports and constants they use, taken from the cells you ran, in the
+order you ran them. No cell is run again: a loop, a call, a download or a training run is never
+taken, nor anything below the line where a cell raised an exception; a definition whose default value
+or decorator runs code is not taken either (the page says why). Your functions run in a process of
+their own, so one that hangs ends as `timeout` and your kernel goes on. The feedback page shows below
+the cell, with the cell each definition was taken from.
+
+In Colab, upload this kit as a zip (`{kit}.zip`, Files pane), then run once per session:
+
+```
+!unzip -qo {kit}.zip && pip install -q ./{kit}
+%cd {kit}
+```
 """

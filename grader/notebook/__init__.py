@@ -6,6 +6,7 @@ a check returns) and ``load_ipython_extension`` (the ``%grade`` magic).
 By role:
     kernel.py   the kernel's side: the cells IPython kept, the grading process, the magic
     cells.py    the exercise's functions and what they use, from the cells (pure: ast and symtable)
+    pure.py     what may be written again without re-running student code: values, references, decorators
     run.py      the grading process (``python -m grader.notebook.run``): course, script, grade, page
     result.py   what a check returns, shown by Jupyter (``_repr_html_``) or printed
 

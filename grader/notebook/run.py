@@ -5,7 +5,8 @@ check), finds the course as ``grade FILE`` does from the kernel's folder (a stud
 win inside it), takes the exercise's functions and what they use from the cells
 (grader.notebook.cells), writes them to FOLDER/<notebook>.py and grades that file with the ``grade``
 command itself, in this process: the same sandbox, limits and report. Then it writes, beside
-report.json (its messages' lines turned into "In [n], line m"), feedback.html (the feedback page with
+report.json (its messages' lines turned into "In [n], line m", and its ``submission.path`` the
+notebook's name or its cells', since the graded file goes with FOLDER: ``source_label``), feedback.html (the feedback page with
 a section on where each definition came from), summary.txt (the text summary) and check.json (what
 was taken from which cell, and what was not). On a failure that leaves no report it writes error.txt,
 one line, and exits 1.
@@ -57,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         return _failed(folder, exc.format_message())
     except Exception as exc:  # noqa: BLE001  (the course's assignment could not be read: said in one line)
         return _failed(folder, f"cannot read the exercise: {type(exc).__name__}: {exc}")
-    cells = [Cell(c["count"], c["source"], c.get("upto")) for c in request["cells"]]
-    assembled = assemble(cells, names, _transform)
+    cells = [Cell(c["count"], c["source"], c.get("upto"), c.get("file"), c.get("raised")) for c in request["cells"]]
+    assembled = assemble(cells, names, _transform, _held(request.get("held")))
     script = folder / _script_name(request.get("notebook"))
     script.write_text(f"{HEADER}\n{assembled.source}", encoding="utf-8")
     origins = (None, *assembled.origins)
@@ -73,17 +74,18 @@ def main(argv: list[str] | None = None) -> int:
                 return _failed(folder, "interrupted: grading stopped")
     if not (folder / REPORT).is_file():
         return _failed(folder, failure or "grading wrote no report")
-    _write_results(folder, script.name, assembled, origins, names)
+    _write_results(folder, script.name, assembled, origins, names, source_label(request.get("notebook"), assembled))
     gc.freeze()  # as grader.launch: the interpreter's teardown then skips what the page's matplotlib made
     return 0
 
 
 def _write_results(folder: Path, name: str, assembled: Assembled, origins: tuple[Origin | None, ...],
-                   names: tuple[str, ...]) -> None:
+                   names: tuple[str, ...], label: str) -> None:
     from grader.report.html import feedback_html
     from grader.report.native import summary_text, write_atomic
 
     report = json.loads((folder / REPORT).read_text(encoding="utf-8"))
+    report["submission"]["path"] = label  # the graded file was this check's own, deleted with its folder
     where = _where(origins)
     for test in report["tests"]:
         test["message"] = _located(test["message"], name, where)
@@ -104,16 +106,45 @@ def described(assembled: Assembled, functions: tuple[str, ...]) -> tuple[list[tu
     rows: list[tuple[str, str]] = []
     for function in functions:
         origin = assembled.functions.get(function)
-        rows.append((function, str(origin) if origin is not None else "not defined in any cell the kernel ran"))
+        refused = any(left.name == function and left.origin is not None for left in assembled.left)
+        rows.append((function, str(origin) if origin is not None else "not taken: see below" if refused
+                     else "not defined in any cell the kernel ran"))
     for taken in assembled.taken:
         if not set(taken.names) & set(functions):
             rows.append((", ".join(taken.names) + f" ({taken.kind})", str(taken.origin)))
+    # a decorator of the student's own runs again where it is applied: said beside the definitions
+    rows += [(f"{decorator} (your decorator: applied again when graded)", str(origin))
+             for decorator, origin in assembled.decorators]
     untaken = [f"{left.name}: {left.reason}" + (f" ({left.origin})" if left.origin else "")
                for left in assembled.left if left.name not in functions or left.origin is not None]
+    for origin in assembled.stopped:
+        untaken.append(f"In [{origin.count}] stopped at line {origin.line} (an exception): nothing of that cell from "
+                       "that line on was taken (it never ran)")
     if assembled.dropped:
         lines = ", ".join(str(origin) for origin in assembled.dropped)
         untaken.append(f"IPython magics and shell lines inside the definitions were dropped ({lines})")
     return rows, untaken
+
+
+def source_label(notebook: str | None, assembled: Assembled) -> str:
+    """Where the graded code came from, as a student knows it: the notebook's (or script's) file name when the
+    kernel knows it, else the cells it was taken from ("notebook cells In [1], In [4]"). The report's
+    ``submission.path``: the file actually graded was the check's own, gone when the check returns."""
+    if notebook:
+        return Path(notebook).name
+    counts = sorted({t.origin.count for t in assembled.taken if t.origin.count is not None})
+    return "notebook cells " + ", ".join(f"In [{n}]" for n in counts) if counts else "notebook cells (none)"
+
+
+def _held(given: object) -> dict[str, tuple[str, int] | None] | None:
+    """The kernel's ``held`` (grader.notebook.kernel.kernel_cells) as assemble takes it; what is malformed is dropped."""
+    if not isinstance(given, dict):
+        return None
+    held: dict[str, tuple[str, int] | None] = {}
+    for name, where in given.items():
+        ok = isinstance(where, list) and len(where) == 2 and isinstance(where[0], str) and isinstance(where[1], int)
+        held[str(name)] = (where[0], where[1]) if ok else None
+    return held
 
 
 def _where(origins: tuple[Origin | None, ...]) -> Callable[[int], str]:

@@ -154,3 +154,123 @@ def test_a_script_is_one_cell_and_its_lines_are_its_own():
 def test_without_ipython_a_cell_magics_body_drops_its_ipython_lines():
     run = [Cell(1, "get_ipython().run_cell_magic('time', '', 'def f():\\n    !ls\\n    return 1\\n')")]
     assert assemble(run, ["f"], transform=None).source == "def f():\n    pass\n    return 1\n"
+
+
+def test_a_constant_is_taken_only_if_computing_it_runs_none_of_the_students_code():
+    # C + 1 would run Loud.__add__ again (a download, say), K + 1 a class's (its metaclass's): neither is a constant;
+    # arithmetic, comprehensions and the pure calls on constants, imports and builtins are
+    run = cells(
+        "import math\nimport numpy as np\n\nclass Loud:\n    def __add__(self, other):\n        print('downloading')",
+        "C = Loud()\nK = Loud\nD = 4",
+        "S = C + 1\nT = K + 1\nU = D * 2 + np.float32(math.sqrt(D))\nV = [D, np.pi, {d: d ** 2 for d in range(D)}]\n"
+        "ACT = {'loud': Loud}\nW = ACT['loud']\nA, B = K",
+        "def f():\n    return S, T, U, V, W, ACT, A",
+    )
+    assembled = assemble(run, ["f"])
+    assert [(t.names, t.kind) for t in assembled.taken] == [
+        (("math",), "import"), (("np",), "import"), (("Loud",), "class"), (("D",), "constant"), (("U",), "constant"),
+        (("V",), "constant"), (("ACT",), "alias"), (("f",), "function")]
+    assert assembled.source.endswith("D = 4\n\nU = D * 2 + np.float32(math.sqrt(D))\n\n"
+                                     "V = [D, np.pi, {d: d ** 2 for d in range(D)}]\n\nACT = {'loud': Loud}\n\n"
+                                     "def f():\n    return S, T, U, V, W, ACT, A\n")
+    advice = "which the check never runs again; make it a constant or compute it inside the function"
+    # ACT names the class (naming runs nothing) but is no constant: subscripting it is not taken either
+    assert assembled.left == (Left("A", f"assigned by running code, {advice}", Origin(3, 7)),
+                              Left("S", f"assigned by running code, {advice}", Origin(3, 1)),
+                              Left("T", f"assigned by running code, {advice}", Origin(3, 2)),
+                              Left("W", f"assigned by running code, {advice}", Origin(3, 6)))
+
+
+def test_decorators_defaults_and_class_bodies_are_written_again_only_when_they_run_no_code_but_a_decorators():
+    run = cells(
+        "import functools\nimport numpy as np\nSIZE = 3",
+        "def timed(fn):\n    print('timing', fn.__name__)\n    return fn",
+        "@timed\ndef g(x, n=SIZE, act=np.tanh):\n    return act(x) * n",
+        "@functools.lru_cache(maxsize=SIZE)\ndef h(x):\n    return x",
+        "def k(x, W=np.random.default_rng(0).normal(size=3)):\n    return x @ W",
+        "@register(load_config())\ndef m():\n    return 1",
+        "class Model:\n    WIDTH = SIZE * 2\n    weights = download()\n    def forward(self):\n        return 1",
+        "class Box:\n    '''A box.'''\n    WIDTH = SIZE * 2\n    HALF = WIDTH // 2\n    @timed\n    def area(self, n=HALF):\n"
+        "        return n",
+        "from dataclasses import dataclass, field\n@dataclass\nclass Config:\n    d: int = 64\n"
+        "    sizes: list = field(default_factory=list)",
+        "def f(x):\n    return g(x), h(x), k(x), m(), Model(), Box(), Config()",
+    )
+    assembled = assemble(run, ["f"])
+    assert [t.names for t in assembled.taken] == [("functools",), ("np",), ("SIZE",), ("timed",), ("g",), ("h",),
+                                                  ("Box",), ("dataclass", "field"), ("Config",), ("f",)]
+    assert "@timed\ndef g(x, n=SIZE, act=np.tanh):\n" in assembled.source
+    advice = "which the check never runs again; keep constants and names there, and compute the rest inside"
+    assert assembled.left == (
+        Left("Model", f"its class body runs code (`weights = download()`), {advice}", Origin(7, 1)),
+        Left("k", f"its default value `np.random.default_rng(0).normal(size=3)` runs code, {advice}", Origin(5, 1)),
+        Left("m", f"its decorator `register(load_config())` runs code to make the decorator, {advice}", Origin(6, 1)))
+    # the student's own decorator runs again when the script is graded: said, with the definition it decorates
+    assert assembled.decorators == (("@timed", Origin(3, 1)), ("@timed", Origin(8, 1)))
+
+
+def test_an_ipython_statement_on_a_line_it_shares_becomes_pass_and_the_rest_of_the_line_stays():
+    run = [Cell(1, "def f(A): get_ipython().run_line_magic('time', 'g(A)'); return A * 2"),
+           Cell(2, "def g(A):\n    x = 1; get_ipython().system('ls'); y = 'é'; get_ipython().system('pwd')\n"
+                   "    return x, y")]
+    assembled = assemble(run, ["f", "g"])
+    assert assembled.source == ("def f(A): pass; return A * 2\n\n"
+                                "def g(A):\n    x = 1; pass; y = 'é'; pass\n    return x, y\n")
+    assert assembled.dropped == (Origin(1, 1), Origin(2, 2), Origin(2, 2))
+
+
+def test_a_definition_below_the_line_that_raised_is_not_taken():
+    # In [2] raised at its line 1: its D and its f never ran, so the kernel's f is In [1]'s
+    run = [Cell(1, "D = 2\ndef f():\n    return D", file="cell-a"),
+           Cell(2, "X = 1 / 0\nD = 4\ndef f():\n    return D + 1\ndef g():\n    return 0", file="cell-b", raised=1)]
+    assembled = assemble(run, ["f", "g"])
+    assert assembled.source == "D = 2\n\ndef f():\n    return D\n"
+    assert assembled.stopped == (Origin(2, 1),)
+    assert assembled.functions == {"f": Origin(1, 2), "g": None}
+    assert assembled.left == (Left("g", "defined below where its cell stopped (an exception): it never ran",
+                                   Origin(2, 5)),)
+
+
+def test_a_definition_is_the_one_the_kernels_namespace_holds():
+    # an older exception than the kernel's last: its line is not known, but the kernel's namespace says what ran.
+    # f's code was compiled in cell-a at line 2, and g is not there: In [2] stopped before its f (line 3), and what
+    # stands above it is taken as having run (D = 4: the namespace cannot tell, only the last exception's line can)
+    run = [Cell(1, "D = 2\ndef f():\n    return D", file="cell-a"),
+           Cell(2, "X = 1 / 0\nD = 4\ndef f():\n    return D + 1\ndef g():\n    return 0", file="cell-b")]
+    held = {"D": None, "f": ("cell-a", 2), "X": None}
+    assembled = assemble(run, ["f", "g"], held=held)
+    assert assembled.source == "def f():\n    return D\n\nD = 4\n"
+    assert [(t.names, t.origin) for t in assembled.taken] == [(("f",), Origin(1, 2)), (("D",), Origin(2, 2))]
+    assert assembled.functions == {"f": Origin(1, 2), "g": None}
+    assert assembled.stopped == (Origin(2, 3),)
+    assert assembled.left == (Left("g", "defined below where its cell stopped (an exception): it never ran",
+                                   Origin(2, 5)),)
+    # the kernel holds f from a file no cell was compiled under (exec, %run): the latest statement is taken
+    assert [t.origin for t in assemble(run, ["f"], held={"f": ("<string>", 1), "D": None}).taken] == [
+        Origin(2, 2), Origin(2, 3)]
+    # the kernel holds f from a %%time cell (compiled under a name of its own): In [2]'s f did not run either
+    timed = [Cell(1, "get_ipython().run_cell_magic('time', '', 'def f():\\n    return 1\\n')", file="cell-t"),
+             Cell(2, run[1].source, file="cell-b")]
+    assembled = assemble(timed, ["f"], held={"f": ("<timed exec>", 1), "D": None}, transform=ipython)
+    assert assembled.source == "def f():\n    return 1\n"
+    assert assembled.stopped == (Origin(2, 3),)
+    # a name the kernel does not hold, though its statement is not below a definition that never ran: said so
+    gone = assemble([Cell(1, "N = 3\ndef f():\n    return N", file="c")], ["f"], held={"f": ("c", 2)})
+    assert gone.left == (Left("N", "never bound in the kernel: its cell raised an exception before this line ran, "
+                                   "or the name was removed since", Origin(1, 1)),)
+
+
+def test_a_statement_that_reads_a_name_not_taken_as_it_runs_is_not_taken_either():
+    # written again, each would stop the graded script with a NameError, and every function with it
+    run = cells("model = train()",
+                "net = model\nSCALE = [missing]\ndef g(x, m=model):\n    return x\ndef h(x):\n    return model(x)",
+                "def f():\n    return net, SCALE, g, h")
+    assembled = assemble(run, ["f"])
+    # h reads model only when called: taken, as before, and model said not taken
+    assert assembled.source == "def h(x):\n    return model(x)\n\ndef f():\n    return net, SCALE, g, h\n"
+    advice = "which the check never runs again; make it a constant or compute it inside the function"
+    assert assembled.left == (
+        Left("SCALE", "it reads missing as it runs, which no cell the kernel ran defines before it", Origin(2, 2)),
+        Left("g", "it reads model as it runs, which is not taken (In [1], line 1)", Origin(2, 3)),
+        Left("net", "it reads model as it runs, which is not taken (In [1], line 1)", Origin(2, 1)),
+        Left("model", f"assigned by running code, {advice}", Origin(1, 1)))

@@ -66,6 +66,17 @@ def attention_param_count(d, h, d_k=None, bias=False):
         d_k = d // h
     return 4 * d * h * d_k + ((3 * h * d_k + d) if bias else 0)
 """
+# Two cells that raise part way, as a download that failed: what stands below the error never ran in the kernel.
+# The first raised before the kernel's last exception (only the kernel's namespace tells its count's definition
+# did not run), the second is the kernel's last exception (its line is known).
+FAILED_EARLIER = """raise RuntimeError("the download failed")
+def attention_param_count(d, h, d_k=None, bias=False):
+    return 0
+"""
+FAILED_LAST = """weights = np.load("weights-not-downloaded.npy")
+def head_entropy(A):
+    return 0
+"""
 ENTROPY = """def head_entropy(A):
     !python -c "print('a shell line inside a function')"
     A = np.asarray(A, dtype=float)
@@ -75,20 +86,22 @@ ENTROPY = """def head_entropy(A):
 
 
 def run_notebook(sources: list[str], cwd: Path, order: list[int] | None = None,
-                 interrupt: tuple[int, int] | None = None) -> list:
+                 interrupt: tuple[int, int] | None = None, raising: tuple[int, ...] = ()) -> list:
     """Run the cells in a fresh ipykernel started in ``cwd``, in ``order`` (default: top to bottom); the cells
     with their outputs. A cell that raises fails the test, but for ``interrupt``: (cell, seconds), a cell the
-    kernel is interrupted in after that many seconds (Jupyter's stop button), as a student would."""
+    kernel is interrupted in after that many seconds (Jupyter's stop button), as a student would, and the
+    cells ``raising``, which may raise part way."""
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     stopped = notebook.cells[interrupt[0]] if interrupt else None
     client = NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(cwd)}},
                             timeout_func=lambda cell: interrupt[1] if interrupt and cell is stopped else 600,
-                            interrupt_on_timeout=True, allow_errors=interrupt is not None)
+                            interrupt_on_timeout=True, allow_errors=interrupt is not None or bool(raising))
     with client.setup_kernel():
         for index in order if order is not None else range(len(sources)):
             client.execute_cell(notebook.cells[index], index)
-    for cell in notebook.cells:
-        assert cell is stopped or not [o for o in cell.outputs if o.output_type == "error"], cell.outputs
+    for index, cell in enumerate(notebook.cells):
+        assert cell is stopped or index in raising or not [o for o in cell.outputs if o.output_type == "error"], \
+            cell.outputs
     return notebook.cells
 
 
@@ -115,10 +128,11 @@ def page_in(fragment: str) -> str:
 def test_a_notebook_is_graded_as_the_kernel_defines_it_and_shown_inline(tmp_path):
     config = generous_config(tmp_path)
     check = f"from grader import check\nresult = check(config={str(config)!r}, course={str(ROOT)!r})\nresult"
-    cells = run_notebook([SETUP, HELPER, WRONG_MHA, RIGHT_MHA, TRAINING, COUNT, ENTROPY, check], tmp_path,
+    cells = run_notebook([SETUP, HELPER, WRONG_MHA, RIGHT_MHA, TRAINING, COUNT, ENTROPY, FAILED_EARLIER, FAILED_LAST,
+                          check], tmp_path,
                          # the notebook shows the wrong function above the right one, but runs it after: In [4]
-                         order=[0, 1, 3, 2, 4, 5, 6, 7])
-    data = shown(cells[7])
+                         order=[0, 1, 3, 2, 4, 5, 6, 7, 8, 9], raising=(7, 8))
+    data = shown(cells[9])
     page = page_in(data["text/html"])
     # the same grade as `grade tests/submissions/wrong_reshape.py`: the training cell was not run again
     assert "<p class='total'>39.1667 / 100 points</p>" in page
@@ -130,6 +144,10 @@ def test_a_notebook_is_graded_as_the_kernel_defines_it_and_shown_inline(tmp_path
             "<tr><td><code>np (import)</code></td><td>In [1], line 2</td></tr>"
             "<tr><td><code>NEG (constant)</code></td><td>In [2], line 1</td></tr>"
             "<tr><td><code>causal_mask (function)</code></td><td>In [2], line 3</td></tr></table>"
+            "<p class='warning'>Not taken: In [8] stopped at line 2 (an exception): nothing of that cell from that "
+            "line on was taken (it never ran)</p>"
+            "<p class='warning'>Not taken: In [9] stopped at line 1 (an exception): nothing of that cell from that "
+            "line on was taken (it never ran)</p>"
             "<p class='warning'>Not taken: IPython magics and shell lines inside the definitions were dropped "
             "(In [7], line 2)</p></section>") in page
     # below the section on cells, the page is the one `grade FILE --format html` writes, pictures included
@@ -144,7 +162,9 @@ def test_a_notebook_is_graded_as_the_kernel_defines_it_and_shown_inline(tmp_path
                                         "<b>mha: 39.1667 / 100</b> · graded from In [1], In [2], In [4], In [6], "
                                         "In [7] · ")
     text = data["text/plain"]
-    assert text.startswith("mha: notebook.py scored 39.1667 / 100\n"
+    # the report names the cells graded (the kernel does not know the notebook's file here), not the check's own file
+    assert "<title>mha: feedback on notebook cells In [1], In [2], In [4], In [6], In [7]</title>" in page
+    assert text.startswith("mha: notebook cells In [1], In [2], In [4], In [6], In [7] scored 39.1667 / 100\n"
                            "  multi_head_attention     9.1667 / 70     4 of 27 tests passed\n")
     assert "    ⇒ wrong-split-order + wrong-merge-order (§4.5, 23 tests): " in text
     assert text.endswith("taken from:\n"
@@ -154,8 +174,31 @@ def test_a_notebook_is_graded_as_the_kernel_defines_it_and_shown_inline(tmp_path
                          "  np (import)                  In [1], line 2\n"
                          "  NEG (constant)               In [2], line 1\n"
                          "  causal_mask (function)       In [2], line 3\n"
+                         "  not taken: In [8] stopped at line 2 (an exception): nothing of that cell from that line on "
+                         "was taken (it never ran)\n"
+                         "  not taken: In [9] stopped at line 1 (an exception): nothing of that cell from that line on "
+                         "was taken (it never ran)\n"
                          "  not taken: IPython magics and shell lines inside the definitions were dropped "
                          "(In [7], line 2)")
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_a_cell_that_raised_then_ran_again_once_fixed_counts_whole(tmp_path):
+    # In [2] raises at its line 1 (NameError); the student binds the name and runs the same cell again: In [4] ran
+    # to its end. The kernel's last exception is In [2]'s, and ipykernel compiled both under one name
+    entropy = "scale = missing_name\n" + ENTROPY.replace("    !python", "    # !python")
+    check = (f"import json\nfrom grader import check\nresult = check(config={str(generous_config(tmp_path))!r}, "
+             f"course={str(ROOT)!r})\nprint(json.dumps([result.origins, result.untaken, "
+             "result.report['submission']['path']]))")
+    cells = run_notebook(["import numpy as np", entropy, "missing_name = 2.0", check], tmp_path,
+                         order=[0, 1, 2, 1, 3], raising=(1,))
+    origins, untaken, path = json.loads(printed(cells[3]))
+    assert origins == [["multi_head_attention", "not defined in any cell the kernel ran"],
+                       ["attention_param_count", "not defined in any cell the kernel ran"],
+                       ["head_entropy", "In [4], line 2"], ["np (import)", "In [1], line 1"]]
+    assert untaken == []
+    assert path == "notebook cells In [1], In [4]"
 
 
 HANG = """def multi_head_attention(X, W_Q, W_K, W_V, W_O, h, causal=True):
@@ -233,6 +276,13 @@ def test_the_student_kit_grades_a_notebook_with_the_magic_as_grade_grades_its_fi
     from grader.course.student_kit import build_kit
 
     kit = build_kit(ROOT / "grader.toml", tmp_path / "mha-kit").folder
+    # the kit's README says how to check in a notebook, as docs/students.md does
+    readme = (kit / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Checking your work in a notebook\n"):]
+    assert "```\n%load_ext grader\n%grade\n```\n" in section
+    assert "(or `from grader import check`, then `check()`). It grades\n" \
+           "`multi_head_attention`, `attention_param_count`, `head_entropy`\nas your kernel last defined them" in section
+    assert section.endswith("```\n!unzip -qo mha-kit.zip && pip install -q ./mha-kit\n%cd mha-kit\n```\n")
     source = (SUBMISSIONS / "wrong_reshape.py").read_text(encoding="utf-8")
     cells = run_notebook(["%load_ext grader", source, "%grade"], kit)
     page = page_in(shown(cells[2])["text/html"])
@@ -283,3 +333,4 @@ def test_the_magic_refuses_what_it_cannot_read_in_one_line(line, said, capsys):
 
     assert grade_magic(line) is None
     assert capsys.readouterr().err == said
+

@@ -4,7 +4,7 @@ the page and the text say was taken."""
 from __future__ import annotations
 
 from grader.notebook.cells import Cell, Origin, assemble
-from grader.notebook.run import _located, _note_located, _script_name, _where, described
+from grader.notebook.run import _located, _note_located, _script_name, _where, described, source_label
 
 
 def test_a_sandbox_message_names_the_cell_and_its_line_not_the_scripts():
@@ -35,3 +35,26 @@ def test_the_exercises_functions_come_first_then_what_they_use_then_what_was_not
 def test_the_graded_file_is_named_after_the_notebook():
     assert [_script_name(n) for n in ("hw 3.ipynb", "attention.ipynb", None, "/home/s/lab.ipynb")] == \
         ["notebook.py", "attention.py", "notebook.py", "lab.py"]
+
+
+def test_the_report_names_the_notebook_or_the_cells_not_the_checks_own_file():
+    assembled = assemble([Cell(3, "import numpy as np"), Cell(5, "def f(x):\n    return np.tanh(x)")], ["f"])
+    assert source_label("attention.ipynb", assembled) == "attention.ipynb"
+    assert source_label("/home/s/lab 3.ipynb", assembled) == "lab 3.ipynb"
+    assert source_label(None, assembled) == "notebook cells In [3], In [5]"
+    assert source_label(None, assemble([], ["f"])) == "notebook cells (none)"
+
+
+def test_a_refused_definition_its_own_decorators_and_a_stopped_cell_are_said():
+    run = [Cell(1, "def timed(fn):\n    return fn\n@timed\ndef g(x):\n    return x", file="a"),
+           Cell(2, "def f(x, W=load()):\n    return g(x) @ W", file="b"),
+           Cell(3, "1 / 0\ndef h():\n    return 1", file="c", raised=1)]
+    rows, untaken = described(assemble(run, ["f", "g", "h"]), ("f", "g", "h"))
+    assert rows == [("f", "not taken: see below"), ("g", "In [1], line 3"),
+                    ("h", "not taken: see below"), ("timed (function)", "In [1], line 1"),
+                    ("@timed (your decorator: applied again when graded)", "In [1], line 3")]
+    assert untaken == [
+        ("f: its default value `load()` runs code, which the check never runs again; keep constants and names there, "
+         "and compute the rest inside (In [2], line 1)"),
+        "h: defined below where its cell stopped (an exception): it never ran (In [3], line 2)",
+        "In [3] stopped at line 1 (an exception): nothing of that cell from that line on was taken (it never ran)"]
