@@ -8,7 +8,9 @@ Every probe has B = 1 and tiny widths. What makes each step irrelevant:
   square (T, T) the softmax over queries is the softmax over keys;
 - d = d_k = 1: every scale is 1 and a (T, 1) key matrix reshaped is transposed;
 - T = d_k with a symmetric key matrix: reshaping the keys is transposing them;
-- causal=False: every mask switch but always-causal.
+- causal=False: every mask switch but always-causal;
+- W_O = I with h·d_v = d_out ≠ d: X cannot be added to the output, whatever the projection does (a second
+  look at the residual, made only where the first probe blamed it with the output projection).
 Trusted side only: runs the reference's switches (reference.mha.variants).
 """
 
@@ -33,12 +35,12 @@ def _steps(function: str) -> tuple[Step, ...]:
     return tuple(declared[name] for name in dict.fromkeys(v.switch for v in variants.VARIANTS if v.function == function))
 
 
-def _weights(rng, T, d, h, d_k, d_v, d_out, X=None, W_Q=None, W_K=None):
+def _weights(rng, T, d, h, d_k, d_v, d_out, X=None, W_Q=None, W_K=None, W_O=None):
     X = rng.standard_normal((1, T, d)) if X is None else np.asarray(X, dtype=np.float64).reshape(1, T, d)
     W_Q = rng.standard_normal((d, h * d_k)) if W_Q is None else np.asarray(W_Q, dtype=np.float64)
     W_K = rng.standard_normal((d, h * d_k)) if W_K is None else np.asarray(W_K, dtype=np.float64)
     W_V = rng.standard_normal((d, h * d_v))
-    W_O = rng.standard_normal((h * d_v, d_out))
+    W_O = rng.standard_normal((h * d_v, d_out)) if W_O is None else np.asarray(W_O, dtype=np.float64)
     return X, W_Q, W_K, W_V, W_O, h
 
 
@@ -55,6 +57,14 @@ def _mha_probes() -> tuple[Probe, ...]:
     return (
         Probe("output", "output", out, _weights(rng, 1, 4, 1, 4, 4, 4), full,
               "h = 1 and T = 1: the output is X·W_V·W_O"),
+        # Made only where the first probe blamed the output projection or the residual together (an unknown step
+        # beside them, a LayerNorm say): W_O = I with h·d_v = d_out ≠ d, so the projection does not matter and
+        # X cannot be added to the output. Raising in that addition, as residual-added does, settles the residual.
+        Probe("residual", "residual", ("residual", "width", "value-width"),
+              _weights(np.random.default_rng(32), 1, 2, 1, 2, 3, 3, W_O=np.eye(3)), full,  # its own draws: the
+              # other probes' inputs stay as they were
+              "h = 1 and T = 1 with W_O = I and d_out ≠ d (made only where the first probe found the output wrong)",
+              blamed_only=True),
         Probe("width", "width", ("width", "softmax", *out), _weights(rng, 1, 4, 2, 3, 3, 4, W_Q=np.zeros((4, 6))),
               full, "T = 1 with h·d_k ≠ d", only={"softmax": ("softmax-over-heads",)}),
         Probe("value-width", "value-width", ("value-width", "width", *out), _weights(rng, 1, 4, 1, 4, 2, 4), full,

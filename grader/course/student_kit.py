@@ -256,7 +256,7 @@ def _probe_tables(assignment: Assignment, functions: list[str]) -> tuple[dict, d
             arrays[f"{prefix}.values"] = np.concatenate(flat) if flat else np.zeros(0)
             probes.append({
                 "id": probe.id, "step": probe.step, "sees": list(probe.sees), "tabled": list(steps), "why": probe.why,
-                "only": {k: list(v) for k, v in probe.only.items()},
+                "only": {k: list(v) for k, v in probe.only.items()}, "blamed_only": probe.blamed_only,
                 "args": [_store(a, f"{prefix}.arg.{i}", arrays) for i, a in enumerate(probe.args)],
                 "kwargs": {k: _store(v, f"{prefix}.kwarg.{k}", arrays) for k, v in probe.kwargs.items()},
                 "rows": f"{prefix}.rows", "values": f"{prefix}.values", "outputs": outputs,

@@ -62,6 +62,9 @@ class Diagnosis:
     codes: tuple[str, ...] = ()  # every switch of the combination named (empty for a generic finding)
     matches: tuple[str, ...] = ()  # keys of every combination that matches this test, cheapest first
     raised: bool = False  # matched by raising where the combination raises
+    # Keys of ``matches`` matched only by the class of what they raise, in another operation (``Search``): each a
+    # composition the probes left with every step explained. Not part of the report.
+    loose: tuple[str, ...] = field(default=(), compare=False, hash=False, repr=False)
     unconfirmed: bool = False  # found by searching everything beside a step the probes place as unknown
     # What such a test says without a verdict to confirm it (where the probes place the unknown step). Not reported.
     instead: Diagnosis | None = field(default=None, compare=False, hash=False, repr=False)
@@ -86,16 +89,17 @@ class Diagnosis:
                 "section": self.section}
 
 
-def matches(got: object, candidate: object, rtol: float, atol: float) -> bool:
+def matches(got: object, candidate: object, rtol: float, atol: float, loose: bool = False) -> bool:
     """Whether ``got`` equals ``candidate`` as the grader compares: counts exactly, arrays within tolerance.
 
     Arrays must have the same shape; non-finite entries must sit at the same
     places with the same value (NaN with NaN, +inf with +inf); finite entries
     must satisfy |got − candidate| ≤ atol + rtol·|candidate|. A candidate
-    "raises <Type>[ in <operation>]" matches a raise as grader.exercise.raising.raise_matches says.
+    "raises <Type>[ in <operation>]" matches a raise as grader.exercise.raising.raise_matches says (``loose``:
+    by class alone).
     """
     if isinstance(candidate, str) or isinstance(got, str):
-        return isinstance(candidate, str) and isinstance(got, str) and raise_matches(got, candidate)
+        return isinstance(candidate, str) and isinstance(got, str) and raise_matches(got, candidate, loose)
     if isinstance(candidate, (int, np.integer)) and not isinstance(candidate, bool):
         if isinstance(got, np.ndarray) and got.shape == () and got.dtype.kind in "iu":
             got = int(got)
@@ -148,19 +152,21 @@ class _Unchecked:
 UNCHECKED = _Unchecked()
 
 
-def _fits(got: object, candidate: object, rtol: float, atol: float) -> bool:
+def _fits(got: object, candidate: object, rtol: float, atol: float, loose: bool = False) -> bool:
     if isinstance(candidate, Sketch):
         return candidate.fits(got, rtol, atol)
-    return matches(got, candidate, rtol, atol)
+    return matches(got, candidate, rtol, atol, loose)
 
 
-def hits(got: object, expected: object, candidates: Mapping[str, object], rtol: float, atol: float) -> list[str]:
+def hits(got: object, expected: object, candidates: Mapping[str, object], rtol: float, atol: float,
+         loose: bool = False) -> list[str]:
     """Keys of the candidates ``got`` matches, in ``candidates`` order, leaving out those equal to ``expected``.
 
-    A candidate may also be a ``Sketch`` (matched on its positions) or ``UNCHECKED`` (matched).
+    A candidate may also be a ``Sketch`` (matched on its positions) or ``UNCHECKED`` (matched). loose: a raise
+    matches a candidate's raise by class alone (grader.exercise.raising.raise_matches).
     """
     return [key for key, output in candidates.items()
-            if output is UNCHECKED or (_fits(got, output, rtol, atol) and not _fits(expected, output, rtol, atol))]
+            if output is UNCHECKED or (_fits(got, output, rtol, atol, loose) and not _fits(expected, output, rtol, atol))]
 
 
 def describe(key: str, catalogue: Mapping[str, Explained]) -> tuple[tuple[str, ...], str, str]:
@@ -289,7 +295,8 @@ class Search:
         survivors = self.survivors.get(function)
         if function in self.unexplained or survivors is not None:
             keys = list(dict.fromkeys([*(survivors or []), *composed]))
-            found = allowed(hits(got, expected, candidates(keys), rtol, atol)) if keys else []
+            found, loose = self._hits(function, got, expected, candidates(keys), rtol, atol) if keys else ([], [])
+            found = allowed(found)
             kept = [k for k in found if k in survivors] if survivors else []
             if survivors and (kept or found or probed is None or not probed.unexplained):
                 self.survivors[function] = kept
@@ -298,7 +305,7 @@ class Search:
             # A test nothing explains, where a probe found a step no misconception explains, is that step's: the
             # combinations that explained the earlier tests stay candidates for the later ones (a partial verdict).
             if found:
-                return self._named(found, got, expected, rtol, atol, catalogue, probed)
+                return self._named(found, got, expected, rtol, atol, catalogue, probed, loose)
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
         # The probes' compositions, and the first less each switch; with a step unexplained, the probes isolated
         # only part of the code: every combination is searched beside their partial compositions.
@@ -306,10 +313,11 @@ class Search:
             codes = composed[0].split(SEP) if composed else []
             fewer = [SEP.join(codes[:i] + codes[i + 1:]) for i in range(len(codes))] if len(codes) > 1 else []
             trial = list(dict.fromkeys([*composed, *fewer]))
-            found = allowed(hits(got, expected, candidates(trial), rtol, atol)) if trial else []
+            found, loose = self._hits(function, got, expected, candidates(trial), rtol, atol) if trial else ([], [])
+            found = allowed(found)
             self.survivors[function] = found
             if found:
-                return self._named(found, got, expected, rtol, atol, catalogue, probed)
+                return self._named(found, got, expected, rtol, atol, catalogue, probed, loose)
             self.unexplained.add(function)
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
         everything = dict(candidates(None))
@@ -323,13 +331,36 @@ class Search:
             return self._unnamed(got, expected, rtol, atol, catalogue, probed)
         return self._named(found, got, expected, rtol, atol, catalogue, probed)
 
+    def _hits(self, function: str, got: object, expected: object, outputs: Mapping[str, object], rtol: float,
+              atol: float) -> tuple[list[str], list[str]]:
+        """``hits``, then the compositions the probes left with every step explained that ``got`` (a raise) matches
+        by class alone: (every key found, those matched only by class).
+
+        A raise in another operation than the composition's is evidence only as part of a pattern: the probes,
+        whose inputs separate the raising patterns (T = 1 with h·d_k ≠ d; d_v ≠ d_k), found the composition
+        on every step, raises and returned values alike, and the graded tests then show the same pattern
+        (``settle``: it raised where the composition raises, returned what it returns elsewhere). Never for a
+        composition found by searching everything (a residual added where d_out ≠ d raises in an addition on
+        the same cases as heads split with d // h would, and the class alone would name the split).
+        """
+        found = hits(got, expected, outputs, rtol, atol)
+        confirmed = self.seen(function)
+        if not isinstance(got, str) or not confirmed:
+            return found, []
+        rest = {k: v for k, v in outputs.items() if k in confirmed and k not in found}
+        loose = hits(got, expected, rest, rtol, atol, loose=True) if rest else []
+        return found + loose, loose
+
     @classmethod
     def _named(cls, found: Sequence[str], got: object, expected: object, rtol: float, atol: float,
-               catalogue: Mapping[str, Explained], probed: Probed | None) -> Diagnosis:
+               catalogue: Mapping[str, Explained], probed: Probed | None, loose: Sequence[str] = ()) -> Diagnosis:
         """The cheapest of ``found``; one the probes did not hand on while they placed a step as unknown stands
-        only as part of a verdict (``unconfirmed``): outputs that change from call to call match something once."""
+        only as part of a verdict (``unconfirmed``): outputs that change from call to call match something once.
+        ``loose``: those of ``found`` matched only by the class of their raise (``_hits``)."""
         key = _cheapest(found)
         diagnosis = named(key, catalogue, found, isinstance(got, str))
+        if loose:
+            diagnosis = replace(diagnosis, loose=tuple(k for k in loose if k in found))
         if probed is None or not probed.unexplained or key in probed.keys:
             return diagnosis
         return replace(diagnosis, unconfirmed=True, instead=cls._unnamed(got, expected, rtol, atol, catalogue, probed))
@@ -471,6 +502,9 @@ def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalog
     if raised:  # a pattern of errors: it raises on exactly these inputs
         evidence += (f": {raised} raised where it raises, {len(failed) - raised} returned what it returns"
                      if raised < len(failed) else ": each raised where it raises")
+        elsewhere = sum(best in cast(Diagnosis, d).loose for _, d in failed)
+        if elsewhere:  # matched by class only: the probes found the composition (Search._hits)
+            evidence += f" ({elsewhere} of them in another operation than its own, as the extra calls showed)"
     free = costless(best, common, cast(Diagnosis, failed[0][1]).probed)
     said = sentence(function, best.split(SEP), catalogue)
     if unknown:

@@ -185,12 +185,12 @@ def judge(case, student: Student, grading, expected: object,
     codes = dict.fromkeys(code for key in found.matches for code in key.split(SEP))
     texts = {code: Finding(catalogue[code].explanation, catalogue[code].section, getattr(catalogue[code], "says", ""))
              for code in codes}
-    rtol, atol, seen = grading.rtol, grading.atol, got
+    rtol, atol, seen, loose = grading.rtol, grading.atol, got, bool(found.loose)  # loose: matched by a raise's class
 
     def recheck(keys: Sequence[str]) -> list[str]:  # recomputed on this test's inputs: what gave the student's output
         wanted = [k for k in keys if all(c in catalogue for c in k.split(SEP))]
         computed = {k: v for k, v in candidates(wanted).items() if v is not UNCHECKED} if wanted else {}
-        return hits(seen, expected, computed, rtol, atol)
+        return hits(seen, expected, computed, rtol, atol, loose=loose)
 
     return verdict, replace(found, texts=texts, recheck=recheck, probed=search.seen(case.function),
                             tried=frozenset(asked)), output

@@ -16,7 +16,10 @@ A probe no combination explains leaves its step, and the other steps it sees
 that no earlier probe settled, *unexplained* ("something else is wrong in
 <step>"); later probes that see them are not used, and only the switches the
 other probes isolated are handed on (a partial composition). A probe that does not answer (a timeout, a crash), or raises where
-no switch raises, stops the probing and claims nothing. The result's ``keys``
+no switch raises, stops the probing and claims nothing. A raise that no option makes in the same operation
+keeps the options that raise the same class in another one (grader.exercise.raising.raise_matches, loose):
+the same misfit met first in a product, a fused projection's cut or an unpacking; such a match stands only
+if every probe is explained in the end, else nothing is claimed. The result's ``keys``
 are the compositions still possible, cheapest first; they are only
 candidates: grader.judging.diagnose names one only where it reproduces the student's
 outputs on the graded cases. Its ``excluded`` switches are never named.
@@ -33,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader.exercise.raising import raised, raised_by
+from grader.exercise.raising import EARLY, RAISES, raised, raised_by
 from grader.exercise.teaching import Step  # an exercise's steps, declared in its feedback.py
 from grader.judging.diagnose import matches
 
@@ -55,6 +58,10 @@ class Probe:
     # {step: the only switches of it this probe can tell from the step done right}; the others compute
     # what the step done right computes here, so they are neither run nor ruled out by it.
     only: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Made only where an earlier probe blamed ``step`` among the steps it saw (and no other step this one sees is
+    # blamed): a second look that splits the blame. Its step is settled only by what the step itself computes, a
+    # value or a raise in the same operation (never an assert, nor a raise matched by its class alone).
+    blamed_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,8 +131,12 @@ def identify(plan: ProbePlan, call: Call, rtol: float, atol: float) -> ProbeResu
     unexplained: list[str] = []  # step names
     blamed: list[tuple[str, ...]] = []  # per failed probe, the labels of the steps one of which is wrong
     calls = 0
+    loose = False  # a probe's raise was matched by its class alone (grader.exercise.raising.raise_matches)
     for probe in plan.probes:
-        if any(name in unexplained for name in probe.sees) or probe.step in unexplained:
+        if probe.blamed_only:
+            if probe.step not in unexplained or any(n in unexplained for n in probe.sees if n != probe.step):
+                continue  # no blame to split, or another step it sees is not known
+        elif any(name in unexplained for name in probe.sees) or probe.step in unexplained:
             continue  # a step it sees is not known: it would prove nothing
         got = call(probe)
         calls += 1
@@ -133,12 +144,23 @@ def identify(plan: ProbePlan, call: Call, rtol: float, atol: float) -> ProbeResu
             return ProbeResult((), _where(blamed), calls, complete=False)
         fixed = {name: options[0] for name, options in possible.items() if name not in probe.sees}
         seen = [name for name in probe.sees if name in possible]
-        kept: dict[str, set[str]] = {name: set() for name in seen}
-        for choice in itertools.product(*(_tried(probe, name, possible[name]) for name in seen)):
-            codes = [o for o in (*fixed.values(), *choice) if o]
-            if matches(got, _reference(plan, probe, codes), rtol, atol):
-                for name, option in zip(seen, choice):
-                    kept[name].add(option)
+        kept = _kept(plan, probe, got, fixed, seen, possible, rtol, atol)
+        if probe.blamed_only:
+            told = kept[probe.step] and kept[probe.step] != set(possible[probe.step])
+            if not told or (isinstance(got, str) and got.removeprefix(RAISES).startswith(EARLY)):
+                continue  # it tells nothing of its step: the blame stays where the earlier probe put it
+            unexplained.remove(probe.step)
+            label = _label(plan, probe.step)
+            blamed = [tuple(b for b in labels if b != label) for labels in blamed]
+            for name in seen:
+                possible[name] = [o for o in possible[name] if o in kept[name]]
+            continue
+        if not any(kept.values()) and isinstance(got, str):
+            # A raise no option makes in the same operation: the options that raise the same class elsewhere (the
+            # student's order meets the misfit first in a product, a fused projection's cut, an unpacking), kept
+            # only if every later probe is explained too (below).
+            kept = _kept(plan, probe, got, fixed, seen, possible, rtol, atol, loose=True)
+            loose = loose or any(kept.values())
         for name in seen:  # an option the probe cannot tell from right stands or falls with the first one tried
             hidden = [o for o in possible[name] if name in probe.only and o not in probe.only[name]]
             if hidden and hidden[0] in kept[name]:
@@ -155,9 +177,26 @@ def identify(plan: ProbePlan, call: Call, rtol: float, atol: float) -> ProbeResu
             continue
         for name in seen:
             possible[name] = [o for o in possible[name] if o in kept[name]]
+    if loose and unexplained:
+        # A raise in another operation is evidence only as part of a pattern that explains every probe: beside an
+        # unknown step it may be that step's own raise (a fused projection cut by d raises where d // h would).
+        return ProbeResult((), (), calls, complete=False)
     excluded = frozenset(code for step in plan.steps if step.name not in unexplained
                          for code in step.codes if code not in possible[step.name])
     return ProbeResult(_compositions(plan, possible, unexplained), _where(blamed), calls, excluded=excluded)
+
+
+def _kept(plan: ProbePlan, probe: Probe, got: object, fixed: Mapping[str, str], seen: Sequence[str],
+          possible: Mapping[str, list[str]], rtol: float, atol: float, loose: bool = False) -> dict[str, set[str]]:
+    """Each seen step's options under which the reference computes ``got`` on the probe (``loose``: a raise matched
+    by its class alone, grader.exercise.raising.raise_matches)."""
+    kept: dict[str, set[str]] = {name: set() for name in seen}
+    for choice in itertools.product(*(_tried(probe, name, possible[name]) for name in seen)):
+        codes = [o for o in (*fixed.values(), *choice) if o]
+        if matches(got, _reference(plan, probe, codes), rtol, atol, loose):
+            for name, option in zip(seen, choice):
+                kept[name].add(option)
+    return kept
 
 
 def _where(blamed: Sequence[tuple[str, ...]]) -> tuple[str, ...]:

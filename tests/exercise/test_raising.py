@@ -72,6 +72,11 @@ def test_a_raise_matches_by_class_and_operation_and_an_assert_matches_any_raise(
     assert raise_matches("raises ZeroDivisionError", reshape)  # a scale of d // h = 0 where h > d, before the reshape
     assert not raise_matches("raises AssertionError", "ok")  # only a raise
     assert not raise_matches(reshape, "raises AssertionError")
+    # Loose (a pattern the probes confirm, grader.judging.diagnose.Search): the class alone, whatever the operation.
+    assert raise_matches("raises ValueError in matmul", reshape, loose=True)
+    assert raise_matches("raises ValueError in split", reshape, loose=True)
+    assert not raise_matches("raises TypeError in matmul", reshape, loose=True)
+    assert not raise_matches("raises TypeError", "raises ValueError", loose=True)
 
 
 def test_the_client_fills_the_fields_from_a_validated_reply():

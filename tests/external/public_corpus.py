@@ -43,10 +43,13 @@ def grade_corpus(out: Path, jobs: int = 2) -> dict[str, dict]:
 
 
 def named(report: dict) -> set[str]:
-    """The catalogued codes a report names: in a function's verdict or a failed test's diagnosis."""
+    """The catalogued codes a report names: in a function's verdict (its ``free`` part included: the page lists
+    those as seen by the extra calls and costing nothing here, a claim like any other, so a wrong one is a false
+    name) or a failed test's diagnosis."""
     codes = set()
     for function in report.get("functions", {}).values():
-        codes.update((function.get("verdict") or {}).get("codes", []))
+        verdict = function.get("verdict") or {}
+        codes.update(verdict.get("codes", []), (verdict.get("free") or {}).get("codes", []))
     for test in report.get("tests", []):
         codes.update((test.get("diagnosis") or {}).get("codes", []))
     return codes & CATALOGUED

@@ -143,7 +143,7 @@ def test_both_routes_give_the_same_report_on_every_example_file(tmp_path, capsys
         assert int(code) == (0 if graded["score"] == graded["max_score"] else 1), path
         if _comparable(routed) != _comparable(graded):
             differing.append(path.name)
-    assert len(files) == 47 and differing == []
+    assert len(files) == 50 and differing == []
 
 
 @pytest.mark.sandbox

@@ -52,7 +52,7 @@ def _plans():
             for p in entry["probes"]:
                 probes.append(Probe(p["id"], p["step"], tuple(p["sees"]), tuple(_stored(a, arrays) for a in p["args"]),
                                     {k: _stored(v, arrays) for k, v in p["kwargs"].items()}, p["why"],
-                                    {k: tuple(v) for k, v in p["only"].items()}))
+                                    {k: tuple(v) for k, v in p["only"].items()}, bool(p.get("blamed_only"))))
                 values, outputs, start = arrays[p["values"]], [], 0
                 for output in p["outputs"]:
                     if "raises" in output:
