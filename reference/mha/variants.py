@@ -154,10 +154,12 @@ REDUNDANT = frozenset({
 SEP = "+"  # a combination's key: its codes in VARIANTS order, joined by SEP
 
 
+_ORDER = {v.code: i for i, v in enumerate(VARIANTS)}  # each code's place in VARIANTS
+
+
 def combo_key(codes: Iterable[str]) -> str:
     """The key of a combination of switches: its codes in ``VARIANTS`` order, joined by "+"."""
-    order = {v.code: i for i, v in enumerate(VARIANTS)}
-    return SEP.join(sorted(set(codes), key=order.__getitem__))
+    return SEP.join(sorted(set(codes), key=_ORDER.__getitem__))
 
 
 def combos(function: str, size: int = 2) -> list[tuple[str, ...]]:
