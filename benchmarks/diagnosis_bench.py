@@ -16,8 +16,9 @@ For each:
 
 - off: grading it with the diagnosis switched off (``Search.diagnose`` returns None: no search,
   no probe), after one warm-up grading so imports, cases and expected values are built;
-- cold: grading it with the diagnosis on, the per-case cache of the combinations' outputs and the
-  probes' reference outputs emptied first (a fresh grading process);
+- cold: grading it with the diagnosis on, the per-case cache of the combinations' outputs (and of
+  the projections they share), the probes' reference outputs and the list of combinations emptied
+  first (a fresh grading process);
 - warm: grading it again with those caches full (a batch worker's later students).
 
 Prints each as CPU seconds (``time.process_time``: this process only; the sandbox's child,
