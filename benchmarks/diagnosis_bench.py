@@ -16,8 +16,9 @@ For each:
 
 - off: grading it with the diagnosis switched off (``Search.diagnose`` returns None: no search,
   no probe), after one warm-up grading so imports, cases and expected values are built;
-- cold: grading it with the diagnosis on, the per-case cache of the combinations' outputs and the
-  probes' reference outputs emptied first (a fresh grading process);
+- cold: grading it with the diagnosis on, the per-case cache of the combinations' outputs (and of
+  the projections they share), the probes' reference outputs and the list of combinations emptied
+  first (a fresh grading process);
 - warm: grading it again with those caches full (a batch worker's later students).
 
 Prints each as CPU seconds (``time.process_time``: this process only; the sandbox's child,
@@ -101,11 +102,15 @@ def _cpu(path: Path, config) -> tuple[float, float]:
 
 
 def _clear_caches() -> None:
+    """Empty what a fresh grading process has not computed yet (the expected values come from the case store)."""
     from grader.exercise.cases import _REMEMBERED
+    from reference.mha import variants  # the course root is on sys.path once the assignment is loaded
 
     for _, values in _REMEMBERED.values():
         values.pop("variants", None)
+        values.pop("shared", None)  # what the combinations share on a case (its projections)
     probes._RUNS.clear()
+    variants._combos.cache_clear()  # the list of the combinations searched
 
 
 def main() -> None:

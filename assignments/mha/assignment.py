@@ -48,8 +48,9 @@ class MultiHeadAttention(Assignment):
     def combos(self, function):
         return [switches.SEP.join(c) for c in switches.combos(function)]
 
-    def combo_outputs(self, function, args, kwargs, keys):
-        return switches.combo_outputs(function, args, kwargs, keys, on_raise=raised)
+    def combo_outputs(self, function, args, kwargs, keys, shared=None):
+        """The switches' outputs; ``shared`` keeps the case's projections X·W_Q, X·W_K, X·W_V for its later calls."""
+        return switches.combo_outputs(function, args, kwargs, keys, on_raise=raised, products=shared)
 
     def variant_function(self, code):
         return switches.CATALOGUE[code].function

@@ -29,8 +29,10 @@ class ScaledDotProductAttention(Assignment):
     def switch_table(self):
         return {code: (sdpa.SDPA, implementation) for code, implementation in sdpa.VARIANTS.items()}
 
-    def combo_outputs(self, function: str, args: tuple, kwargs: dict, keys: Sequence[str]) -> dict:
-        """Combinations of switches of different steps are computable too (the probes ask for them)."""
+    def combo_outputs(self, function: str, args: tuple, kwargs: dict, keys: Sequence[str],
+                      shared: dict | None = None) -> dict:
+        """Combinations of switches of different steps are computable too (the probes ask for them); nothing is
+        worth sharing between calls on one case (``shared`` is left empty)."""
         found: dict = {}
         for key in keys:
             try:

@@ -220,8 +220,15 @@ class Assignment:
         """The misconception combinations' keys for ``function``, cheapest first."""
         return self._switches["combos"](function) if self._switches else []
 
-    def combo_outputs(self, function: str, args: tuple, kwargs: dict, keys: Sequence[str]) -> dict:
-        """{key: output or "raises <Type>"} of the combinations ``keys`` on these inputs."""
+    def combo_outputs(self, function: str, args: tuple, kwargs: dict, keys: Sequence[str],
+                      shared: dict | None = None) -> dict:
+        """{key: output or "raises <Type>"} of the combinations ``keys`` on these inputs.
+
+        shared: when given, a dict the grader keeps with the case for the process and hands to every call on
+        it (grader.exercise.cases.remembered): an exercise may keep there what its combinations compute alike
+        on these inputs (multi-head attention's projections), computed once instead of once per call. It
+        holds only what this trusted code computes from the case's inputs, never a student's output.
+        """
         return self._switches["combo_outputs"](function, args, kwargs, keys) if self._switches else {}
 
     @property

@@ -38,12 +38,19 @@ def _compute_expected(assignment: Assignment, case, args):
 
 
 def candidates(assignment: Assignment, case, keys):
-    """The outputs of the misconception combinations ``keys`` (None: all) on the case's inputs, each computed once."""
+    """The outputs of the misconception combinations ``keys`` (None: all) on the case's inputs, each computed once.
+
+    What the combinations compute alike on the case's inputs is kept with it too (``shared``, the assignment's
+    own: grader.exercise.assignment.Assignment.combo_outputs), so that the settling's calls on a failed test's
+    case, after the search's, do not compute it again. Both hold only the reference's outputs on the trusted
+    case's inputs, the same for every student: no student's output, so no grade depends on who came before.
+    """
     known = remembered(case, "variants", dict)  # combination key -> output, filled as asked
     wanted = list(keys) if keys is not None else assignment.combos(case.function)
     todo = [k for k in wanted if k not in known]
     if todo:
-        known.update(assignment.combo_outputs(case.function, case.args, case.kwargs, todo))
+        known.update(assignment.combo_outputs(case.function, case.args, case.kwargs, todo,
+                                              shared=remembered(case, "shared", dict)))
     return {k: known[k] for k in wanted}
 
 
