@@ -56,7 +56,7 @@ COMMUTING = (ast.Mult, ast.Add)
 def nodes(node: ast.AST) -> list[ast.AST]:
     """``node`` and every node under it, in ``ast.walk``'s order (breadth first), as a list.
 
-    The same nodes as ``ast.walk``, about twice as fast (no generator per node): the rules below walk
+    The same nodes as ``ast.walk``, about 1.8 times as fast (no generator per node): the rules below walk
     subtrees many times, and this is the better part of a file's canonical form.
     """
     found = [node]
