@@ -313,21 +313,22 @@ def matched_spans(a: Fingerprint, b: Fingerprint, shared: set[int]) -> list[dict
     their place in ``a``. The same index colours a region on both sides of the page.
     """
     theirs = b.hashes
-    spans: list[dict] = []
-    last: dict | None = None
+    found: list[tuple[int, int, int, int, str, str]] = []
+    unit_a = unit_b = ""  # the region being merged: its units and lines on each side ("": none yet)
+    first_a = last_a = first_b = last_b = 0
     for h, (ua, a0, a1) in a.hashes.items():  # in a's token order: first lines never decrease
         if h not in shared:
             continue
         ub, b0, b1 = theirs[h]
-        if (last is not None and last["a_unit"] == ua and last["b_unit"] == ub and a0 <= last["a"][1] + 1
-                and last["b"][0] - 1 <= b0 <= last["b"][1] + 1):
-            last["a"][1] = max(last["a"][1], a1)
-            last["b"][0] = min(last["b"][0], b0)
-            last["b"][1] = max(last["b"][1], b1)
+        if unit_a and unit_a == ua and unit_b == ub and a0 <= last_a + 1 and first_b - 1 <= b0 <= last_b + 1:
+            last_a, first_b, last_b = max(last_a, a1), min(first_b, b0), max(last_b, b1)
         else:
-            last = {"a": [a0, a1], "b": [b0, b1], "a_unit": ua, "b_unit": ub}
-            spans.append(last)
-    return spans
+            if unit_a:
+                found.append((first_a, last_a, first_b, last_b, unit_a, unit_b))
+            unit_a, unit_b, first_a, last_a, first_b, last_b = ua, ub, a0, a1, b0, b1
+    if unit_a:
+        found.append((first_a, last_a, first_b, last_b, unit_a, unit_b))
+    return [{"a": [a0, a1], "b": [b0, b1], "a_unit": ua, "b_unit": ub} for a0, a1, b0, b1, ua, ub in found]
 
 
 def clusters(edges: list[tuple[str, str]]) -> list[list[str]]:

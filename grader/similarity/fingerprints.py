@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import copy
 import io
 import keyword
@@ -36,7 +37,7 @@ import tokenize
 import zlib
 from dataclasses import dataclass, field
 
-from grader.similarity.canonical import canonical
+from grader.similarity.canonical import canonical, nodes
 
 K = 10  # tokens per k-gram (the noise threshold: a shorter shared run is never evidence)
 WINDOW = 6  # winnowing window: any shared run of K + WINDOW - 1 = 15 tokens is found
@@ -76,7 +77,7 @@ def _walk(tree: ast.Module) -> tuple[dict[str, str], list[tuple[tuple[int, int],
     named: dict[str, str] = {}
     bound: set[str] = set()
     strings = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Name):
             if not isinstance(node.ctx, ast.Load):
                 bound.add(node.id)
@@ -124,6 +125,9 @@ def bounded(source: str, limit: int = MAX_TOKENS, fast: bool = True) -> tuple[st
     """
     tokens = _C_TOKENIZER(source) if fast and _C_TOKENIZER is not None else tokenize.generate_tokens(
         io.StringIO(source).readline)
+    if 4 * len(source) + 16 < limit:  # fewer tokens than that (one per character, and a few without one): no cut
+        collections.deque(tokens, maxlen=0)  # read through all the same, to raise what reading raises
+        return source, -1
     level = 0
     depth = 0
     cut = 0  # the first line of the statement being read at the top level
@@ -249,12 +253,14 @@ def _code(symbol: str) -> int:
 def kgrams(tokens: list[Token], k: int = K) -> list[tuple[int, int]]:
     """(hash, index of the k-gram's first token) of every k-gram that lies inside one unit."""
     grams: list[tuple[int, int]] = []
+    known: dict[str, int] = {}  # symbol -> _code, for this file's symbols only
     start = 0
     while start < len(tokens):
         end = start
         while end < len(tokens) and tokens[end].unit == tokens[start].unit:
             end += 1
-        codes = [_code(t.symbol) for t in tokens[start:end]]
+        codes = [known[t.symbol] if t.symbol in known else known.setdefault(t.symbol, _code(t.symbol))
+                 for t in tokens[start:end]]
         top = pow(_BASE, k - 1, _MOD)
         value = 0
         for i, code in enumerate(codes):
@@ -273,11 +279,16 @@ def winnow(grams: list[tuple[int, int]], window: int = WINDOW) -> list[tuple[int
         return list(grams)
     chosen: list[tuple[int, int]] = []
     last = -1
-    for begin in range(len(grams) - window + 1):
-        best = begin
-        for i in range(begin + 1, begin + window):
-            if grams[i][0] <= grams[best][0]:
-                best = i
+    smallest: collections.deque[int] = collections.deque()  # the window's candidates: indices, their hashes increasing
+    for i, (value, _) in enumerate(grams):
+        while smallest and grams[smallest[-1]][0] >= value:  # >=: of equal hashes, the rightmost stays
+            smallest.pop()
+        smallest.append(i)
+        if i < window - 1:
+            continue
+        if smallest[0] <= i - window:  # left the window
+            smallest.popleft()
+        best = smallest[0]
         if best != last:
             chosen.append(grams[best])
             last = best

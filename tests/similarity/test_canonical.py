@@ -67,3 +67,15 @@ def test_a_one_line_helper_is_inlined_where_it_is_called():
     inline = "import numpy as np\n\ndef f(a, b, d):\n    return (a @ b) * d ** -0.5\n"
     body = [t.symbol for t in normalize(helper) if t.unit == "f"]
     assert body == [t.symbol for t in normalize(inline) if t.unit == "f"]
+
+
+def test_nodes_lists_the_nodes_ast_walk_yields_in_its_order():
+    # The canonical form walks subtrees through canonical.nodes, a faster ast.walk: the same nodes, in the same order.
+    from pathlib import Path
+
+    from grader.similarity.canonical import nodes
+
+    root = Path(__file__).resolve().parents[2]
+    for path in sorted((root / "tests" / "similarity").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert nodes(tree) == list(ast.walk(tree)), path.name
