@@ -411,21 +411,31 @@ def gradescope_zip_command(output: Path, config_path: Path | None, course: Path 
 @click.option("-o", "--output", default="report.json", show_default=True, help="Where to write the report; - for stdout.")
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="native", show_default=True,
               help="; ".join(f"{f.name}: {f.help}" for f in FORMATS.values()) + ".")
-def from_pytest_json_command(path: Path, output: str, fmt: str) -> None:
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help=CONFIG_HELP)
+@course_option
+@click.option("--assignment", "assignment", default=None, metavar="NAME",
+              help="The course's assignment the file was graded for (default: the one the file names).")
+def from_pytest_json_command(path: Path, output: str, fmt: str, config_path: Path | None, course: Path | None,
+                             assignment: str | None) -> None:
     """Read a pytest-json-report file of the pytest route back into the grader's report.
 
     PATH is the file `python -m pytest SUITE --submission FILE --json-report` wrote
     (.report.json by default). The report it holds is checked against the
-    report's schema and written as `grade FILE` writes its own, so both routes
+    report's schema, against the course's graded suite (found as `grade FILE`
+    finds it: each test and its max points) and against itself (each total is
+    its parts' sum), then written as `grade FILE` writes its own, so both routes
     meet in the same gradebook (`grade export`, `grade batch`'s reports).
     """
-    from grader.lms.pytest_json import PytestJsonError, read_pytest_json
+    from grader.lms.pytest_json import PytestJsonError, named_assignment, read_document, report_of
     from grader.report.formats import render
     from grader.report.native import summary_text, write_atomic
 
     _check_output(output)
     try:
-        report = read_pytest_json(path)
+        document = read_document(path)
+        config = _config(config_path, None, path.parent, course=course,
+                         assignment=_group_assignment(assignment) or named_assignment(document))
+        report = report_of(document, config, str(path))
     except PytestJsonError as exc:
         raise click.ClickException(str(exc)) from None
     text = render(report, fmt)

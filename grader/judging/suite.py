@@ -112,6 +112,17 @@ class PlainSession:
             raise result
         return result
 
+    def planned(self) -> list[tuple[str, str, str]]:
+        """(name, group, function) of each test ``run`` runs, in its order, from the cases alone: nothing is graded.
+
+        The engine's plain suites record each test under its case's name, group and function. Raises SuiteError
+        as ``run`` does when the suite cannot run.
+        """
+        self._load_cases()
+        if self.failure is not None:
+            raise self.failure
+        return [(case.name, case.group, case.function) for _ in self.tests for case in self.cases]
+
     def close(self) -> None:
         pass
 
@@ -184,6 +195,16 @@ def session_for(config: Config) -> Session:
 
                 _session = SuiteSession(config, key)
         return _session
+
+
+def planned_tests(config: Config) -> list[tuple[str, str, str]] | None:
+    """(name, group, function) of each test the graded suite of ``config`` runs, in its order, without grading
+    (PlainSession.planned); None for a suite run by pytest, whose tests name their group as they run.
+    Raises SuiteError when the suite cannot run."""
+    if _plain_conftest(config) is None:
+        return None
+    session = session_for(config)
+    return session.planned() if isinstance(session, PlainSession) else None
 
 
 def run_suite(student: Student, config: Config, progress: Progress | None = None) -> list[TestOutcome]:
