@@ -7,6 +7,7 @@ pytest-json-report's file layout (``tests``, each with ``outcome`` and ``metadat
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -101,6 +102,28 @@ def test_grade_from_pytest_json_writes_the_report_or_says_what_is_wrong(tmp_path
     result = CliRunner().invoke(main, ["from-pytest-json", str(tmp_path / "plain.json")])
     assert result.exit_code == 1 and "holds no grader report: was pytest run with --submission FILE" in result.output
 
+
+def test_grade_from_pytest_json_writes_to_stdout_or_leaves_the_earlier_file_whole(tmp_path, monkeypatch):
+    # The write is `grade export`'s (grader.cli._write_output): - is stdout, with nothing else on it; a file is
+    # written atomically, and a write that fails is one line, the earlier file left as it was.
+    import errno
+
+    import grader.report.native
+
+    (tmp_path / "r.json").write_text(json.dumps(_document(GOLDEN)), encoding="utf-8")
+    result = CliRunner().invoke(main, ["from-pytest-json", str(tmp_path / "r.json"), "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == GOLDEN and result.stderr == ""
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    out = tmp_path / "report.json"
+    out.write_text("the earlier report\n", encoding="utf-8")
+    monkeypatch.setattr(grader.report.native, "write_atomic", full)
+    result = CliRunner().invoke(main, ["from-pytest-json", str(tmp_path / "r.json"), "-o", str(out)])
+    assert (result.exit_code, result.output) == (1, f"Error: cannot write the report to {out}: No space left on device\n")
+    assert out.read_text(encoding="utf-8") == "the earlier report\n"
 
 # ---------------------------------------------------------------- the two routes on every example file
 
