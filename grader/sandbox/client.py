@@ -23,7 +23,7 @@ import struct
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grader.config import Limits
@@ -48,7 +48,6 @@ from grader.sandbox.protocol import (
     CRASHED,
     GREETING,
     IMPORT_ERROR,
-    LOST_SOCKET_EXIT,
     MEMORY,
     MISSING,
     OK,
@@ -61,8 +60,6 @@ from grader.sandbox.protocol import (
     SandboxError,
     Status,
     TooLarge,
-    announced_array,
-    encode_values,
     send_message,
 )
 from grader.sandbox.zygote import get_zygote
@@ -166,6 +163,8 @@ class LinuxSandbox(Sandbox):
     Raises SandboxError from ``call`` only when the sandbox itself cannot run (a grader
     error, never the student's).
     """
+
+    MEMFDS = True  # a call's large arrays travel in sealed memfds, passed on the socket
 
     def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None,
                  source: bytes | None = None, extra: Sequence[tuple[str, bytes]] = (),
@@ -318,25 +317,11 @@ class LinuxSandbox(Sandbox):
         self._send_load(kept.child)
         return True
 
-    # ------------------------------------------------------------ calls
+    # ------------------------------------------------------------ calls (Sandbox._call makes them)
 
-    def _call(self, function: str, args: tuple, kwargs: dict) -> CallResult:
-        if self._import_failure is None and self._child is None:
-            if self._spent():
-                return self._out_of_time()
-            self._launch()
-        if self._loading and (failed := self._loaded()):
-            return failed
-        if self._import_failure is not None:
-            return replace(self._import_failure, output="")
-        child = self._child
-        assert child is not None  # started above, or the import failure was returned
-        if self._unsolicited(child):
-            return self._failure(child, "the submission's process sent a reply before it was asked for one "
-                                        "(a second reply to a call, or one in advance)")
-        specs, blobs, fds = encode_values(list(args) + list(kwargs.values()))
-        request = {"op": "call", "function": function, "args": specs[: len(args)],
-                   "kwargs": dict(zip(kwargs, specs[len(args):]))}
+    def _send_call(self, child: _Child, request: dict, blobs: list, fds: list[int]) -> CallResult:
+        """Send a call's request on the worker's socket (its large arrays as memfds, closed here once sent) and
+        wait for its reply."""
         try:
             child.sock.settimeout(self._wall(min(self.limits.call_timeout_s, self._remaining())))
             send_message(child.sock, request, blobs, fds)
@@ -417,15 +402,10 @@ class LinuxSandbox(Sandbox):
             return self._out_of_memory(output)
         return self._decode(*message, child.output.take(), expect=expect)
 
-    def _timed_out(self, child: _Child, timeout: float, last: bool) -> CallResult:
-        """The wait for a reply ran out of time (``last``: it had all the submission's time left): end the tree."""
-        self._stop_child()
-        # Given all the time left, on CPU time or up to the backstop: either way the submission's is spent.
-        self._used_up = self._used_up or last
-        if self._spent():
-            return replace(self._out_of_time(), output=child.output.take())
-        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=child.output.take(),
-                          timed_out="call")
+    @staticmethod
+    def _output_after_end(child: _Child) -> str:
+        """What the ended tree's worker printed and was not yet taken (``_timed_out``)."""
+        return child.output.take()
 
     def _met_oom(self, child: _Child) -> bool:
         """Has the OOM killer struck in ``child``'s tree since the last look? Its keeper ends the whole tree then,
@@ -447,18 +427,12 @@ class LinuxSandbox(Sandbox):
             if not select.select([child.out], [], [], 0)[0] or not self._read_output(child):
                 break
 
-    def _refuse(self, child: _Child, refused: TooLarge) -> CallResult:
-        """A reply larger than its call accepts: "too-large", its arrays never read; the worker is replaced."""
-        header = refused.header
-        items = header.get("items") if isinstance(header.get("items"), list) else None
-        array = announced_array(refused.head) if items is None and "array" in header else None
-        what = f"an array of shape {array[0]} ({array[1]}): " if array else ""
+    def _replace_refused(self, child: _Child) -> str:
+        """What the worker printed before a reply too large to read (``_refuse``); then it is replaced."""
         self._drain_output(child)
         output = child.output.take()
         self.restart()  # its pid 1 ends the worker (still sending) and forks a new one, or a new tree is started
-        return CallResult(TOO_LARGE, message=f"returned {what}{refused.size:,} bytes, more than the "
-                          f"{refused.bound:,} bytes this test accepts, not read",
-                          output=output, shape=array[0] if array else None)
+        return output
 
     @staticmethod
     def _read_output(child: _Child) -> bool:
@@ -480,20 +454,8 @@ class LinuxSandbox(Sandbox):
         self._stop_child()
         if ended.get("oom"):
             return self._out_of_memory(output)
-        if "signal" in ended:
-            number = ended["signal"]
-            name = signal.Signals(number).name if number in signal.valid_signals() else f"signal {number}"
-            text = f"the submission's process was killed by {name}"
-            if number == signal.SIGKILL:
-                text += " (from inside the submission, or for using too much memory)"
-            return CallResult(CRASHED, message=text, output=output)
-        if ended.get("exit") == LOST_SOCKET_EXIT:
-            return CallResult(CRASHED, message="the submission's process lost its connection to the grader"
-                              " (its socket on file descriptor 3 was closed or misused)", output=output)
-        if "exit" in ended:
-            return CallResult(CRASHED, message=f"the submission's process exited with status {ended['exit']}"
-                              " (sys.exit or os._exit in the submission)", output=output)
-        return CallResult(CRASHED, message=detail or "the submission's process stopped answering", output=output)
+        return self._ended_as(output, detail, ended.get("signal"), ended.get("exit"),
+                              "its socket on file descriptor 3 was closed or misused")
 
     @staticmethod
     def _ended(child: _Child, timeout: float) -> dict:
@@ -529,10 +491,6 @@ class LinuxSandbox(Sandbox):
             return min(self.limits.submission_timeout_s - self._cpu_used,
                        (self.backstop - time.monotonic()) / WALL_BACKSTOP)
         return self.deadline - time.monotonic()
-
-    def _spent(self) -> bool:
-        """Is the submission's time limit used up? (A microsecond's tolerance: the CPU seconds are sums of floats.)"""
-        return self._used_up or self._remaining() < 1e-6
 
     def _judged_on_cpu(self) -> bool:
         """Are the time limits judged on the tree's CPU time (its cgroup counts it), not on the wall clock?"""

@@ -112,7 +112,7 @@ def test_a_prestarted_child_answers_as_one_started_at_the_first_call(tmp_path, s
             if prestart and sandbox.mode != "portable":  # a keeper forked before any call; after a failed
                 assert sandbox._child is not None and sandbox._child.keeper > 0  # import its tree may be gone already
             if prestart and sandbox.mode == "portable":  # an interpreter started before any call
-                assert sandbox._worker is not None and sandbox._worker.process.pid > 0
+                assert sandbox._child is not None and sandbox._child.process.pid > 0
             first, again = sandbox.call("pid"), sandbox.call("pid")
             results.append([(r.status, r.message, r.output) for r in (first, again)])
     assert results[0] == results[1]
