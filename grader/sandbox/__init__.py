@@ -43,7 +43,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 _WHERE = {  # each public name -> the module that defines it
-    **dict.fromkeys(("NPROC",), "client"),
+    **dict.fromkeys(("NPROC",), "trees"),
     **dict.fromkeys(("get_zygote", "hand_over", "keep_trees"), "early"),
     **dict.fromkeys(("TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "reply_limit"), "calls"),
     **dict.fromkeys(("LINUX", "PORTABLE", "UnknownBackend", "chosen_backend"), "backend"),
@@ -125,7 +125,6 @@ if TYPE_CHECKING:
     from grader.sandbox.backend import chosen as chosen_backend
     from grader.sandbox.boot import Started, adopt, start_early
     from grader.sandbox.calls import TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, reply_limit
-    from grader.sandbox.client import NPROC
     from grader.sandbox.early import hand_over_if_linux as hand_over
     from grader.sandbox.early import keep_trees_if_linux as keep_trees
     from grader.sandbox.early import zygote_if_linux as get_zygote
@@ -160,4 +159,5 @@ if TYPE_CHECKING:
         SandboxError,
         Status,
     )
+    from grader.sandbox.trees import NPROC
     from grader.sandbox.zygote import Handed, shutdown
