@@ -13,13 +13,13 @@ import socket
 import time
 from dataclasses import dataclass
 
-from grader.sandbox import linux
+from grader.sandbox import linux_cgroups
 from grader.sandbox.calls import CallResult, Sandbox, _Output
 from grader.sandbox.protocol import GREETING, MEMORY
 from grader.sandbox.zygote import get_zygote
 
 # The time limits (limits.call_timeout_s, limits.submission_timeout_s) are judged on the CPU time of the
-# submission's process tree, read from its cgroup (linux.TreeCounters), where the zygote could make one with a
+# submission's process tree, read from its cgroup (linux_cgroups.TreeCounters), where the zygote could make one with a
 # CPU clock: a machine busy with other submissions slows a call's wall clock, not its CPU time, so it cannot
 # turn an honest call into a timeout. The wall clock is a backstop WALL_BACKSTOP times the limit: it catches
 # a hang that uses no CPU (a sleep, a blocked read) with the same status and message. Where no cgroup counts
@@ -39,7 +39,7 @@ class _Child:
     output: _Output
     speaker: int | None = None  # pid of the worker on ``sock``: whoever wrote its greeting (``_from_worker``)
     greeting: bytes = GREETING  # what of the greeting has yet to arrive
-    counters: linux.TreeCounters | None = None  # its cgroup's CPU time and OOM kills, when it has one
+    counters: linux_cgroups.TreeCounters | None = None  # its cgroup's CPU time and OOM kills, when it has one
     cpu_seen: float = 0.0  # the tree's CPU seconds counted against the submission so far
     oom_seen: int = 0  # the OOM kills in its cgroup seen so far
 
@@ -65,7 +65,7 @@ class LinuxAccounting(Sandbox):
     def _judged_on_cpu(self) -> bool:
         """Are the time limits judged on the tree's CPU time (its cgroup counts it), not on the wall clock?"""
         if self._cpu_judged is None:
-            self._cpu_judged = self._cgroup and linux.cpu_clock(get_zygote().cgroups)
+            self._cpu_judged = self._cgroup and linux_cgroups.cpu_clock(get_zygote().cgroups)
         return self._cpu_judged
 
     def _wall(self, timeout: float) -> float:

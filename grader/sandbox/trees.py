@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader.sandbox import isolation, linux
+from grader.sandbox import isolation, linux_cgroups
 from grader.sandbox.accounting import LinuxAccounting, _Child
 from grader.sandbox.boot import ENV
 from grader.sandbox.calls import _CALL, _LOAD, _PING, CallResult, _Output
@@ -151,7 +151,7 @@ class LinuxTrees(LinuxAccounting):
         self._close_retired()
         # Memory the kernel frees late (an IPC namespace's segments, say) must not count against this submission,
         # nor the CPU time its tree has used so far.
-        charged = linux._charged_bytes(get_zygote().cgroups, kept.child.keeper)
+        charged = linux_cgroups._charged_bytes(get_zygote().cgroups, kept.child.keeper)
         if kept.child.counters is not None:
             kept.child.cpu_seen = kept.child.counters.cpu_seconds() or 0.0
             kept.child.oom_seen = kept.child.counters.oom_kills()
@@ -215,10 +215,10 @@ class LinuxTrees(LinuxAccounting):
         except ProcessLookupError:  # already gone: a pidfd of this process never becomes readable, use a pipe
             pidfd, write_end = os.pipe()
             os.close(write_end)
-        counters = linux.TreeCounters(zygote.cgroups, keeper) if self._cgroup and zygote.cgroups else None
+        counters = linux_cgroups.TreeCounters(zygote.cgroups, keeper) if self._cgroup and zygote.cgroups else None
         child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes), counters=counters)
         self._child = child
-        self._respawns = isolated  # a restart keeps the tree wherever the visible folders lie (linux._mount_tmp)
+        self._respawns = isolated  # a restart keeps the tree wherever the visible folders lie (linux_mounts._mount_tmp)
         self._settings = settings if self._respawns else ""
         self._send_load(child)
 

@@ -46,8 +46,8 @@ def _init(self, args, *rest, **options):  # the grader's own interpreters (pytho
 _subprocess.Popen.__init__ = _init
 """
 # Every module of the grader but the Linux backend's: under a Windows interpreter these are never imported.
-LINUX_ONLY = {"grader.sandbox.linux", "grader.sandbox.zygote", "grader.sandbox.client", "grader.sandbox.trees",
-              "grader.sandbox.accounting"}
+LINUX_ONLY = {"grader.sandbox.linux", "grader.sandbox.linux_seccomp", "grader.sandbox.linux_mounts",
+              "grader.sandbox.zygote", "grader.sandbox.client", "grader.sandbox.trees", "grader.sandbox.accounting"}
 IMPORT_ALL = """
 import importlib, json, os, pkgutil, sys
 import grader

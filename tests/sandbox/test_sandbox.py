@@ -24,7 +24,7 @@ from hypothesis.extra import numpy as hnp
 
 from grader.config import Limits
 from grader.judging import compare
-from grader.sandbox import Sandbox, accounting, child, isolation, isolation_available, linux, protocol, trees
+from grader.sandbox import Sandbox, accounting, child, isolation, isolation_available, linux_cgroups, protocol, trees
 from grader.sandbox.linux import TREE_UID_BASE, TREE_UIDS
 from grader.sandbox.protocol import MessageReader
 from grader.sandbox.zygote import get_zygote
@@ -249,15 +249,15 @@ def test_shared_memory_of_a_trees_first_worker_is_freed_with_it(tmp_path, keepin
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("hold", 40).status == "ok"  # 40 MB: under the 1/16 of memory_mb that ends a kept tree
         keeper = sandbox._child.keeper
-        if linux._charged_bytes(get_zygote().cgroups, keeper) < 40 << 20:
+        if linux_cgroups._charged_bytes(get_zygote().cgroups, keeper) < 40 << 20:
             pytest.skip("no cgroup could be made here")
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("hold", 0).status == "ok"
         assert sandbox._child.keeper == keeper
         deadline = time.monotonic() + 2  # the kernel frees an IPC namespace's segments a moment after its last process
-        while linux._charged_bytes(get_zygote().cgroups, keeper) >= 16 << 20 and time.monotonic() < deadline:
+        while linux_cgroups._charged_bytes(get_zygote().cgroups, keeper) >= 16 << 20 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert linux._charged_bytes(get_zygote().cgroups, keeper) < 16 << 20
+        assert linux_cgroups._charged_bytes(get_zygote().cgroups, keeper) < 16 << 20
 
 
 @pytest.mark.sandbox
@@ -279,7 +279,7 @@ def test_a_kept_tree_that_cannot_serve_is_ended(tmp_path, keeping, monkeypatch):
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("seen").status == "ok"
         keeper = sandbox._child.keeper
-    if linux._charged_bytes(get_zygote().cgroups, keeper) == 0:
+    if linux_cgroups._charged_bytes(get_zygote().cgroups, keeper) == 0:
         pytest.skip("no cgroup could be made here")
     monkeypatch.setattr(trees, "KEPT_MEMORY_SHARE", 1 << 40)  # any memory at all is too much
     with Sandbox(path, LIMITS) as sandbox:
@@ -828,7 +828,7 @@ def test_a_tree_past_its_memory_ends_as_memory_whichever_process_the_kernel_kill
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.skipif(not linux.cpu_clock(get_zygote().cgroups), reason="no cgroup counts a tree's CPU time here")
+@pytest.mark.skipif(not linux_cgroups.cpu_clock(get_zygote().cgroups), reason="no cgroup counts a tree's CPU time here")
 def test_the_call_limit_is_judged_on_cpu_time_with_the_wall_clock_as_a_backstop(tmp_path):
     """A call that waits longer than its limit but computes less passes (a busy machine stretches the wall
     clock, not the CPU time); one that computes past it, or waits past the backstop, times out alike."""
@@ -869,7 +869,7 @@ def test_the_call_limit_is_judged_on_cpu_time_with_the_wall_clock_as_a_backstop(
 
 
 @pytest.mark.sandbox
-@pytest.mark.skipif(not linux.cpu_clock(get_zygote().cgroups), reason="no cgroup counts a tree's CPU time here")
+@pytest.mark.skipif(not linux_cgroups.cpu_clock(get_zygote().cgroups), reason="no cgroup counts a tree's CPU time here")
 def test_the_submission_limit_counts_the_cpu_time_of_every_process_of_the_tree(tmp_path):
     """Helpers that spin in sessions of their own spend the submission's time as the worker would: its
     own calls are quick, but the tree's CPU time runs out."""
