@@ -8,8 +8,8 @@ A call that hangs, crashes or kills its process fails with a status saying so,
 and the next call starts a fresh child.
 
 Children are forked from the zygote (``zygote.py``), in the mode ``isolation.py`` picks; the framing and value
-codec are ``protocol.py``'s; what the child does is ``child.py`` and
-``linux.py`` (docs/security.md).
+codec are ``protocol.py``'s; what the child does is ``child.py``, ``linux.py`` and the
+``linux_*.py`` beside it (docs/security.md).
 
 ``LinuxSandbox`` is built in three layers, a module each: ``accounting.LinuxAccounting`` (the time limits, on
 the trees' CPU time; OOM kills), ``trees.LinuxTrees`` (the zygote's process trees: started, given a new worker,

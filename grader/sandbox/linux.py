@@ -22,7 +22,7 @@ NOBODY = 65534  # the uid every root-mode tree shared before each had its own (T
 # free again when the keeper exits: every process of the tree is gone by then (pid 1 of the tree's PID
 # namespace dies with its keeper through PR_SET_PDEATHSIG, and takes the namespace with it), and the
 # kernel hands the same pid to a new keeper only after cycling through pid_max. No lock file and nothing to
-# clean up after a crash: a killed grader's keepers die with their trees. A kept tree (client.keep_trees)
+# clean up after a crash: a killed grader's keepers die with their trees. A kept tree (trees.keep_trees)
 # keeps its keeper, so its uid. The range, 0x70000000 up to 0x70000000 + 2**22 (PID_MAX_LIMIT, the largest
 # pid_max a 64-bit kernel allows), lies where systemd reserves nothing (above the systemd-nspawn container
 # ranges, below the 2**31 mark tools get wrong) and far above the ranges useradd hands out in /etc/subuid.

@@ -25,7 +25,7 @@ import signal
 # tree's: however many processes and sessions a submission starts, they share one tree's time
 # (without it each setsid makes an autogroup the scheduler weighs like another user). And the
 # group's CPU time (cpuacct.usage, cpu.stat's usage_usec) is the clock the parent judges the time
-# limits on (client.Sandbox._receive): a busy machine slows a call's wall clock, not its CPU time.
+# limits on (client.LinuxSandbox._receive): a busy machine slows a call's wall clock, not its CPU time.
 
 
 def _cgroup_places() -> dict[str, str]:

@@ -9,7 +9,7 @@ submission forked from it finds nothing secret in memory.
 Parent side: ``Zygote`` asks it for process trees.
 
 Processes, for one submission (the zygote forks one tree per child start; a batch worker hands a tree,
-emptied by its pid 1, on to its next submission: client.keep_trees):
+emptied by its pid 1, on to its next submission: trees.keep_trees):
 
     zygote (imported numpy and libseccomp; forks on request, never runs student code)
      └─ keeper: own session; makes the tree's cgroup, watches the tree, kills it on
@@ -60,7 +60,7 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
     output pipe), it kills the worker and everything else in the namespace,
     gives the next worker fresh /tmp, /dev/shm, IPC namespace and pid 2
     (``linux_mounts._reset_writable``) and forks it: a new process of the same
-    submission, or the next submission's (client.keep_trees), without a new
+    submission, or the next submission's (trees.keep_trees), without a new
     tree. It ends the tree instead when what a worker inherits from it
     (``linux._inherited``) is no longer what it was.
     """
