@@ -124,6 +124,20 @@ def _check_output(output: str) -> None:
         raise click.ClickException(f"cannot write the report to {output}: the folder {folder} is not writable")
 
 
+def _write_output(text: str, output: str, what: str = "") -> None:
+    """``text`` on stdout when ``output`` is ``-``, else into the file ``output``, written atomically (a file
+    there is left whole when the write fails); the error, one line, says it could not write ``what`` + ``output``."""
+    from grader.report.native import write_atomic
+
+    if output == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(Path(output), text)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {what}{output}: {exc.strerror}") from None
+
+
 class _Interrupted:
     """Ctrl-C during grading: one line, and nothing written (an earlier report stays as it was).
 
@@ -428,7 +442,7 @@ def from_pytest_json_command(path: Path, output: str, fmt: str, config_path: Pat
     """
     from grader.lms.pytest_json import PytestJsonError, named_assignment, read_document, report_of
     from grader.report.formats import render
-    from grader.report.native import summary_text, write_atomic
+    from grader.report.native import summary_text
 
     _check_output(output)
     try:
@@ -438,16 +452,10 @@ def from_pytest_json_command(path: Path, output: str, fmt: str, config_path: Pat
         report = report_of(document, config, str(path))
     except PytestJsonError as exc:
         raise click.ClickException(str(exc)) from None
-    text = render(report, fmt)
-    if output == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        write_atomic(Path(output), text)
-    except OSError as exc:
-        raise click.ClickException(f"cannot write the report to {output}: {exc.strerror}") from None
-    click.echo(summary_text(report), nl=False)
-    click.echo(f"Report written to {output}")
+    _write_output(render(report, fmt), output, "the report to ")
+    if output != "-":
+        click.echo(summary_text(report), nl=False)
+        click.echo(f"Report written to {output}")
 
 
 class _ExportGroup(click.Group):
@@ -476,18 +484,6 @@ class _ExportGroup(click.Group):
 @main.group("export", cls=_ExportGroup)
 def export_group() -> None:
     """Turn a folder of JSON reports into a gradebook CSV for an LMS (one command per LMS)."""
-
-
-def _write_csv(text: str, output: str) -> None:
-    from grader.report.native import write_atomic
-
-    if output == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        write_atomic(Path(output), text)
-    except OSError as exc:
-        raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
 
 
 def _load_reports(folder: Path, only_changed: Path | None = None):
@@ -541,7 +537,7 @@ def _run_export(lms, reports_dir: Path, output: str, only_changed: Path | None, 
     _refuse_contradictions(result.errors, output)
     for note in result.notes:
         click.echo(f"note: {one_line(note)}", err=True)
-    _write_csv(result.text, output)
+    _write_output(result.text, output)
     for label, why in result.superseded:
         click.echo(f"superseded report {one_line(label)}: {one_line(why)}", err=True)
     for label, why in result.unmatched:

@@ -241,6 +241,32 @@ def test_a_full_disk_at_the_report_is_one_line_and_leaves_the_old_report(tmp_pat
     assert output.read_text() == "the earlier report\n"
 
 
+def test_export_writes_its_csv_to_stdout_or_leaves_the_earlier_file_whole(tmp_path, monkeypatch):
+    # The write is `grade from-pytest-json`'s (grader.cli._write_output): - is stdout; a file is written
+    # atomically, and a write that fails is one line, the earlier file left as it was.
+    import errno
+
+    import grader.report.native
+
+    report = json.loads((ROOT / "tests" / "data" / "mha_no_mask_sqrt_d_report.json").read_text(encoding="utf-8"))
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "ada.json").write_text(json.dumps(dict(report, student={"email": "ada@uni.edu"})))
+    export = ["export", "moodle", str(tmp_path / "reports"), "--column", "MHA", "-o"]
+    result = CliRunner().invoke(main, [*export, "-"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "Email address,ID number,Full name,MHA\nada@uni.edu,,,37.0833\n"
+    assert result.stderr == "1 grade(s); 0 report(s) unmatched.\n"
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    out = tmp_path / "grades.csv"
+    out.write_text("the earlier gradebook\n")
+    monkeypatch.setattr(grader.report.native, "write_atomic", full)
+    result = CliRunner().invoke(main, [*export, str(out)])
+    assert (result.exit_code, result.output) == (1, f"Error: cannot write {out}: No space left on device\n")
+    assert out.read_text() == "the earlier gradebook\n"
+
 def test_the_kits_mark_is_the_kits_suite():
     # grader.cli tells a student kit by its suite without importing grader.course.student_kit (20 ms a grade).
     from grader.cli import KIT_SUITE_FILE

@@ -9,9 +9,11 @@ warnings; for the processes a grade or a batch starts early and hands on: ``star
 
 By role:
     backend.py   which backend runs here: linux, or portable (GRADER_SANDBOX; the system)
-    calls.py     Sandbox (it makes the backend's), CallResult, reading the child's replies: both backends
+    calls.py     Sandbox (it makes the backend's; a call, made alike), CallResult, reading the child's replies: both backends
     misfit.py    what numpy could not fit, read from a raised message on the trusted side (plain numbers)
-    client.py    the Linux backend's parent side (LinuxSandbox): the zygote's trees, over a socket
+    client.py    the Linux backend's parent side (LinuxSandbox): its face and the per-call protocol, over a socket
+    trees.py     its process trees: forked from the zygote, given a new worker, kept for the next submission, ended
+    accounting.py  its time limits on the trees' CPU time, and their OOM kills
     portable.py  the portable backend's (PortableSandbox): a fresh interpreter per child, over its pipes
     portable_child.py  the portable backend's worker (standard library and numpy; no POSIX-only module)
     isolation.py root mode, user namespaces or unisolated; the reports' warnings; what the child sees
@@ -20,9 +22,12 @@ By role:
     protocol.py  framing and value codec, one module for both sides
     files.py     reading a given file without following a link (the submission, its helpers)
     child.py     the worker: process setup and the call loop over student code
-    linux.py     mounts, seccomp, cgroups, namespaces, rlimits
+    linux.py     system calls, the trees' uids, user namespaces, rlimits
+    linux_seccomp.py  the seccomp filter
+    linux_cgroups.py  a cgroup per tree, and what the parent reads of it (TreeCounters)
+    linux_mounts.py   the minimal root file system, /proc, /tmp, what is hidden
 
-The child side (boot, protocol, linux, child, zygote) imports only the standard
+The child side (boot, protocol, linux and linux_*, child, zygote) imports only the standard
 library and numpy; the zygote runs a private copy of it, never ``grader``.
 Each child tree has a cgroup of its own (memory and processes, where one can
 be made) and a seccomp filter. When the grader runs as root, each child runs as
@@ -43,7 +48,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 _WHERE = {  # each public name -> the module that defines it
-    **dict.fromkeys(("NPROC",), "client"),
+    **dict.fromkeys(("NPROC",), "trees"),
     **dict.fromkeys(("get_zygote", "hand_over", "keep_trees"), "early"),
     **dict.fromkeys(("TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "reply_limit"), "calls"),
     **dict.fromkeys(("LINUX", "PORTABLE", "UnknownBackend", "chosen_backend"), "backend"),
@@ -125,7 +130,6 @@ if TYPE_CHECKING:
     from grader.sandbox.backend import chosen as chosen_backend
     from grader.sandbox.boot import Started, adopt, start_early
     from grader.sandbox.calls import TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, reply_limit
-    from grader.sandbox.client import NPROC
     from grader.sandbox.early import hand_over_if_linux as hand_over
     from grader.sandbox.early import keep_trees_if_linux as keep_trees
     from grader.sandbox.early import zygote_if_linux as get_zygote
@@ -160,4 +164,5 @@ if TYPE_CHECKING:
         SandboxError,
         Status,
     )
+    from grader.sandbox.trees import NPROC
     from grader.sandbox.zygote import Handed, shutdown

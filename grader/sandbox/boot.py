@@ -22,7 +22,8 @@ from typing import IO
 
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-CHILD_MODULES = ("boot", "protocol", "linux", "child", "zygote")  # what the zygote runs: standard library and numpy only
+# What the zygote runs: standard library and numpy only.
+CHILD_MODULES = ("boot", "protocol", "linux", "linux_seccomp", "linux_cgroups", "linux_mounts", "child", "zygote")
 _PRIVATE_PACKAGE = "sandbox_child"
 # Runs as ``python -I -c``: the grader's numpy folder and the private copy first on sys.path, then the
 # copy leaves sys.path again, so nothing of it is bound into a child's root, and is removed (imported, it

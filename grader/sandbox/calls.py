@@ -3,9 +3,10 @@ and the reading of a worker's replies (portable: no POSIX-only module is importe
 
 ``Sandbox(path, limits)`` makes the backend ``backend.chosen()`` names: ``client.LinuxSandbox`` (the
 zygote, namespaces, seccomp, cgroups) or ``portable.PortableSandbox`` (a fresh interpreter per child,
-pipes and threads). Both send the same framing and value codec (protocol.py), judge replies here
-(``_decode``), bound student text alike (``_budget``) and word every status the same; they differ in
-how a worker is started, watched and ended (docs/security.md).
+pipes and threads). Both send the same framing and value codec (protocol.py), make a call alike (``Sandbox._call``: start,
+await the import, refuse what was sent unasked, encode the request), judge replies here (``_decode``), bound
+student text alike (``_budget``) and word every status the same; they differ in how a worker is started,
+watched, sent a request and ended (docs/security.md).
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import importlib
+import signal
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +31,7 @@ from grader.sandbox.protocol import (
     BAD_TYPE,
     CRASHED,
     IMPORT_ERROR,
+    LOST_SOCKET_EXIT,
     MAX_TUPLE,
     MEMORY,
     MISSING,
@@ -35,8 +39,12 @@ from grader.sandbox.protocol import (
     OK,
     RAISED,
     TIMEOUT,
+    TOO_LARGE,
     Status,
+    TooLarge,
+    announced_array,
     blob_to_array,
+    encode_values,
 )
 
 TEXT_BUDGET = 100_000  # characters of student-controlled text (output, messages) kept per submission
@@ -129,6 +137,10 @@ class Sandbox:
     filename: str
     limits: Limits
     _text_left: int
+    MEMFDS: bool  # do a call's large arrays travel in memfds (protocol.encode_values), or all on the channel
+    _child: Any  # the running child, as the backend holds it (client._Child, portable._Worker); None between children
+    _loading: bool  # the child was started and its import not yet awaited
+    _used_up: bool  # a wait given all the submission's time left ran out
 
     def __new__(cls, *args, backend: str | None = None, **kwargs):
         return object.__new__(_backend_class(backend) if cls is Sandbox else cls)
@@ -155,9 +167,6 @@ class Sandbox:
     def restart(self) -> None:
         raise NotImplementedError
 
-    def _call(self, function: str, args: tuple, kwargs: dict) -> CallResult:
-        raise NotImplementedError
-
     def _read(self, submission: Path, source: bytes | None, extra) -> None:
         """The submission's bytes and its other modules, as both backends take them (see ``LinuxSandbox``)."""
         self.source = read_regular_file(Path(submission)) if source is None else source
@@ -181,6 +190,32 @@ class Sandbox:
         result.output = self._budget(result.output, 0)
         return result
 
+    def _call(self, function: str, args: tuple, kwargs: dict) -> CallResult:
+        """One call, made alike by both backends: a child started where none runs (unless the submission's time is
+        spent) and its import awaited; a reply sent before it was asked for fails the call; then the request is
+        encoded and the backend sends it and waits for its reply (``_send_call``)."""
+        if self._import_failure is None and self._child is None:
+            if self._spent():
+                return self._out_of_time()
+            self._launch()
+        if self._loading and (failed := self._loaded()):
+            return failed
+        if self._import_failure is not None:
+            return replace(self._import_failure, output="")
+        child = self._child
+        assert child is not None  # started above, or the import failure was returned
+        if self._unsolicited(child):
+            return self._failure(child, "the submission's process sent a reply before it was asked for one "
+                                        "(a second reply to a call, or one in advance)")
+        specs, blobs, fds = encode_values(list(args) + list(kwargs.values()), memfd=self.MEMFDS)
+        request = {"op": "call", "function": function, "args": specs[: len(args)],
+                   "kwargs": dict(zip(kwargs, specs[len(args):]))}
+        return self._send_call(child, request, blobs, fds)
+
+    def _spent(self) -> bool:
+        """Is the submission's time limit used up? (A microsecond's tolerance: the CPU seconds are sums of floats.)"""
+        return self._used_up or self._remaining() < 1e-6
+
     def _budget(self, text: str, floor: int) -> str:
         """Keep the report small: student-controlled text shares one budget per submission."""
         keep = max(self._text_left, floor)
@@ -194,6 +229,85 @@ class Sandbox:
     def _out_of_time(self) -> CallResult:
         return CallResult(TIMEOUT, message=f"the submission used up its {self.limits.submission_timeout_s:g} s time limit",
                           timed_out="submission")
+
+    def _timed_out(self, child: Any, timeout: float, last: bool) -> CallResult:
+        """The wait for a reply ran out of time (``last``: it had all the submission's time left): end the child."""
+        self._stop_child()
+        output = self._output_after_end(child)
+        # Given all the time left (the Linux backend: on CPU time or up to the backstop): the submission's is spent.
+        self._used_up = self._used_up or last
+        if self._spent():
+            return replace(self._out_of_time(), output=output)
+        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=output,
+                          timed_out="call")
+
+    def _refuse(self, child: Any, refused: TooLarge) -> CallResult:
+        """A reply larger than its call accepts: "too-large", its arrays never read; the worker is replaced."""
+        header = refused.header
+        items = header.get("items") if isinstance(header.get("items"), list) else None
+        array = announced_array(refused.head) if items is None and "array" in header else None
+        what = f"an array of shape {array[0]} ({array[1]}): " if array else ""
+        output = self._replace_refused(child)
+        return CallResult(TOO_LARGE, message=f"returned {what}{refused.size:,} bytes, more than the "
+                          f"{refused.bound:,} bytes this test accepts, not read",
+                          output=output, shape=array[0] if array else None)
+
+    @staticmethod
+    def _ended_as(output: str, detail: str, killed: int | None, code: int | None, lost: str) -> CallResult:
+        """A worker that died or misbehaved, as both backends word it: killed by signal ``killed``, exited with status
+        ``code`` (``LOST_SOCKET_EXIT``: it lost its connection to the grader, ``lost`` says how), else ``detail``."""
+        if killed is not None:
+            name = signal.Signals(killed).name if killed in signal.valid_signals() else f"signal {killed}"
+            text = f"the submission's process was killed by {name}"
+            if name == "SIGKILL":
+                text += " (from inside the submission, or for using too much memory)"
+            return CallResult(CRASHED, message=text, output=output)
+        if code == LOST_SOCKET_EXIT:
+            return CallResult(CRASHED, message="the submission's process lost its connection to the grader"
+                              f" ({lost})", output=output)
+        if code is not None:
+            return CallResult(CRASHED, message=f"the submission's process exited with status {code}"
+                              " (sys.exit or os._exit in the submission)", output=output)
+        return CallResult(CRASHED, message=detail or "the submission's process stopped answering", output=output)
+
+    # ------------------------------------------------------------ what each backend does its own way
+
+    def _remaining(self) -> float:
+        """Seconds of the submission's time limit left."""
+        raise NotImplementedError
+
+    def _launch(self) -> None:
+        """Start a child and send it the submission; ``_loaded`` waits for its import."""
+        raise NotImplementedError
+
+    def _loaded(self) -> CallResult | None:
+        """Wait for the started child's import; the failure to return now, else None."""
+        raise NotImplementedError
+
+    def _stop_child(self) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _unsolicited(child: Any) -> bool:
+        """Has the worker sent bytes while no call was outstanding?"""
+        raise NotImplementedError
+
+    def _send_call(self, child: Any, request: dict, blobs: list, fds: list[int]) -> CallResult:
+        """Send a call's request and wait for its reply."""
+        raise NotImplementedError
+
+    def _failure(self, child: Any, detail: str) -> CallResult:
+        """The child died or misbehaved: say how (``_ended_as``), then end it."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _output_after_end(child: Any) -> str:
+        """What the ended child printed that was not yet taken."""
+        raise NotImplementedError
+
+    def _replace_refused(self, child: Any) -> str:
+        """What the child printed before a refused reply; then the worker, still sending, is replaced."""
+        raise NotImplementedError
 
 
     def _import_failed(self, result: CallResult, spent: bool) -> CallResult | None:

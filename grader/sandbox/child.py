@@ -328,7 +328,7 @@ def serve(sock: socket.socket, max_blob: int) -> None:
 
 def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
     """The process that imports and calls student code: fds, limits, identity, then the call loop."""
-    from . import linux  # the Linux backend's only: the portable one's worker never imports it
+    from . import linux, linux_mounts, linux_seccomp  # the Linux backend's only: never the portable one's worker
     from .linux import PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG
 
     global _processes
@@ -349,7 +349,7 @@ def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
         os.environ.clear()
         os.environ.update(request["env"], HOME=workdir, TMPDIR="/tmp" if isolated else workdir, PWD=workdir)
         if isolated and request["identity"]:
-            linux._mask_own_mounts()  # while it may still mount
+            linux_mounts._mask_own_mounts()  # while it may still mount
         if isolated and request["userns"]:
             linux._drop_capabilities()  # the user's own uid, with none of the user namespace's capabilities
         elif isolated:
@@ -359,7 +359,7 @@ def worker(request: dict, proto: int, out: int, ctl: int, workdir: str) -> None:
             os.setresuid(uid, uid, uid)  # clears every capability
         linux._prctl(PR_SET_NO_NEW_PRIVS, 1)  # setuid bits and file capabilities are ignored from now on
         if request.get("seccomp", True):
-            linux._install_seccomp(processes=request["limits"].get("processes", True))
+            linux_seccomp._install_seccomp(processes=request["limits"].get("processes", True))
         linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid change, which clears it
     except BaseException as exc:
         report(socket.socket(fileno=4), {"event": "setup-error", "message": f"{type(exc).__name__}: {exc}"})

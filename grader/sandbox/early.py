@@ -1,6 +1,6 @@
 """The processes a grade or a batch starts early and hands on, whichever backend runs (backend.py).
 
-Under the Linux backend these are the zygote's (zygote.py) and the kept trees' (client.keep_trees);
+Under the Linux backend these are the zygote's (zygote.py) and the kept trees' (trees.keep_trees);
 under the portable one there is nothing to start, hand over or keep, and each does nothing.
 """
 
@@ -29,8 +29,8 @@ def hand_over_if_linux(count: int) -> list:
     return hand_over(count)
 
 def keep_trees_if_linux(keep: bool = True) -> None:
-    """``client.keep_trees`` under the Linux backend; nothing under the portable one (each child is a new process)."""
+    """``trees.keep_trees`` under the Linux backend; nothing under the portable one (each child is a new process)."""
     if backend.chosen() == backend.LINUX:
-        from grader.sandbox.client import keep_trees
+        from grader.sandbox.trees import keep_trees
 
         keep_trees(keep)

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -38,18 +38,12 @@ from grader.sandbox import boot
 from grader.sandbox.calls import _CALL, _LOAD, CallResult, Sandbox, _Output, _reply_bound
 from grader.sandbox.isolation import DEFAULT_HIDDEN, PORTABLE, PORTABLE_WARNING
 from grader.sandbox.protocol import (
-    CRASHED,
     GREETING,
-    LOST_SOCKET_EXIT,
     OK,
-    TIMEOUT,
-    TOO_LARGE,
     MessageReader,
     ProtocolError,
     SandboxError,
     TooLarge,
-    announced_array,
-    encode_values,
     send_message,
 )
 
@@ -95,6 +89,8 @@ class PortableSandbox(Sandbox):
     cgroup nor filter). Limits are judged on the wall clock.
     """
 
+    MEMFDS = False  # no descriptor passes a pipe: every array is a blob
+
     def __init__(self, submission: Path, limits: Limits, *, isolated: bool | None = None,
                  source: bytes | None = None, extra: Sequence[tuple[str, bytes]] = (),
                  cgroup: bool = True, seccomp: bool = True,
@@ -108,7 +104,7 @@ class PortableSandbox(Sandbox):
         self.deadline = time.monotonic() + limits.submission_timeout_s
         self._used_up = False  # a wait given all the submission's time left ran out
         self._workdir: tempfile.TemporaryDirectory | None = None
-        self._worker: _Worker | None = None
+        self._child: _Worker | None = None
         self._loading = False  # the worker was started and its import not yet awaited
         if prestart and self._import_failure is None:
             try:
@@ -142,35 +138,23 @@ class PortableSandbox(Sandbox):
             except SandboxError:
                 self._stop_child()  # the next call starts it again and says why
 
-    # ------------------------------------------------------------ calls
+    # ------------------------------------------------------------ calls (Sandbox._call makes them)
 
-    def _call(self, function: str, args: tuple, kwargs: dict) -> CallResult:
-        if self._import_failure is None and self._worker is None:
-            if self._spent():
-                return self._out_of_time()
-            self._launch()
-        if self._loading and (failed := self._loaded()):
-            return failed
-        if self._import_failure is not None:
-            return replace(self._import_failure, output="")
-        worker = self._worker
-        assert worker is not None  # started above, or the import failure was returned
-        if _unsolicited(worker):
-            return self._failure(worker, "the submission's process sent a reply before it was asked for one "
-                                         "(a second reply to a call, or one in advance)")
-        specs, blobs, _ = encode_values(list(args) + list(kwargs.values()), memfd=False)
-        request = {"op": "call", "function": function, "args": specs[: len(args)],
-                   "kwargs": dict(zip(kwargs, specs[len(args):]))}
+    def _send_call(self, worker: _Worker, request: dict, blobs: list, fds: list[int]) -> CallResult:
+        """Send a call's request on the worker's stdin (every array a blob: no ``fds``) and wait for its reply."""
         timeout = min(self.limits.call_timeout_s, self._remaining())
         if not _send(worker, request, blobs, timeout):
             return self._failure(worker, "the submission's process stopped answering")
         return self._receive(worker, timeout, bound=_reply_bound.get())
 
+    @staticmethod
+    def _unsolicited(worker: _Worker) -> bool:
+        """Whether the worker has sent bytes while no call was outstanding (its end of stream is not that)."""
+        with worker.replies.mutex:
+            return bool(worker.replies.queue and worker.replies.queue[0])
+
     def _remaining(self) -> float:
         return self.deadline - time.monotonic()
-
-    def _spent(self) -> bool:
-        return self._used_up or self._remaining() < 1e-6
 
     def _receive(self, worker: _Worker, timeout: float, expect: str = _CALL, bound: int | None = None) -> CallResult:
         """Wait for one reply (as ``LinuxSandbox._receive``); the output printed before it belongs to it."""
@@ -216,28 +200,12 @@ class PortableSandbox(Sandbox):
             worker.seen.wait_for(lambda: worker.marks >= worker.answered or worker.output_done, MARK_WAIT_S)
             return worker.output.take()
 
-    def _timed_out(self, worker: _Worker, timeout: float, last: bool) -> CallResult:
-        """The wait ran out of time (``last``: it had all the submission's time left): end the worker."""
-        self._stop_child()
-        output = self._output_after_end(worker)
-        self._used_up = self._used_up or last
-        if self._spent():
-            return replace(self._out_of_time(), output=output)
-        return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=output,
-                          timed_out="call")
-
-    def _refuse(self, worker: _Worker, refused: TooLarge) -> CallResult:
-        """A reply larger than its call accepts: "too-large", its arrays never read; the worker is replaced."""
-        header = refused.header
-        items = header.get("items") if isinstance(header.get("items"), list) else None
-        array = announced_array(refused.head) if items is None and "array" in header else None
-        what = f"an array of shape {array[0]} ({array[1]}): " if array else ""
+    def _replace_refused(self, worker: _Worker) -> str:
+        """What the worker printed before a reply too large to read (``_refuse``); then it is ended."""
         worker.answered += 1
         output = self._output_before(worker)
         self._stop_child()
-        return CallResult(TOO_LARGE, message=f"returned {what}{refused.size:,} bytes, more than the "
-                          f"{refused.bound:,} bytes this test accepts, not read",
-                          output=output, shape=array[0] if array else None)
+        return output
 
     def _failure(self, worker: _Worker, detail: str) -> CallResult:
         """The worker died or misbehaved: say how (its exit status, as the Linux backend words it), then end it."""
@@ -249,20 +217,8 @@ class PortableSandbox(Sandbox):
         code = worker.process.poll() if not detail else None
         self._stop_child()
         output = self._output_after_end(worker)
-        if code is not None and code < 0:
-            number = -code
-            name = signal.Signals(number).name if number in signal.valid_signals() else f"signal {number}"
-            text = f"the submission's process was killed by {name}"
-            if name == "SIGKILL":
-                text += " (from inside the submission, or for using too much memory)"
-            return CallResult(CRASHED, message=text, output=output)
-        if code == LOST_SOCKET_EXIT:
-            return CallResult(CRASHED, message="the submission's process lost its connection to the grader"
-                              " (its pipes to the grader were closed or misused)", output=output)
-        if code is not None:
-            return CallResult(CRASHED, message=f"the submission's process exited with status {code}"
-                              " (sys.exit or os._exit in the submission)", output=output)
-        return CallResult(CRASHED, message=detail or "the submission's process stopped answering", output=output)
+        killed, code = (-code, None) if code is not None and code < 0 else (None, code)
+        return self._ended_as(output, detail, killed, code, "its pipes to the grader were closed or misused")
 
     @staticmethod
     def _output_after_end(worker: _Worker) -> str:
@@ -305,7 +261,7 @@ class PortableSandbox(Sandbox):
         for target, stream in ((_read_replies, process.stdout), (_read_output, process.stderr)):
             threading.Thread(target=target, args=(worker, stream), daemon=True,
                              name=f"sandbox-{process.pid}-{target.__name__}").start()
-        self._worker = worker
+        self._child = worker
         load = {"op": "load", "filename": self.filename, "module": self._module, "argv0": self._module + ".py",
                 "extra": [name for name, _ in self.extra]}
         _send(worker, load, [self.source, *(data for _, data in self.extra)],
@@ -314,7 +270,7 @@ class PortableSandbox(Sandbox):
 
     def _loaded(self) -> CallResult | None:
         """Wait for the started worker's import; returns the failure when the submission's time ran out."""
-        worker = self._worker
+        worker = self._child
         assert worker is not None and self._loading
         self._loading = False
         result = self._receive(worker, min(self.limits.call_timeout_s, self._remaining()), expect=_LOAD)
@@ -325,7 +281,7 @@ class PortableSandbox(Sandbox):
 
     def _stop_child(self) -> None:
         """Kill the worker's process group (Windows: the worker) and wait for it."""
-        worker, self._worker, self._loading = self._worker, None, False
+        worker, self._child, self._loading = self._child, None, False
         if worker is not None:
             _end(worker)
 
@@ -432,12 +388,6 @@ class _Framed:
 
     def sendall(self, data) -> None:
         self.parts.append(bytes(data))
-
-
-def _unsolicited(worker: _Worker) -> bool:
-    """Whether the worker has sent bytes while no call was outstanding (its end of stream is not that)."""
-    with worker.replies.mutex:
-        return bool(worker.replies.queue and worker.replies.queue[0])
 
 
 def _read_replies(worker: _Worker, stream: BinaryIO) -> None:

@@ -9,7 +9,7 @@ submission forked from it finds nothing secret in memory.
 Parent side: ``Zygote`` asks it for process trees.
 
 Processes, for one submission (the zygote forks one tree per child start; a batch worker hands a tree,
-emptied by its pid 1, on to its next submission: client.keep_trees):
+emptied by its pid 1, on to its next submission: trees.keep_trees):
 
     zygote (imported numpy and libseccomp; forks on request, never runs student code)
      └─ keeper: own session; makes the tree's cgroup, watches the tree, kills it on
@@ -38,7 +38,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from . import boot, linux
+from . import boot, linux, linux_cgroups, linux_mounts, linux_seccomp
 from .linux import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG
 from .protocol import SandboxError, report
 
@@ -59,8 +59,8 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
     On ``respawn`` from the keeper (``command``, with a new protocol socket and
     output pipe), it kills the worker and everything else in the namespace,
     gives the next worker fresh /tmp, /dev/shm, IPC namespace and pid 2
-    (``linux._reset_writable``) and forks it: a new process of the same
-    submission, or the next submission's (client.keep_trees), without a new
+    (``linux_mounts._reset_writable``) and forks it: a new process of the same
+    submission, or the next submission's (trees.keep_trees), without a new
     tree. It ends the tree instead when what a worker inherits from it
     (``linux._inherited``) is no longer what it was.
     """
@@ -69,8 +69,8 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
     try:
         # An IPC namespace of its own, apart from the keeper's: each later one is then freed with its workers.
         linux._check(linux._libc.unshare(linux.CLONE_NEWIPC), "unshare IPC")
-        linux._build_root(request)
-        linux._wait_for_cgroups(go)  # before the worker exists: it starts inside them
+        linux_mounts._build_root(request)
+        linux_cgroups._wait_for_cgroups(go)  # before the worker exists: it starts inside them
         # A cgroup namespace rooted at the tree's cgroup: /proc/<pid>/cgroup then shows "/", not the
         # grader's cgroup path and the keeper's host pid in the group's name. Kernels before 4.6 lack it:
         # the failure is ignored there, and the view is the grader's.
@@ -105,7 +105,7 @@ def _init(request: dict, proto: int, out: int, ctl: socket.socket, status_fd: in
             if linux._inherited() != inherited:  # in user mode a worker (same uid) may lower this one's limits
                 os._exit(0)  # the tree ends, and the parent starts a new one
             try:
-                linux._reset_writable(request)
+                linux_mounts._reset_writable(request)
             except OSError:
                 os._exit(0)
             worker = _fork_worker(request, fds[0], fds[1], ctl, ours)
@@ -207,10 +207,10 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     ctl = socket.socket(fileno=ctl_fd)
     isolated, workdir = request["isolated"], None
-    cgroups: list[linux._Cgroup] = []
+    cgroups: list[linux_cgroups._Cgroup] = []
     if request["cgroups"]:
         try:
-            cgroups = linux._make_cgroup(request["cgroups"], f"{linux.TREE_CGROUP}{os.getpid()}", request["limits"]["memory_mb"] << 20,
+            cgroups = linux_cgroups._make_cgroup(request["cgroups"], f"{linux_cgroups.TREE_CGROUP}{os.getpid()}", request["limits"]["memory_mb"] << 20,
                                    request["nproc"])
         except OSError:
             cgroups = []  # the zygote could make one a moment ago; the rlimits still hold
@@ -230,7 +230,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
             workdir = request["workdir"]
     except OSError as exc:
         report(ctl, {"event": "setup-error", "message": str(exc)})
-        linux._remove_cgroups(cgroups)
+        linux_cgroups._remove_cgroups(cgroups)
         os._exit(70)
     status_read, status_write = os.pipe()
     go_read, go_write = os.pipe()
@@ -248,7 +248,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
         init_command.close()
         os.close(status_write)
         try:
-            linux._wait_for_cgroups(go_read)
+            linux_cgroups._wait_for_cgroups(go_read)
         except OSError as exc:
             report(ctl, {"event": "setup-error", "message": str(exc)})
             os._exit(70)
@@ -261,7 +261,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     os.close(out)
     init_command.close()
     try:
-        linux._move_into_cgroups(cgroups, child, go_write)
+        linux_cgroups._move_into_cgroups(cgroups, child, go_write)
     except OSError:
         pass  # the child reports the setup error and exits
     os.close(go_write)
@@ -271,13 +271,13 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     # The tree's memory is one budget: at its group's first OOM kill (v1 kills one process, maybe a helper,
     # and the worker could answer on), the whole tree ends, reported as "memory". v1 wakes this loop through
     # an eventfd; elsewhere it looks every OOM_POLL_S (v2's memory.oom.group has killed the group already).
-    oom = linux._oom_watch(cgroups)
+    oom = linux_cgroups._oom_watch(cgroups)
     poll = OOM_POLL_S if cgroups and oom is None else None
     while status is None:
         watched: list[socket.socket | int] = [ctl, pidfd] if oom is None else [ctl, pidfd, oom]
         ready, _, _ = select.select(watched, [], [], poll)
         struck = oom is not None and oom in ready and _drained(oom)  # v1 before Linux 4.13 counts no oom_kill
-        if cgroups and pidfd not in ready and ctl not in ready and (struck or linux._oom_kills(cgroups) > kills):
+        if cgroups and pidfd not in ready and ctl not in ready and (struck or linux_cgroups._oom_kills(cgroups) > kills):
             os.kill(child, signal.SIGKILL)  # pid 1: its namespace with it; unisolated: the worker, then the rest
             status = os.waitpid(child, 0)[1]
             if not isolated:
@@ -292,7 +292,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
             if message in (b"", b"kill"):
                 break
             if message == b"respawn" and isolated and len(fds) == 2:  # pid 1 replaces the worker
-                kills = linux._oom_kills(cgroups)
+                kills = linux_cgroups._oom_kills(cgroups)
                 try:
                     socket.send_fds(command, [b"respawn"], fds)
                 except OSError:
@@ -310,7 +310,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
                     pass
             else:
                 _kill_tree()
-            if struck or linux._oom_kills(cgroups) > kills:
+            if struck or linux_cgroups._oom_kills(cgroups) > kills:
                 event["oom"] = True
             report(ctl, event)
     if status is None:
@@ -320,7 +320,7 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
         _kill_tree()
     if oom is not None:
         os.close(oom)
-    linux._remove_cgroups(cgroups)
+    linux_cgroups._remove_cgroups(cgroups)
     os._exit(0)
 
 
@@ -352,14 +352,14 @@ def main(control_fd: int) -> None:
     """
     # No PR_SET_PDEATHSIG here: it fires when the parent's *thread* ends, and the grader may start the
     # zygote from a worker thread. The zygote ends when its control socket closes instead.
-    linux._seccomp_filter = linux._build_seccomp_filter()
+    linux_seccomp._seccomp_filter = linux_seccomp._build_seccomp_filter()
     single = False  # the filter of limits.processes = false is built at the first request for it (2-3 ms of CPU)
-    places = linux._cgroup_places()
+    places = linux_cgroups._cgroup_places()
     hello = {"event": "ready", "pid": os.getpid(), "path": sys.path,
              "namespaces": os.geteuid() == 0 and _namespaces_work(user=False),
              "user_namespaces": _namespaces_work(user=True),
-             "seccomp": linux._seccomp_filter is not None,
-             "cgroups": places if linux._cgroups_work(places) else {}}
+             "seccomp": linux_seccomp._seccomp_filter is not None,
+             "cgroups": places if linux_cgroups._cgroups_work(places) else {}}
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped automatically
     control = socket.socket(fileno=control_fd)
     control.send(json.dumps(hello).encode())
@@ -374,7 +374,7 @@ def main(control_fd: int) -> None:
             os._exit(0)
         request = json.loads(data)
         if not single and not request.get("limits", {}).get("processes", True):
-            linux._seccomp_filter_single, single = linux._build_seccomp_filter(processes=False), True
+            linux_seccomp._seccomp_filter_single, single = linux_seccomp._build_seccomp_filter(processes=False), True
         pid = os.fork()
         if pid == 0:
             control.close()

@@ -656,7 +656,7 @@ def test_the_files_of_one_canvas_submission_are_one_submission(tmp_path):
 
 def _memory_cgroup_for_batch(name: str, limit: int) -> Path | None:
     """A memory cgroup below this process's own, limited to ``limit`` bytes (root and a usable cgroup only)."""
-    from grader.sandbox.linux import _cgroup_places
+    from grader.sandbox.linux_cgroups import _cgroup_places
 
     places = _cgroup_places()
     parent = places.get("v2") or places.get("memory")

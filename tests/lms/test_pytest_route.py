@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -240,6 +241,27 @@ def test_grade_from_pytest_json_refuses_the_testers_files_in_one_line(tmp_path):
                                        "--course", str(ROOT)])
     assert result.exit_code == 0 and result.output.startswith("mha: wrong_reshape.py scored 39.1667 / 100\n")
 
+def test_grade_from_pytest_json_writes_to_stdout_or_leaves_the_earlier_file_whole(tmp_path, monkeypatch):
+    # The write is `grade export`'s (grader.cli._write_output): - is stdout, with nothing else on it; a file is
+    # written atomically, and a write that fails is one line, the earlier file left as it was.
+    import errno
+
+    import grader.report.native
+
+    (tmp_path / "r.json").write_text(json.dumps(_document(GOLDEN)), encoding="utf-8")
+    result = CliRunner().invoke(main, ["from-pytest-json", str(tmp_path / "r.json"), "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == GOLDEN and result.stderr == ""
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    out = tmp_path / "report.json"
+    out.write_text("the earlier report\n", encoding="utf-8")
+    monkeypatch.setattr(grader.report.native, "write_atomic", full)
+    result = CliRunner().invoke(main, ["from-pytest-json", str(tmp_path / "r.json"), "-o", str(out)])
+    assert (result.exit_code, result.output) == (1, f"Error: cannot write the report to {out}: No space left on device\n")
+    assert out.read_text(encoding="utf-8") == "the earlier report\n"
 
 # ---------------------------------------------------------------- the two routes on every example file
 

@@ -23,7 +23,7 @@ from conftest import GENEROUS_LIMITS
 
 from grader.config import Limits, load_config
 from grader.grade import grade_submission
-from grader.sandbox import Sandbox, client, isolation_available
+from grader.sandbox import Sandbox, accounting, client, isolation_available
 from grader.sandbox.protocol import GREETING, ProtocolError
 
 ROOT_MODE = isolation_available()
@@ -44,10 +44,10 @@ def write(tmp_path: Path, source: str) -> Path:
 # ---------------------------------------------------------------- the trusted side reads the worker alone
 
 
-def _pair() -> tuple[socket.socket, socket.socket, client._Child]:
+def _pair() -> tuple[socket.socket, socket.socket, accounting._Child]:
     ours, theirs = socket.socketpair()
     ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # as Sandbox._channels makes it
-    child = client._Child(0, -1, ours, -1, ours, client._Output(100))
+    child = accounting._Child(0, -1, ours, -1, ours, accounting._Output(100))
     return ours, theirs, child
 
 

@@ -623,7 +623,7 @@ def _delegated_cgroups(name: str) -> list[Path]:
     uid 65534; [] when not possible."""
     import shutil
 
-    from grader.sandbox.linux import _cgroup_places
+    from grader.sandbox.linux_cgroups import _cgroup_places
 
     places = _cgroup_places()
     if "v2" in places or not places:

@@ -29,7 +29,7 @@ from click.testing import CliRunner
 from grader.cli import main
 from grader.config import Limits, load_config
 from grader.grade import grade_submission
-from grader.sandbox import UNISOLATED, Sandbox, client, isolation_mode
+from grader.sandbox import UNISOLATED, CallResult, Sandbox, isolation_mode, trees
 from grader.sandbox.linux import NOBODY, is_tree_uid
 from grader.sandbox.zygote import get_zygote
 from sandbox.test_hostile import _anothers, _as_nobody, _delegated_cgroups, _processes, _reachable
@@ -115,7 +115,7 @@ def test_a_hostile_kind_scores_full_marks_and_leaves_nothing(name, validate_repo
 # ---------------------------------------------------------------- what student code sees when it tries
 
 
-def _probe(tmp_path: Path, body: str, function: str = "probe", **kwargs) -> client.CallResult:
+def _probe(tmp_path: Path, body: str, function: str = "probe", **kwargs) -> CallResult:
     path = tmp_path / "probe.py"
     path.write_text(textwrap.dedent(body))
     with Sandbox(path, LIMITS, **kwargs) as sandbox:
@@ -264,14 +264,14 @@ def test_each_tree_has_its_own_uid_kept_while_it_lives(tmp_path):
     assert a[0] == a[1] and b[0] == b[1] and a != b
     assert is_tree_uid(a[0]) and is_tree_uid(b[0]) and NOBODY not in (a[0], b[0])
     assert again == a  # the same tree, its pid 1 forked a new worker
-    client.keep_trees()
+    trees.keep_trees()
     try:
         with Sandbox(path, LIMITS) as sandbox:
             kept = sandbox.call("uid").value
         with Sandbox(path, LIMITS) as sandbox:
             assert sandbox.call("uid").value == kept  # the kept tree, emptied, took the next submission
     finally:
-        client.keep_trees(False)
+        trees.keep_trees(False)
 
 
 @pytest.mark.skipif(not (AS_ROOT and ISOLATED), reason="root mode only: in user mode every tree is the user's uid")
@@ -311,7 +311,7 @@ def test_a_thread_pool_scores_100_while_another_tree_holds_all_its_processes(poo
     with Sandbox(HOSTILE / "nproc_hog.py", LIMITS) as hog:
         held = hog.call("processes_held")
         assert held.status == "ok", held.message
-        assert held.value >= client.NPROC - 8  # all but pid 1, the worker and what the kernel keeps
+        assert held.value >= trees.NPROC - 8  # all but pid 1, the worker and what the kernel keeps
         report = validate_report(grade_submission(pool_solution, config).report)
         assert hog.call("processes_held").value == held.value  # still holding them all
     assert (report["status"], report["score"]) == ("graded", 100)
@@ -481,14 +481,14 @@ def test_a_visible_folder_under_tmp_stays_visible_after_restarts_and_in_kept_tre
             sandbox.restart()
             again = sandbox.call("read").value
         assert first[:2] == (42, 0) and again == first  # read-only; the same tree (the same uid in root mode)
-        client.keep_trees()
+        trees.keep_trees()
         try:
             seen = []
             for _ in range(2):
                 with Sandbox(path, LIMITS) as sandbox:
                     seen.append(sandbox.call("read").value)
         finally:
-            client.keep_trees(False)
+            trees.keep_trees(False)
         assert seen[0][:2] == (42, 0) and seen[1] == seen[0]  # the kept tree took the second submission
         assert not (folder / "new.txt").exists()
     finally:

@@ -24,7 +24,7 @@ from hypothesis.extra import numpy as hnp
 
 from grader.config import Limits
 from grader.judging import compare
-from grader.sandbox import Sandbox, child, client, isolation, isolation_available, linux, protocol
+from grader.sandbox import Sandbox, accounting, child, isolation, isolation_available, linux_cgroups, protocol, trees
 from grader.sandbox.linux import TREE_UID_BASE, TREE_UIDS
 from grader.sandbox.protocol import MessageReader
 from grader.sandbox.zygote import get_zygote
@@ -112,7 +112,7 @@ def test_a_prestarted_child_answers_as_one_started_at_the_first_call(tmp_path, s
             if prestart and sandbox.mode != "portable":  # a keeper forked before any call; after a failed
                 assert sandbox._child is not None and sandbox._child.keeper > 0  # import its tree may be gone already
             if prestart and sandbox.mode == "portable":  # an interpreter started before any call
-                assert sandbox._worker is not None and sandbox._worker.process.pid > 0
+                assert sandbox._child is not None and sandbox._child.process.pid > 0
             first, again = sandbox.call("pid"), sandbox.call("pid")
             results.append([(r.status, r.message, r.output) for r in (first, again)])
     assert results[0] == results[1]
@@ -177,10 +177,10 @@ def test_nothing_of_a_process_reaches_the_next_after_a_restart(tmp_path):
 
 @pytest.fixture
 def keeping(monkeypatch):
-    """This process keeps closed sandboxes' trees, as ``grade batch``'s workers do (client.keep_trees)."""
-    monkeypatch.setattr(client, "_keeping", True)
+    """This process keeps closed sandboxes' trees, as ``grade batch``'s workers do (trees.keep_trees)."""
+    monkeypatch.setattr(trees, "_keeping", True)
     yield
-    client._discard_kept()
+    trees._discard_kept()
 
 
 LEAVES_AND_LOOKS = """
@@ -221,13 +221,13 @@ def test_a_kept_tree_takes_the_next_submission_with_nothing_of_the_last(tmp_path
     with Sandbox(first, LIMITS) as sandbox:
         assert sandbox.call("leave").status == "ok"
         keeper = sandbox._child.keeper
-    assert client._kept is not None
+    assert trees._kept is not None
     with Sandbox(second, LIMITS, prestart=True) as sandbox:
         result = sandbox.call("seen")
         assert (result.status, result.value) == ("ok", (0, 0, 0, 2, 2, 1))
         assert sandbox._child.keeper == keeper
     assert len(_descendants() - before) <= 3  # keeper, pid 1 and (once forked) the next worker
-    client._discard_kept()
+    trees._discard_kept()
     assert _descendants() - before == set()
 
 
@@ -249,15 +249,15 @@ def test_shared_memory_of_a_trees_first_worker_is_freed_with_it(tmp_path, keepin
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("hold", 40).status == "ok"  # 40 MB: under the 1/16 of memory_mb that ends a kept tree
         keeper = sandbox._child.keeper
-        if linux._charged_bytes(get_zygote().cgroups, keeper) < 40 << 20:
+        if linux_cgroups._charged_bytes(get_zygote().cgroups, keeper) < 40 << 20:
             pytest.skip("no cgroup could be made here")
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("hold", 0).status == "ok"
         assert sandbox._child.keeper == keeper
         deadline = time.monotonic() + 2  # the kernel frees an IPC namespace's segments a moment after its last process
-        while linux._charged_bytes(get_zygote().cgroups, keeper) >= 16 << 20 and time.monotonic() < deadline:
+        while linux_cgroups._charged_bytes(get_zygote().cgroups, keeper) >= 16 << 20 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert linux._charged_bytes(get_zygote().cgroups, keeper) < 16 << 20
+        assert linux_cgroups._charged_bytes(get_zygote().cgroups, keeper) < 16 << 20
 
 
 @pytest.mark.sandbox
@@ -275,17 +275,17 @@ def test_a_kept_tree_that_cannot_serve_is_ended(tmp_path, keeping, monkeypatch):
         assert not Path(f"/proc/{keeper}").exists()  # the kept tree was ended, not left
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("leave_now").status == "crashed"
-    assert client._kept is None
+    assert trees._kept is None
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("seen").status == "ok"
         keeper = sandbox._child.keeper
-    if linux._charged_bytes(get_zygote().cgroups, keeper) == 0:
+    if linux_cgroups._charged_bytes(get_zygote().cgroups, keeper) == 0:
         pytest.skip("no cgroup could be made here")
-    monkeypatch.setattr(client, "KEPT_MEMORY_SHARE", 1 << 40)  # any memory at all is too much
+    monkeypatch.setattr(trees, "KEPT_MEMORY_SHARE", 1 << 40)  # any memory at all is too much
     with Sandbox(path, LIMITS) as sandbox:
         assert sandbox.call("seen").status == "ok"
         assert sandbox._child.keeper != keeper
-    client._discard_kept()
+    trees._discard_kept()
     assert _descendants() - before == set()
 
 
@@ -828,7 +828,7 @@ def test_a_tree_past_its_memory_ends_as_memory_whichever_process_the_kernel_kill
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.skipif(not linux.cpu_clock(get_zygote().cgroups), reason="no cgroup counts a tree's CPU time here")
+@pytest.mark.skipif(not linux_cgroups.cpu_clock(get_zygote().cgroups), reason="no cgroup counts a tree's CPU time here")
 def test_the_call_limit_is_judged_on_cpu_time_with_the_wall_clock_as_a_backstop(tmp_path):
     """A call that waits longer than its limit but computes less passes (a busy machine stretches the wall
     clock, not the CPU time); one that computes past it, or waits past the backstop, times out alike."""
@@ -865,11 +865,11 @@ def test_the_call_limit_is_judged_on_cpu_time_with_the_wall_clock_as_a_backstop(
     assert (spun.status, spun.message) == ("timeout", "the call did not finish within 1 s")
     assert (fanned.status, fanned.message) == ("timeout", "the call did not finish within 1 s")
     assert (hung.status, hung.message) == ("timeout", "the call did not finish within 1 s")
-    assert hung.seconds >= client.WALL_BACKSTOP  # a sleep uses no CPU time: the backstop ended it
+    assert hung.seconds >= accounting.WALL_BACKSTOP  # a sleep uses no CPU time: the backstop ended it
 
 
 @pytest.mark.sandbox
-@pytest.mark.skipif(not linux.cpu_clock(get_zygote().cgroups), reason="no cgroup counts a tree's CPU time here")
+@pytest.mark.skipif(not linux_cgroups.cpu_clock(get_zygote().cgroups), reason="no cgroup counts a tree's CPU time here")
 def test_the_submission_limit_counts_the_cpu_time_of_every_process_of_the_tree(tmp_path):
     """Helpers that spin in sessions of their own spend the submission's time as the worker would: its
     own calls are quick, but the tree's CPU time runs out."""

@@ -1,4 +1,4 @@
-"""What the parent reads of a tree's cgroup (linux.TreeCounters): its CPU time and its OOM kills.
+"""What the parent reads of a tree's cgroup (linux_cgroups.TreeCounters): its CPU time and its OOM kills.
 
 The files are the kernel's (cgroup v1's cpuacct.usage and memory.oom_control, v2's cpu.stat and
 memory.events); here they are written by the test, in the layout the counters read, and rewritten in
@@ -11,22 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox import linux
+from grader.sandbox import linux_cgroups
 
 KEEPER = 4242
 
 
-def _v1(tmp_path: Path) -> tuple[linux.TreeCounters, Path]:
-    group = tmp_path / f"{linux.TREE_CGROUP}{KEEPER}"
+def _v1(tmp_path: Path) -> tuple[linux_cgroups.TreeCounters, Path]:
+    group = tmp_path / f"{linux_cgroups.TREE_CGROUP}{KEEPER}"
     group.mkdir()
     places = {"memory": str(tmp_path), "pids": str(tmp_path), "cpu": str(tmp_path), "cpuacct": str(tmp_path)}
-    return linux.TreeCounters(places, KEEPER), group
+    return linux_cgroups.TreeCounters(places, KEEPER), group
 
 
-def _v2(tmp_path: Path) -> tuple[linux.TreeCounters, Path]:
-    group = tmp_path / f"{linux.TREE_CGROUP}{KEEPER}"
+def _v2(tmp_path: Path) -> tuple[linux_cgroups.TreeCounters, Path]:
+    group = tmp_path / f"{linux_cgroups.TREE_CGROUP}{KEEPER}"
     group.mkdir()
-    return linux.TreeCounters({"v2": str(tmp_path)}, KEEPER), group
+    return linux_cgroups.TreeCounters({"v2": str(tmp_path)}, KEEPER), group
 
 
 def _rewrite(path: Path, text: str) -> None:
@@ -68,7 +68,7 @@ def test_an_oom_file_without_a_count_reads_as_no_kill(tmp_path, text):
 
 
 def test_without_a_group_there_is_no_kill_and_no_cpu_time(tmp_path):
-    counters = linux.TreeCounters({"memory": str(tmp_path), "pids": str(tmp_path)}, KEEPER)
+    counters = linux_cgroups.TreeCounters({"memory": str(tmp_path), "pids": str(tmp_path)}, KEEPER)
     assert (counters.oom_kills(), counters.cpu_seconds()) == (0, None)
     counters.close()
 
