@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from grader.config import Limits
-from grader.sandbox import isolation, linux
+from grader.sandbox import isolation, linux, tree_clock
 from grader.sandbox.boot import ENV
 from grader.sandbox.calls import (  # noqa: F401 - CallResult, reply_limit, TEXT_*: also this module's, as before
     _CALL,
@@ -76,7 +76,7 @@ __all__ = ["BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RA
 # CPU clock: a machine busy with other submissions slows a call's wall clock, not its CPU time, so it cannot
 # turn an honest call into a timeout. The wall clock is a backstop WALL_BACKSTOP times the limit: it catches
 # a hang that uses no CPU (a sleep, a blocked read) with the same status and message. Where no cgroup counts
-# the tree's CPU time, the limits are wall clock, as before.
+# the tree's CPU time, /proc does (tree_clock.TreeClock), by the same rule; without either, the wall clock.
 WALL_BACKSTOP = 4
 NPROC = 256  # processes and threads student code may have at once (RLIMIT_NPROC)
 # Read per recv from the child. A buffer of 1 MiB is mapped and unmapped by malloc at every call: 17-20 us
@@ -99,6 +99,7 @@ class _Child:
     speaker: int | None = None  # pid of the worker on ``sock``: whoever wrote its greeting (``_from_worker``)
     greeting: bytes = GREETING  # what of the greeting has yet to arrive
     counters: linux.TreeCounters | None = None  # its cgroup's CPU time and OOM kills, when it has one
+    clock: linux.TreeCounters | tree_clock.TreeClock | None = None  # its CPU time: the cgroup's, else /proc's
     cpu_seen: float = 0.0  # the tree's CPU seconds counted against the submission so far
     oom_seen: int = 0  # the OOM kills in its cgroup seen so far
 
@@ -301,11 +302,12 @@ class LinuxSandbox(Sandbox):
         except SandboxError:  # the new worker's setup failed
             answer = CallResult(CRASHED)
         self._close_retired()
+        if kept.child.clock is not None:
+            kept.child.cpu_seen = kept.child.clock.cpu_seconds() or 0.0
         # Memory the kernel frees late (an IPC namespace's segments, say) must not count against this submission,
         # nor the CPU time its tree has used so far.
         charged = linux._charged_bytes(get_zygote().cgroups, kept.child.keeper)
         if kept.child.counters is not None:
-            kept.child.cpu_seen = kept.child.counters.cpu_seconds() or 0.0
             kept.child.oom_seen = kept.child.counters.oom_kills()
         failed = answer.status != OK or answer.output or charged > (self.limits.memory_mb << 20) // KEPT_MEMORY_SHARE
         if failed:
@@ -535,9 +537,9 @@ class LinuxSandbox(Sandbox):
         return self._used_up or self._remaining() < 1e-6
 
     def _judged_on_cpu(self) -> bool:
-        """Are the time limits judged on the tree's CPU time (its cgroup counts it), not on the wall clock?"""
+        """Are the time limits judged on the tree's CPU time (its cgroup, else /proc, counts it), not on the wall clock?"""
         if self._cpu_judged is None:
-            self._cpu_judged = self._cgroup and linux.cpu_clock(get_zygote().cgroups)
+            self._cpu_judged = (self._cgroup and linux.cpu_clock(get_zygote().cgroups)) or tree_clock.available()
         return self._cpu_judged
 
     def _wall(self, timeout: float) -> float:
@@ -548,9 +550,9 @@ class LinuxSandbox(Sandbox):
         """The CPU seconds the submission's trees have used, counting ``child``'s tree up to now (0 when not
         judged on CPU time). A tree met for the first time counts from its start: its worker's import is the
         submission's; a kept tree from when it was taken (``_adopt_kept``)."""
-        if not self._judged_on_cpu() or child.counters is None:
+        if not self._judged_on_cpu() or child.clock is None:
             return self._cpu_used
-        now = child.counters.cpu_seconds()
+        now = child.clock.cpu_seconds()
         if now is not None:
             self._cpu_used += max(0.0, now - child.cpu_seen)
             child.cpu_seen = now
@@ -606,7 +608,9 @@ class LinuxSandbox(Sandbox):
             pidfd, write_end = os.pipe()
             os.close(write_end)
         counters = linux.TreeCounters(zygote.cgroups, keeper) if self._cgroup and zygote.cgroups else None
-        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes), counters=counters)
+        clock = counters if counters and linux.cpu_clock(zygote.cgroups) else (
+            tree_clock.TreeClock(keeper, zygote.process.pid, NPROC) if tree_clock.available() else None)
+        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes), counters=counters, clock=clock)
         self._child = child
         self._respawns = isolated  # a restart keeps the tree wherever the visible folders lie (linux._mount_tmp)
         self._settings = settings if self._respawns else ""
@@ -733,6 +737,8 @@ def _end_tree(child: _Child) -> None:
     os.close(child.pidfd)
     if child.counters is not None:
         child.counters.close()
+    if child.clock is not None:
+        child.clock.close()
     child.sock.close()
     child.ctl.close()
     os.close(child.out)

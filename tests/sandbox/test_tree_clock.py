@@ -1,0 +1,294 @@
+"""The CPU clock of a process tree read from /proc (grader.sandbox.tree_clock), and the time limits judged
+on it where no cgroup counts CPU time: in root mode without a cgroup here, and (run as uid 65534 with no
+cgroup delegated, ``test_this_file_in_user_mode``) in user mode.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.config import Limits
+from grader.sandbox import WALL_CLOCK_WARNING, Sandbox, client, isolation, linux, tree_clock
+from grader.sandbox.isolation import UNISOLATED, USER_NAMESPACES
+from sandbox.test_hostile import _as_nobody, _reachable
+from sandbox.test_sandbox import write
+
+TESTS = Path(__file__).resolve().parents[1]
+AS_ROOT = os.geteuid() == 0
+needs_proc = pytest.mark.skipif(not tree_clock.available(), reason="no /proc/<pid>/task/<tid>/children here")
+TICK = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def _line(comm: bytes, utime: int = 7, stime: int = 3, cutime: int = 20, cstime: int = 5, threads: int = 1) -> bytes:
+    """A /proc/<pid>/stat line of pid 4242, parent 17, with these fields (the rest as the kernel writes them)."""
+    after = [b"S", b"17", b"4242", b"4242", b"0", b"-1", b"4194560", b"100", b"0", b"0", b"0",
+             str(utime).encode(), str(stime).encode(), str(cutime).encode(), str(cstime).encode(),
+             b"20", b"0", str(threads).encode(), b"0", b"12345", b"1000", b"200"]
+    return b"4242 (" + comm + b") " + b" ".join(after) + b"\n"
+
+
+# ---------------------------------------------------------------- a stat line, parsed
+
+
+def test_a_stat_line_whose_name_holds_parentheses_and_spaces_parses():
+    """comm is anything but NUL, up to 15 bytes: ") (" and a fake field list inside it change nothing."""
+    for comm in (b"python3", b") (", b"a) R 1 2 3 (b", b"x)", b"  ", b"))))))))))))))"):
+        line = tree_clock.StatLine(_line(comm, utime=7, stime=3, cutime=20, cstime=5, threads=3))
+        assert (line.ppid, line.own, line.reaped, line.threads) == (17, 10, 25, 3), comm
+
+
+@pytest.mark.parametrize("data", [b"", b"4242 python3 S 17", b"(x) S 17 " + b"0 " * 30, b"4242 (x) S 17 0 0",
+                                  b"4242 (x) S seventeen " + b"0 " * 30, b"pid (x) S 17 " + b"0 " * 30])
+def test_a_malformed_stat_line_is_refused(data):
+    with pytest.raises(ValueError):
+        tree_clock.StatLine(data)
+
+
+# ---------------------------------------------------------------- a real tree, burning known CPU time
+
+# Started as the tree's keeper: forks a worker and waits. The worker names itself ") (" (PR_SET_NAME), forks
+# two children that burn BURN s each and exits them, reaps them, burns BURN s itself, then says "done" on
+# stdout with the CPU seconds of itself and its reaped children (os.times), and sleeps until killed.
+TREE = textwrap.dedent("""
+    import ctypes, os, sys, time
+
+    def burn(seconds):
+        start = time.process_time()
+        while time.process_time() - start < seconds:
+            pass
+
+    BURN, CHILDREN = float(sys.argv[1]), int(sys.argv[2])
+    worker = os.fork()
+    if worker:
+        os.waitpid(worker, 0)
+        sys.exit(0)
+    ctypes.CDLL(None).prctl(15, b") (", 0, 0, 0)  # PR_SET_NAME
+    for _ in range(CHILDREN):
+        if os.fork() == 0:
+            burn(BURN)
+            os._exit(0)
+    for _ in range(CHILDREN):
+        os.wait()
+    burn(BURN)
+    t = os.times()
+    print("done", t.user + t.system + t.children_user + t.children_system, flush=True)
+    time.sleep(600)
+""")
+
+
+def _tree(burn: float, children: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", TREE, str(burn), str(children)], stdout=subprocess.PIPE, text=True)
+
+
+def _worker_comm(keeper: int) -> str:
+    worker = int(Path(f"/proc/{keeper}/task/{keeper}/children").read_text().split()[0])
+    return Path(f"/proc/{worker}/comm").read_text().rstrip("\n")
+
+
+@needs_proc
+@pytest.mark.slow
+def test_the_clock_sums_a_trees_cpu_time_and_counts_a_reaped_child_once():
+    """Two children burn 0.4 s each and are reaped (then counted in their parent's cutime, not also on their
+    own), the worker 0.4 s: 1.2 s in all, to a clock tick a process; the keeper's own time is not counted.
+    The worker's name, ") (", is read as it is."""
+    tree = _tree(0.4, 2)
+    clock = tree_clock.TreeClock(tree.pid, os.getpid())
+    try:
+        line = tree.stdout.readline().split()
+        assert line[0] == "done"
+        truth = float(line[1])  # what the worker's own os.times says: itself and its reaped children
+        assert 1.2 - 3 * TICK <= truth < 1.2 + 0.1  # os.times counts whole ticks too
+        seconds = [clock.cpu_seconds() for _ in range(3)]
+        assert _worker_comm(tree.pid) == ") ("
+    finally:
+        tree.kill()
+        tree.wait()
+        clock.close()
+    assert seconds[0] == seconds[1] == seconds[2]  # nothing runs now: the same sum at every sweep
+    assert truth - 3 * TICK <= seconds[0] <= truth + 3 * TICK  # each process's time is read in whole ticks
+
+
+@needs_proc
+@pytest.mark.slow
+def test_a_sweep_never_counts_a_child_twice_while_children_are_forked_and_reaped():
+    """Sweeps taken while a worker forks and reaps 40 short-lived children never read more than the tree has
+    used (each child's time is in its own line or its parent's cutime, never both), and the clock never
+    runs backwards."""
+    tree = _tree(0.02, 40)
+    clock = tree_clock.TreeClock(tree.pid, os.getpid())
+    readings = []
+    try:
+        os.set_blocking(tree.stdout.fileno(), False)
+        while not (out := tree.stdout.readline()):
+            readings.append(clock.cpu_seconds())
+        truth = float(out.split()[1])
+        final = clock.cpu_seconds()
+    finally:
+        tree.kill()
+        tree.wait()
+        clock.close()
+    assert len(readings) > 10
+    assert readings == sorted(readings)
+    assert max(readings) <= final <= truth + 41 * TICK
+    assert final >= truth - 41 * TICK
+
+
+@needs_proc
+def test_the_clock_stops_when_the_keeper_is_not_the_parents_child():
+    """A pid that is not the zygote's child (gone, or reused by another process) is never read: None."""
+    clock = tree_clock.TreeClock(os.getpid(), os.getpid())  # this process is not its own child
+    assert clock.cpu_seconds() is None
+    clock.close()
+
+
+# ---------------------------------------------------------------- the time limits, judged on it
+
+SOURCE = """
+    import os
+    import time
+
+    def nap(seconds):
+        time.sleep(seconds)
+        return seconds
+
+    def spin(seconds):
+        start = time.process_time()
+        while time.process_time() - start < seconds:
+            pass
+        return seconds
+
+    def start(helpers):
+        for _ in range(helpers):
+            if os.fork() == 0:  # a double fork: the helper's parent is gone at once
+                os.setsid()
+                if os.fork() == 0:
+                    while True:
+                        pass
+                os._exit(0)
+        return helpers
+"""
+
+
+def _busy_loops(per_core: int) -> list[subprocess.Popen]:
+    """``per_core`` busy loops for each core this process may run on, each in a session (and so a scheduler
+    autogroup) of its own, as other graders' jobs are."""
+    cores = len(os.sched_getaffinity(0))
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+            for _ in range(per_core * cores)]
+
+
+def _stop(loops: list[subprocess.Popen]) -> None:
+    for loop in loops:
+        loop.send_signal(signal.SIGKILL)
+    for loop in loops:
+        loop.wait()
+
+
+@needs_proc
+@pytest.mark.sandbox
+@pytest.mark.slow
+def test_without_a_cgroup_the_call_limit_is_judged_on_cpu_time_on_a_loaded_machine(tmp_path):
+    """No cgroup (none made in root mode; none delegated in user mode): /proc's clock judges the call limit.
+    A sleep of 1.5 s under a 1 s limit uses no CPU time and passes (the wall clock stops it only at
+    WALL_BACKSTOP times the limit: a 60 s sleep ends after 4 s); 0.5 s of CPU time passes while 4 busy
+    loops a core stretch it past 1 s of wall clock; 30 s of CPU time times out."""
+    path = write(tmp_path, SOURCE)
+    with Sandbox(path, Limits(call_timeout_s=1.0, submission_timeout_s=60.0), cgroup=False) as sandbox:
+        assert sandbox.mode != UNISOLATED and (AS_ROOT or sandbox.mode == USER_NAMESPACES)
+        assert WALL_CLOCK_WARNING not in sandbox.warnings
+        napped = sandbox.call("nap", 1.5)
+        hung = sandbox.call("nap", 60)
+        loops = _busy_loops(4)
+        try:
+            spun = sandbox.call("spin", 0.5)
+        finally:
+            _stop(loops)
+        endless = sandbox.call("spin", 30)
+    assert (napped.status, napped.value) == ("ok", 1.5)
+    assert (hung.status, hung.message) == ("timeout", "the call did not finish within 1 s")
+    assert client.WALL_BACKSTOP <= hung.seconds < client.WALL_BACKSTOP + 2
+    assert (spun.status, spun.value) == ("ok", 0.5)
+    assert spun.seconds > 1.0  # the load stretched it past the limit in wall-clock time: a wall clock would fail it
+    assert (endless.status, endless.message) == ("timeout", "the call did not finish within 1 s")
+
+
+@needs_proc
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.parametrize("isolated", [None, False], ids=["isolated", "unisolated"])
+def test_without_a_cgroup_helpers_in_sessions_of_their_own_spend_the_submissions_time(tmp_path, isolated):
+    """Helpers that double-fork and setsid stay in the tree (its PID namespace; unisolated, the keeper is their
+    subreaper): their CPU time uses up the submission's 2 s, though the worker only sleeps."""
+    path = write(tmp_path, SOURCE)
+    with Sandbox(path, Limits(call_timeout_s=30.0, submission_timeout_s=2.0), isolated=isolated,
+                 cgroup=False) as sandbox:
+        started = sandbox.call("start", 2)
+        waited = sandbox.call("nap", 30)
+    assert (started.status, started.value) == ("ok", 2)
+    assert (waited.status, waited.message) == ("timeout", "the submission used up its 2 s time limit")
+    assert waited.seconds < client.WALL_BACKSTOP * 2  # the CPU time ran out, not the backstop
+
+
+@pytest.mark.sandbox
+def test_with_no_clock_at_all_the_limits_are_wall_clock_and_the_report_says_so(tmp_path, monkeypatch):
+    """Where neither a cgroup nor /proc counts CPU time, a 1.5 s sleep under a 1 s limit times out on the
+    wall clock, and the sandbox's warnings (the report's) say that the grade may depend on the machine's load."""
+    monkeypatch.setattr(tree_clock, "available", lambda: False)
+    monkeypatch.setattr(linux, "cpu_clock", lambda places: False)
+    assert WALL_CLOCK_WARNING in isolation.sandbox_warnings(isolation.isolation_mode())
+    path = write(tmp_path, SOURCE)
+    with Sandbox(path, Limits(call_timeout_s=1.0, submission_timeout_s=60.0), cgroup=False) as sandbox:
+        napped = sandbox.call("nap", 1.5)
+        assert WALL_CLOCK_WARNING in sandbox.warnings
+    assert (napped.status, napped.message) == ("timeout", "the call did not finish within 1 s")
+    assert 1.0 <= napped.seconds < client.WALL_BACKSTOP
+
+
+@needs_proc
+@pytest.mark.sandbox
+def test_the_wall_clock_warning_is_not_given_where_proc_counts():
+    assert WALL_CLOCK_WARNING not in isolation.sandbox_warnings(isolation.isolation_mode())
+
+
+# ---------------------------------------------------------------- the same, as an ordinary user
+
+
+@needs_proc
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.skipif(not AS_ROOT, reason="runs this file as uid 65534 from root (as CI runs); as an ordinary user, "
+                                     "the tests above already run in user mode")
+def test_this_file_in_user_mode():
+    """The sandbox tests above, run by uid 65534 through user namespaces with no cgroup delegated to it:
+    user mode, where only /proc counts the tree's CPU time."""
+    if shutil.which("unshare") is None or shutil.which("setpriv") is None:
+        pytest.skip("needs util-linux's unshare and setpriv")
+    folder = Path(tempfile.mkdtemp(prefix="grader-tree-clock-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    folder.chmod(0o755)
+    (folder / "python").mkdir()
+    (folder / "home").mkdir()
+    shutil.chown(folder / "home", 65534, 65534)
+    places = _reachable(folder, [str(TESTS.parent), *(p for p in sys.path if p.endswith("site-packages"))])
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(folder / "home"), "PYTHONPATH": ":".join(places.values()),
+           "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(folder / "home")}
+    here = Path(places[str(TESTS.parent)]) / Path(__file__).resolve().relative_to(TESTS.parent)
+    selection = "without_a_cgroup or no_clock"
+    try:
+        args = f"-m pytest -q -rs -p no:cacheprovider {shlex.quote(str(here))} -k {shlex.quote(selection)}"
+        run = subprocess.run(_as_nobody(args, folder, [], env, places, places[str(TESTS.parent)]),
+                             check=False, capture_output=True, text=True, timeout=900)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    tail = run.stdout[-3000:] + run.stderr[-2000:]
+    assert run.returncode == 0, tail
+    assert "4 passed" in run.stdout and "skipped" not in run.stdout and "failed" not in run.stdout, tail
