@@ -34,9 +34,9 @@ descriptor of its ``/proc`` folder, which stays that process's even when its pid
 counts no time twice and none of another tree, and sums to at most the tree's true CPU time.
 
 Counted late or not at all (the wall clock then has the last word): a child reaped between its parent's
-read and its own; a child created while its parent's list was read; threads' children in a process whose
-thread count rose after its stat line was read; processes past ``limit``; and children a process lets the
-kernel reap (SIGCHLD ignored, ``SA_NOCLDWAIT``), whose time the kernel adds to no ``cutime``. A sweep that
+read and its own; a child created, or moved to a thread already read, while its parent's lists were read;
+processes past ``limit``; and children a process lets the kernel reap (SIGCHLD ignored, ``SA_NOCLDWAIT``),
+whose time the kernel adds to no ``cutime``. A sweep that
 reads less than an earlier one (a reaping it missed) returns the earlier sum, so the clock never runs
 backwards, and what it missed is counted once the next sweep sees it.
 
@@ -52,7 +52,7 @@ import sys
 from functools import cache
 
 # /proc/<pid>/stat, after the ")" that ends comm: field 3 (state) is index 0.
-_PPID, _UTIME, _STIME, _CUTIME, _CSTIME, _THREADS = 1, 11, 12, 13, 14, 17
+_PPID, _UTIME, _STIME, _CUTIME, _CSTIME = 1, 11, 12, 13, 14
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
@@ -63,19 +63,18 @@ class StatLine:
     Times are clock ticks (``os.sysconf("SC_CLK_TCK")`` a second).
     """
 
-    __slots__ = ("own", "ppid", "reaped", "threads")
+    __slots__ = ("own", "ppid", "reaped")
 
     def __init__(self, data: bytes) -> None:
         head, paren, tail = data.rpartition(b")")
         if not paren or b" (" not in head or not head.split(b" (", 1)[0].isdigit():
             raise ValueError("not a /proc/<pid>/stat line")
         fields = tail.split()
-        if len(fields) <= _THREADS:
+        if len(fields) <= _CSTIME:
             raise ValueError("a /proc/<pid>/stat line with too few fields")
         self.ppid = int(fields[_PPID])
         self.own = int(fields[_UTIME]) + int(fields[_STIME])  # every thread, the exited ones too
         self.reaped = int(fields[_CUTIME]) + int(fields[_CSTIME])  # every child it waited for, and theirs
-        self.threads = int(fields[_THREADS])
 
 
 @cache
@@ -95,16 +94,17 @@ def _read(folder: int, name: str) -> bytes:
         os.close(fd)
 
 
-def _children(folder: int, pid: int, threads: int) -> list[int]:
-    """The pids of the children of every thread of the process whose /proc folder is ``folder``."""
-    if threads == 1:
-        tids = [str(pid)]
-    else:
-        task = os.open("task", _FOLDER, dir_fd=folder)
-        try:
-            tids = os.listdir(task)
-        finally:
-            os.close(task)
+def _children(folder: int) -> list[int]:
+    """The pids of the children of every thread of the process whose /proc folder is ``folder``.
+
+    Every thread's list is read, the first one's too: a process whose first thread has exited while
+    another runs on keeps its children on the threads that live.
+    """
+    task = os.open("task", _FOLDER, dir_fd=folder)
+    try:
+        tids = os.listdir(task)
+    finally:
+        os.close(task)
     found: list[int] = []
     for tid in tids:
         try:
@@ -149,7 +149,7 @@ class TreeClock:
             return None
         try:
             keeper = StatLine(_read(self._keeper, "stat"))
-            queue = [(child, self.pid) for child in _children(self._keeper, self.pid, keeper.threads)]
+            queue = [(child, self.pid) for child in _children(self._keeper)]
         except (OSError, ValueError):
             return None
         total, seen = keeper.reaped, {self.pid}
@@ -173,7 +173,7 @@ class TreeClock:
             line = StatLine(_read(folder, "stat"))
             if line.ppid != parent:
                 return 0  # reparented since (to an ancestor, read already) or another process now
-            queue.extend((child, pid) for child in _children(folder, pid, line.threads))
+            queue.extend((child, pid) for child in _children(folder))
             return line.own + line.reaped
         except (OSError, ValueError):
             return 0

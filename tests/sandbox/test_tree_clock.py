@@ -29,11 +29,11 @@ needs_proc = pytest.mark.skipif(not tree_clock.available(), reason="no /proc/<pi
 TICK = 1 / os.sysconf("SC_CLK_TCK")
 
 
-def _line(comm: bytes, utime: int = 7, stime: int = 3, cutime: int = 20, cstime: int = 5, threads: int = 1) -> bytes:
+def _line(comm: bytes, utime: int = 7, stime: int = 3, cutime: int = 20, cstime: int = 5) -> bytes:
     """A /proc/<pid>/stat line of pid 4242, parent 17, with these fields (the rest as the kernel writes them)."""
     after = [b"S", b"17", b"4242", b"4242", b"0", b"-1", b"4194560", b"100", b"0", b"0", b"0",
              str(utime).encode(), str(stime).encode(), str(cutime).encode(), str(cstime).encode(),
-             b"20", b"0", str(threads).encode(), b"0", b"12345", b"1000", b"200"]
+             b"20", b"0", b"1", b"0", b"12345", b"1000", b"200"]
     return b"4242 (" + comm + b") " + b" ".join(after) + b"\n"
 
 
@@ -43,8 +43,8 @@ def _line(comm: bytes, utime: int = 7, stime: int = 3, cutime: int = 20, cstime:
 def test_a_stat_line_whose_name_holds_parentheses_and_spaces_parses():
     """comm is anything but NUL, up to 15 bytes: ") (" and a fake field list inside it change nothing."""
     for comm in (b"python3", b") (", b"a) R 1 2 3 (b", b"x)", b"  ", b"))))))))))))))"):
-        line = tree_clock.StatLine(_line(comm, utime=7, stime=3, cutime=20, cstime=5, threads=3))
-        assert (line.ppid, line.own, line.reaped, line.threads) == (17, 10, 25, 3), comm
+        line = tree_clock.StatLine(_line(comm, utime=7, stime=3, cutime=20, cstime=5))
+        assert (line.ppid, line.own, line.reaped) == (17, 10, 25), comm
 
 
 @pytest.mark.parametrize("data", [b"", b"4242 python3 S 17", b"(x) S 17 " + b"0 " * 30, b"4242 (x) S 17 0 0",
@@ -86,8 +86,15 @@ TREE = textwrap.dedent("""
 """)
 
 
-def _tree(burn: float, children: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", TREE, str(burn), str(children)], stdout=subprocess.PIPE, text=True)
+def _tree(script: str, *args: object) -> subprocess.Popen:
+    """``script`` started as a tree's keeper, in a process group of its own (``_end``)."""
+    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def _end(tree: subprocess.Popen) -> None:
+    os.killpg(tree.pid, signal.SIGKILL)  # the keeper, the worker and its children
+    tree.wait()
 
 
 def _worker_comm(keeper: int) -> str:
@@ -101,7 +108,7 @@ def test_the_clock_sums_a_trees_cpu_time_and_counts_a_reaped_child_once():
     """Two children burn 0.4 s each and are reaped (then counted in their parent's cutime, not also on their
     own), the worker 0.4 s: 1.2 s in all, to a clock tick a process; the keeper's own time is not counted.
     The worker's name, ") (", is read as it is."""
-    tree = _tree(0.4, 2)
+    tree = _tree(TREE, 0.4, 2)
     clock = tree_clock.TreeClock(tree.pid, os.getpid())
     try:
         line = tree.stdout.readline().split()
@@ -111,11 +118,58 @@ def test_the_clock_sums_a_trees_cpu_time_and_counts_a_reaped_child_once():
         seconds = [clock.cpu_seconds() for _ in range(3)]
         assert _worker_comm(tree.pid) == ") ("
     finally:
-        tree.kill()
-        tree.wait()
+        _end(tree)
         clock.close()
     assert seconds[0] == seconds[1] == seconds[2]  # nothing runs now: the same sum at every sweep
     assert truth - 3 * TICK <= seconds[0] <= truth + 3 * TICK  # each process's time is read in whole ticks
+
+
+# The worker's second thread forks two children that burn 0.4 s each and stay alive; its first thread exits
+# (pthread_exit), so the children are found only on the second thread's list.
+THREADED = textwrap.dedent("""
+    import ctypes, os, sys, threading, time
+
+    def burn(seconds):
+        start = time.process_time()
+        while time.process_time() - start < seconds:
+            pass
+
+    worker = os.fork()
+    if worker:
+        os.waitpid(worker, 0)
+        sys.exit(0)
+
+    def second():
+        read, write = os.pipe()
+        for _ in range(2):
+            if os.fork() == 0:
+                burn(0.4)
+                os.write(write, b"x")
+                time.sleep(600)
+        burnt = b""
+        while len(burnt) < 2:
+            burnt += os.read(read, 2)
+        time.sleep(0.2)
+        print("done", flush=True)
+        time.sleep(600)
+
+    threading.Thread(target=second).start()
+    ctypes.CDLL(None).pthread_exit(None)
+""")
+
+
+@needs_proc
+@pytest.mark.slow
+def test_the_children_of_every_thread_are_found_when_the_first_thread_has_exited():
+    tree = _tree(THREADED)
+    clock = tree_clock.TreeClock(tree.pid, os.getpid())
+    try:
+        assert tree.stdout.readline() == "done\n"
+        seconds = clock.cpu_seconds()
+    finally:
+        _end(tree)
+        clock.close()
+    assert seconds is not None and 0.8 - 2 * TICK <= seconds < 0.8 + 0.3  # the worker's own start-up besides
 
 
 @needs_proc
@@ -124,7 +178,7 @@ def test_a_sweep_never_counts_a_child_twice_while_children_are_forked_and_reaped
     """Sweeps taken while a worker forks and reaps 40 short-lived children never read more than the tree has
     used (each child's time is in its own line or its parent's cutime, never both), and the clock never
     runs backwards."""
-    tree = _tree(0.02, 40)
+    tree = _tree(TREE, 0.02, 40)
     clock = tree_clock.TreeClock(tree.pid, os.getpid())
     readings = []
     try:
@@ -134,8 +188,7 @@ def test_a_sweep_never_counts_a_child_twice_while_children_are_forked_and_reaped
         truth = float(out.split()[1])
         final = clock.cpu_seconds()
     finally:
-        tree.kill()
-        tree.wait()
+        _end(tree)
         clock.close()
     assert len(readings) > 10
     assert readings == sorted(readings)
@@ -209,16 +262,19 @@ def test_without_a_cgroup_the_call_limit_is_judged_on_cpu_time_on_a_loaded_machi
         napped = sandbox.call("nap", 1.5)
         hung = sandbox.call("nap", 60)
         loops = _busy_loops(4)
+        before = sandbox._cpu_used  # the CPU seconds the clock has counted against the submission
         try:
             spun = sandbox.call("spin", 0.5)
         finally:
             _stop(loops)
+        counted = sandbox._cpu_used - before  # the worker's, read through pid 1 of its namespace
         endless = sandbox.call("spin", 30)
     assert (napped.status, napped.value) == ("ok", 1.5)
     assert (hung.status, hung.message) == ("timeout", "the call did not finish within 1 s")
     assert client.WALL_BACKSTOP <= hung.seconds < client.WALL_BACKSTOP + 2
     assert (spun.status, spun.value) == ("ok", 0.5)
     assert spun.seconds > 1.0  # the load stretched it past the limit in wall-clock time: a wall clock would fail it
+    assert 0.5 - 2 * TICK <= counted < 0.5 + 0.2  # the call's CPU time, to a tick (and the reply's own work)
     assert (endless.status, endless.message) == ("timeout", "the call did not finish within 1 s")
 
 
@@ -234,9 +290,10 @@ def test_without_a_cgroup_helpers_in_sessions_of_their_own_spend_the_submissions
                  cgroup=False) as sandbox:
         started = sandbox.call("start", 2)
         waited = sandbox.call("nap", 30)
+        counted = sandbox._cpu_used  # the CPU seconds the clock counted against the submission
     assert (started.status, started.value) == ("ok", 2)
     assert (waited.status, waited.message) == ("timeout", "the submission used up its 2 s time limit")
-    assert waited.seconds < client.WALL_BACKSTOP * 2  # the CPU time ran out, not the backstop
+    assert counted >= 2.0  # the helpers' CPU time ran out, not the wall-clock backstop
 
 
 @pytest.mark.sandbox
