@@ -220,14 +220,21 @@ SOURCE = """
             pass
         return seconds
 
-    def start(helpers):
+    def helped(helpers, seconds):
+        read, write = os.pipe()
         for _ in range(helpers):
-            if os.fork() == 0:  # a double fork: the helper's parent is gone at once
+            middle = os.fork()
+            if middle == 0:  # a double fork: the helper's parent is gone at once, reaped here
                 os.setsid()
                 if os.fork() == 0:
-                    while True:
-                        pass
+                    spin(seconds)
+                    os.write(write, b"x")
+                    time.sleep(600)
                 os._exit(0)
+            os.waitpid(middle, 0)
+        done = b""
+        while len(done) < helpers:
+            done += os.read(read, helpers)
         return helpers
 """
 
@@ -282,18 +289,19 @@ def test_without_a_cgroup_the_call_limit_is_judged_on_cpu_time_on_a_loaded_machi
 @pytest.mark.sandbox
 @pytest.mark.slow
 @pytest.mark.parametrize("isolated", [None, False], ids=["isolated", "unisolated"])
-def test_without_a_cgroup_helpers_in_sessions_of_their_own_spend_the_submissions_time(tmp_path, isolated):
-    """Helpers that double-fork and setsid stay in the tree (its PID namespace; unisolated, the keeper is their
-    subreaper): their CPU time uses up the submission's 2 s, though the worker only sleeps."""
+def test_without_a_cgroup_helpers_in_sessions_of_their_own_are_counted(tmp_path, isolated):
+    """Two helpers that double-fork and setsid, burn 0.75 s of CPU time each and then wait, stay in the tree
+    (its PID namespace; unisolated, the keeper is their subreaper): the clock counts their 1.5 s, to a tick
+    each, against the submission, though the worker only waits for them."""
     path = write(tmp_path, SOURCE)
-    with Sandbox(path, Limits(call_timeout_s=30.0, submission_timeout_s=2.0), isolated=isolated,
+    with Sandbox(path, Limits(call_timeout_s=30.0, submission_timeout_s=60.0), isolated=isolated,
                  cgroup=False) as sandbox:
-        started = sandbox.call("start", 2)
-        waited = sandbox.call("nap", 30)
-        counted = sandbox._cpu_used  # the CPU seconds the clock counted against the submission
-    assert (started.status, started.value) == ("ok", 2)
-    assert (waited.status, waited.message) == ("timeout", "the submission used up its 2 s time limit")
-    assert counted >= 2.0  # the helpers' CPU time ran out, not the wall-clock backstop
+        assert sandbox.call("nap", 0).status == "ok"  # the import's CPU time counted before
+        before = sandbox._cpu_used  # the CPU seconds the clock has counted against the submission
+        helped = sandbox.call("helped", 2, 0.75)
+        counted = sandbox._cpu_used - before
+    assert (helped.status, helped.value) == ("ok", 2)
+    assert 1.5 - 2 * TICK <= counted < 1.5 + 0.2  # the helpers' time, and the worker's few forks and reads
 
 
 @pytest.mark.sandbox
