@@ -91,8 +91,9 @@ KEYS: list[tuple[str, str, type, str]] = [
     ("grading", "atol", float, "Absolute tolerance of array comparisons."),
     ("grading", "vectorization_points", float, "Points for a function with a loop-over-heads source check that passes all its tests with no Python loop over heads (0: a note only)."),
     ("limits", "call_timeout_s", float, ("Time limit of one call of a student function, in seconds: the CPU time of "
-     "the submission's processes where a cgroup counts it (the wall clock then stops it at 4 times the limit), "
-     "else the wall clock.")),
+     "the submission's processes, counted by their cgroup or, where none can be made, read from /proc (the wall "
+     "clock then stops a call at 4 times the limit, a sleeping one too); where neither counts it, the wall clock, "
+     "and the report's warnings say so.")),
     ("limits", "submission_timeout_s", float, ("Time limit of one submission's whole run, in seconds, judged as "
      "call_timeout_s is.")),
     ("limits", "timeouts_per_function", int, "Timed-out calls of one function after which its remaining tests fail at once, not run (status timeout)."),

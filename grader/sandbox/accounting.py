@@ -13,7 +13,7 @@ import socket
 import time
 from dataclasses import dataclass
 
-from grader.sandbox import linux_cgroups
+from grader.sandbox import linux_cgroups, tree_clock
 from grader.sandbox.calls import CallResult, Sandbox, _Output
 from grader.sandbox.protocol import GREETING, MEMORY
 from grader.sandbox.zygote import get_zygote
@@ -23,7 +23,7 @@ from grader.sandbox.zygote import get_zygote
 # CPU clock: a machine busy with other submissions slows a call's wall clock, not its CPU time, so it cannot
 # turn an honest call into a timeout. The wall clock is a backstop WALL_BACKSTOP times the limit: it catches
 # a hang that uses no CPU (a sleep, a blocked read) with the same status and message. Where no cgroup counts
-# the tree's CPU time, the limits are wall clock, as before.
+# the tree's CPU time, /proc does (tree_clock.TreeClock), by the same rule; without either, the wall clock.
 WALL_BACKSTOP = 4
 
 
@@ -40,6 +40,7 @@ class _Child:
     speaker: int | None = None  # pid of the worker on ``sock``: whoever wrote its greeting (``_from_worker``)
     greeting: bytes = GREETING  # what of the greeting has yet to arrive
     counters: linux_cgroups.TreeCounters | None = None  # its cgroup's CPU time and OOM kills, when it has one
+    clock: linux_cgroups.TreeCounters | tree_clock.TreeClock | None = None  # its CPU time: the cgroup's, else /proc's
     cpu_seen: float = 0.0  # the tree's CPU seconds counted against the submission so far
     oom_seen: int = 0  # the OOM kills in its cgroup seen so far
 
@@ -63,9 +64,9 @@ class LinuxAccounting(Sandbox):
         return self.deadline - time.monotonic()
 
     def _judged_on_cpu(self) -> bool:
-        """Are the time limits judged on the tree's CPU time (its cgroup counts it), not on the wall clock?"""
+        """Are the time limits judged on the tree's CPU time (its cgroup, else /proc, counts it), not on the wall clock?"""
         if self._cpu_judged is None:
-            self._cpu_judged = self._cgroup and linux_cgroups.cpu_clock(get_zygote().cgroups)
+            self._cpu_judged = (self._cgroup and linux_cgroups.cpu_clock(get_zygote().cgroups)) or tree_clock.available()
         return self._cpu_judged
 
     def _wall(self, timeout: float) -> float:
@@ -76,9 +77,9 @@ class LinuxAccounting(Sandbox):
         """The CPU seconds the submission's trees have used, counting ``child``'s tree up to now (0 when not
         judged on CPU time). A tree met for the first time counts from its start: its worker's import is the
         submission's; a kept tree from when it was taken (``_adopt_kept``)."""
-        if not self._judged_on_cpu() or child.counters is None:
+        if not self._judged_on_cpu() or child.clock is None:
             return self._cpu_used
-        now = child.counters.cpu_seconds()
+        now = child.clock.cpu_seconds()
         if now is not None:
             self._cpu_used += max(0.0, now - child.cpu_seen)
             child.cpu_seen = now

@@ -41,6 +41,8 @@ NO_CGROUP_WARNING = ("sandbox: no cgroup could be made here, so memory the submi
                      "or files in memory was not counted against limits.memory_mb (memfd_create was refused "
                      "and /tmp and /dev/shm are size-capped)")
 NO_SECCOMP_WARNING = "sandbox: libseccomp.so.2 was not found, so no system call was filtered"
+WALL_CLOCK_WARNING = ("sandbox: neither a cgroup nor /proc counted the CPU time of the submission's processes here, "
+                      "so its time limits were judged on the wall clock: on a busy machine an honest call may time out")
 PORTABLE_WARNING = ("sandbox: student code ran in the portable sandbox (a fresh Python process of this user's, with "
                     "its time limits and reply bounds): no namespaces, no cgroup and no system call filter, so it "
                     "could read and change whatever this user can, and its memory was bounded per process at most "
@@ -55,6 +57,9 @@ def sandbox_warnings(mode: str) -> list[str]:
     said = [UNISOLATED_WARNING] if mode == UNISOLATED else []
     said += [] if zygote.cgroups else [NO_CGROUP_WARNING]
     said += [] if zygote.seccomp else [NO_SECCOMP_WARNING]
+    from grader.sandbox import linux, tree_clock
+
+    said += [] if linux.cpu_clock(zygote.cgroups) or tree_clock.available() else [WALL_CLOCK_WARNING]
     return said
 
 

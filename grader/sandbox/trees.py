@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader.sandbox import isolation, linux_cgroups
+from grader.sandbox import isolation, linux_cgroups, tree_clock
 from grader.sandbox.accounting import LinuxAccounting, _Child
 from grader.sandbox.boot import ENV
 from grader.sandbox.calls import _CALL, _LOAD, _PING, CallResult, _Output
@@ -152,8 +152,9 @@ class LinuxTrees(LinuxAccounting):
         # Memory the kernel frees late (an IPC namespace's segments, say) must not count against this submission,
         # nor the CPU time its tree has used so far.
         charged = linux_cgroups._charged_bytes(get_zygote().cgroups, kept.child.keeper)
+        if kept.child.clock is not None:
+            kept.child.cpu_seen = kept.child.clock.cpu_seconds() or 0.0
         if kept.child.counters is not None:
-            kept.child.cpu_seen = kept.child.counters.cpu_seconds() or 0.0
             kept.child.oom_seen = kept.child.counters.oom_kills()
         failed = answer.status != OK or answer.output or charged > (self.limits.memory_mb << 20) // KEPT_MEMORY_SHARE
         if failed:
@@ -216,7 +217,9 @@ class LinuxTrees(LinuxAccounting):
             pidfd, write_end = os.pipe()
             os.close(write_end)
         counters = linux_cgroups.TreeCounters(zygote.cgroups, keeper) if self._cgroup and zygote.cgroups else None
-        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes), counters=counters)
+        clock = counters if counters and linux_cgroups.cpu_clock(zygote.cgroups) else (
+            tree_clock.TreeClock(keeper, zygote.process.pid, NPROC) if tree_clock.available() else None)
+        child = _Child(keeper, pidfd, proto, out, ctl, _Output(limits.output_bytes), counters=counters, clock=clock)
         self._child = child
         self._respawns = isolated  # a restart keeps the tree wherever the visible folders lie (linux_mounts._mount_tmp)
         self._settings = settings if self._respawns else ""
@@ -307,6 +310,8 @@ def _end_tree(child: _Child) -> None:
     os.close(child.pidfd)
     if child.counters is not None:
         child.counters.close()
+    if child.clock is not None:
+        child.clock.close()
     child.sock.close()
     child.ctl.close()
     os.close(child.out)
