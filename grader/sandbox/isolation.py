@@ -57,9 +57,9 @@ def sandbox_warnings(mode: str) -> list[str]:
     said = [UNISOLATED_WARNING] if mode == UNISOLATED else []
     said += [] if zygote.cgroups else [NO_CGROUP_WARNING]
     said += [] if zygote.seccomp else [NO_SECCOMP_WARNING]
-    from grader.sandbox import linux, tree_clock
+    from grader.sandbox import linux_cgroups, tree_clock
 
-    said += [] if linux.cpu_clock(zygote.cgroups) or tree_clock.available() else [WALL_CLOCK_WARNING]
+    said += [] if linux_cgroups.cpu_clock(zygote.cgroups) or tree_clock.available() else [WALL_CLOCK_WARNING]
     return said
 
 

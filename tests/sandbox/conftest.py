@@ -8,6 +8,8 @@ under the portable backend.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 BACKENDS = ("linux", "portable")
@@ -21,7 +23,14 @@ def backend(request, monkeypatch) -> str:
 
 def pytest_collection_modifyitems(config, items):
     """A test asked for both backends and for root-mode isolation (``isolated=True``) runs on the Linux one only:
-    the portable backend refuses to isolate."""
+    the portable backend refuses to isolate.
+
+    ``GRADER_SANDBOX=portable`` set for the whole run is refused: the tests of the Linux backend would then grade
+    the hostile corpus on the portable one, which isolates nothing, as this user (as root: ``kill(-1)`` ends
+    every process of the machine, and pid 1's limits change for every process started after)."""
+    if os.environ.get("GRADER_SANDBOX") == "portable" and any("tests/sandbox/" in item.nodeid for item in items):
+        raise pytest.UsageError("tests/sandbox runs each backend itself (its `backend` fixture): unset GRADER_SANDBOX; "
+                                "set for the whole run, the hostile corpus would be graded unisolated on this machine")
     kept, dropped = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})

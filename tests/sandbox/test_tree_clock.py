@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from grader.config import Limits
-from grader.sandbox import WALL_CLOCK_WARNING, Sandbox, client, isolation, linux, tree_clock
+from grader.sandbox import WALL_CLOCK_WARNING, Sandbox, client, isolation, linux_cgroups, tree_clock
 from grader.sandbox.isolation import UNISOLATED, USER_NAMESPACES
 from sandbox.test_hostile import _as_nobody, _reachable
 from sandbox.test_sandbox import write
@@ -312,7 +312,7 @@ def test_with_no_clock_at_all_the_limits_are_wall_clock_and_the_report_says_so(t
     """Where neither a cgroup nor /proc counts CPU time, a 1.5 s sleep under a 1 s limit times out on the
     wall clock, and the sandbox's warnings (the report's) say that the grade may depend on the machine's load."""
     monkeypatch.setattr(tree_clock, "available", lambda: False)
-    monkeypatch.setattr(linux, "cpu_clock", lambda places: False)
+    monkeypatch.setattr(linux_cgroups, "cpu_clock", lambda places: False)
     assert WALL_CLOCK_WARNING in isolation.sandbox_warnings(isolation.isolation_mode())
     path = write(tmp_path, SOURCE)
     with Sandbox(path, Limits(call_timeout_s=1.0, submission_timeout_s=60.0), cgroup=False) as sandbox:
