@@ -199,6 +199,7 @@ EXPECTED: dict[str, Expect] = {
     # refused, /proc shows processes only, and a tree that holds all the processes it may keeps its answers.
     "flock_channel": Expect(100, ALL_PASS),
     "affinity_hop": Expect(100, ALL_PASS),
+    "cpu_pin_visible": Expect(100, ALL_PASS),  # alone; test_a_batch_worker_s_core_is_not_visible: in a batch too
     "proc_peek": Expect(100, ALL_PASS, root_only=True),
     "nproc_hog": Expect(100, ALL_PASS),
     # Replies only the trusted side reads (tests/test_hostile_replies.py says more): an import-error after the
@@ -505,6 +506,25 @@ def test_the_analysis_of_a_crafted_source_stops_at_its_budget(graded, monkeypatc
         patched.setattr(vectorization.ast, "parse", _must_not_run("ast.parse"))
         assert analyse(bigger, heads_index=5, heads_param="h").reason == (f"the source has {len(bigger):,} characters, more than the 100,000 "
                                           "the analysis reads")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0), reason="needs cores 0 and 1 to pin workers to")
+def test_a_batch_worker_s_core_is_not_visible(graded, tmp_path):
+    """cpu_pin_visible.py is wrong on CPU 1 alone. Six copies in grade batch --jobs 2, whose workers run on
+    cores 0 and 1: each copy scores what the file scores alone (once 85 for those the core-1 worker took)."""
+    from grader.batch.run import run_batch
+
+    assert graded[0]["cpu_pin_visible"]["score"] == 100
+    klass = tmp_path / "class"
+    klass.mkdir()
+    for n in range(6):
+        (klass / f"s{n}.py").write_bytes((HOSTILE / "cpu_pin_visible.py").read_bytes())
+    config = load_config(HOSTILE / "grader.toml")
+    config = replace(config, limits=replace(config.limits, **GENEROUS_LIMITS))
+    result = run_batch([klass], tmp_path / "out", config, jobs=2)
+    assert sorted((row["file"], row["status"], row["score"]) for row in result.rows) == [
+        (f"s{n}.py", "graded", 100) for n in range(6)]
 
 
 def _must_not_run(what: str):
