@@ -145,8 +145,10 @@ def _head_names(function: _Function, heads: set[str], budget: _Budget) -> set[st
 
 
 def _loops(function: _Function, heads: set[str], lines: list[str], budget: _Budget) -> list[HeadLoop]:
+    # One per line: thousands of loops on one 100 kB line are one copy of it, not thousands.
+    found = {line for probe, line in function.loops if _names(probe, budget) & heads}
     return [HeadLoop(function.node.name, line, lines[line - 1].strip() if line <= len(lines) else "")
-            for probe, line in function.loops if _names(probe, budget) & heads]
+            for line in sorted(found)]
 
 
 def find_head_loops(source: str, function: str | None = None, *, heads_index: int,

@@ -184,3 +184,18 @@ def test_where_the_analysis_stops_depends_on_the_source_alone(tmp_path):
     assert idle[1][:4] == [False, "it visited more than 500,000 syntax nodes", [], idle[1][3]]
     assert MAX_NODES == 500_000
 
+
+def test_thousands_of_loops_on_one_line_copy_the_line_once():
+    """4,300 loops over heads on one 95 kB line: one loop found, its line copied once (each loop's own copy
+    of it once held 410 MB in the grading process for a moment)."""
+    import tracemalloc
+
+    source = HEADER + "    _ = (" + "[0 for _ in range(h)]," * 4300 + ")\n    return X\n"
+    tracemalloc.start()
+    try:
+        found = find_head_loops(source, **HEADS)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(loop.line, len(loop.text)) for loop in found] == [(5, len(source.splitlines()[4].strip()))]
+    assert peak < 64 << 20
