@@ -37,7 +37,7 @@ from grader.exercise.teaching import load_feedback
 from grader.report.formats import FORMATS, render
 from grader.report.model import plain
 from grader.report.native import build_report, printable, shown_name, to_json, write_atomic
-from grader.sandbox import adopt, get_zygote, hand_over, hold_cpus, keep_trees
+from grader.sandbox import adopt, get_zygote, hand_over, keep_trees
 from grader.version import __version__
 
 if TYPE_CHECKING:
@@ -554,6 +554,8 @@ def _pin(core: int) -> None:
     a class one submission after another 20-30 % less CPU in all. The trees it starts run on this process's
     CPUs as they were before the pin (sandbox.hold_cpus): a student sees the same CPUs alone and in a batch.
     """
+    from grader.sandbox import hold_cpus  # here: the module imports where the Linux backend's modules do not
+
     hold_cpus()
     try:
         os.sched_setaffinity(0, {core})
