@@ -48,7 +48,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 _WHERE = {  # each public name -> the module that defines it
-    **dict.fromkeys(("NPROC",), "trees"),
+    **dict.fromkeys(("NPROC", "hold_cpus"), "trees"),
     **dict.fromkeys(("get_zygote", "hand_over", "keep_trees"), "early"),
     **dict.fromkeys(("TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "reply_limit"), "calls"),
     **dict.fromkeys(("LINUX", "PORTABLE", "UnknownBackend", "chosen_backend"), "backend"),
@@ -102,6 +102,7 @@ __all__ = [
     "chosen_backend",
     "get_zygote",
     "hand_over",
+    "hold_cpus",
     "isolation_available",
     "isolation_mode",
     "keep_trees",
@@ -166,5 +167,5 @@ if TYPE_CHECKING:
         SandboxError,
         Status,
     )
-    from grader.sandbox.trees import NPROC
+    from grader.sandbox.trees import NPROC, hold_cpus
     from grader.sandbox.zygote import Handed, shutdown

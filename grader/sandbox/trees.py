@@ -31,6 +31,30 @@ from grader.sandbox.zygote import get_zygote
 NPROC = 256  # processes and threads student code may have at once (RLIMIT_NPROC)
 
 
+# ---------------------------------------------------------------- the CPUs of every tree
+
+_held_cpus: list[int] | None = None  # hold_cpus(): the CPUs of this program's trees, whatever this process runs on
+
+
+def hold_cpus() -> None:
+    """Run every tree this process starts from now on on the CPUs it may use now, wherever it is moved later.
+
+    Student code can read its CPU mask (sched_getaffinity, Cpus_allowed in /proc/self/status, os.cpu_count where
+    glibc falls back to the mask), so the mask is the same whatever route grades it: grade batch calls this in
+    each worker before it pins the worker and its zygote to one core (batch.run._pin); the tree's keeper then
+    sets these CPUs (zygote._keeper) rather than pass the pin on. Without a call, the first tree holds the mask.
+    """
+    global _held_cpus
+    if _held_cpus is None:
+        _held_cpus = sorted(os.sched_getaffinity(0))
+
+
+def _tree_cpus() -> list[int]:
+    hold_cpus()
+    assert _held_cpus is not None
+    return _held_cpus
+
+
 # ---------------------------------------------------------------- trees kept from one submission to the next
 
 KEPT_ANSWER_S = 2.0  # how long a kept tree's new worker may take to answer its ping before the tree is ended
@@ -189,7 +213,7 @@ class LinuxTrees(LinuxAccounting):
             request = {
                 "isolated": isolated, "userns": mode == USER_NAMESPACES,
                 "cgroups": zygote.cgroups if self._cgroup else {}, "seccomp": self._seccomp,
-                "env": ENV, "limits": asdict(limits), "nproc": NPROC,
+                "env": ENV, "limits": asdict(limits), "nproc": NPROC, "cpus": _tree_cpus(),
                 "visible": isolation._visible_paths(tuple(zygote.path)),
                 "hidden": isolation._hidden_paths(self.hidden, tuple(zygote.path)),
             }

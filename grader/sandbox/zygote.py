@@ -205,6 +205,10 @@ def _keeper(request: dict, proto: int, out: int, ctl_fd: int) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
     linux._prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    try:  # the grading program's CPUs, not the core a batch worker pinned this zygote to (trees.hold_cpus)
+        os.sched_setaffinity(0, request["cpus"])
+    except OSError:  # a CPU went away (a container's CPU set changed): the tree runs where this zygote may
+        pass
     ctl = socket.socket(fileno=ctl_fd)
     isolated, workdir = request["isolated"], None
     cgroups: list[linux_cgroups._Cgroup] = []

@@ -218,24 +218,34 @@ PINNED = """
             moved = "moved"
         except OSError as exc:
             moved = str(exc)
-        raise RuntimeError(repr((sorted(os.sched_getaffinity(0)), moved)))
+        with open("/proc/self/status") as status:
+            allowed = [line.split()[1] for line in status if line.startswith("Cpus_allowed_list")]
+        counts = os.cpu_count(), getattr(os, "process_cpu_count", os.cpu_count)()
+        raise RuntimeError(repr((sorted(os.sched_getaffinity(0)), allowed, counts, moved)))
 """
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin to one")
-def test_a_pinned_batch_worker_keeps_its_students_on_its_core(tmp_path):
+def test_a_pinned_batch_worker_s_students_see_the_grading_program_s_cpus(tmp_path):
     """grade batch pins each worker and its zygote to a core (batch._pin, from the trusted side, before any
-    tree exists); every tree inherits that, and the student cannot move off it."""
+    tree exists). Its trees run on the CPUs the grading program had before (sandbox.hold_cpus): what the
+    student sees of them (mask, /proc/self/status, cpu counts) is what it sees unpinned, and it cannot move."""
     from grader.batch.run import _pin
 
     zygote = get_zygote().process.pid
     own, zygotes = os.sched_getaffinity(0), os.sched_getaffinity(zygote)
     core = max(own)
+    modes = [None, False] if ISOLATED else [False]
+    alone = [_probe(tmp_path, PINNED, isolated=isolated).message.split(": ", 1)[1] for isolated in modes]
     try:
         _pin(core)
-        for isolated in ([None, False] if ISOLATED else [False]):
+        for isolated, unpinned in zip(modes, alone):
             result = _probe(tmp_path, PINNED, isolated=isolated)
-            assert result.message.split(": ", 1)[1] == repr(([core], "[Errno 1] Operation not permitted"))
+            assert result.message.split(": ", 1)[1] == unpinned
+            mask, allowed, counts, moved = ast.literal_eval(unpinned)
+            assert mask == sorted(own) and len(allowed) == 1 and moved == "[Errno 1] Operation not permitted"
+            # glibc counts the mask where /sys and /proc/stat are hidden (isolated); unisolated, /sys's online CPUs
+            assert counts[0] == (len(own) if isolated is None else os.cpu_count())
     finally:
         os.sched_setaffinity(0, own)
         os.sched_setaffinity(zygote, zygotes)
