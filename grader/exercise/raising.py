@@ -1,6 +1,6 @@
 """A raise as evidence: the string a call that raised is matched by, "raises <Class>" or "raises <Class> in <operation>".
 
-Both sides of a comparison are written here: a student's call (its ``CallResult``'s ``exception`` and
+Both sides of a comparison are written here: a student's call (its ``CallResult``'s ``classes`` and
 ``misfit``, which the sandbox's client fills from the child's reply and checks) and a trusted run of
 the reference with misconception switches on (its exception object, in the grading process). The
 operation is numpy's reshape, matmul or broadcast that could not fit (grader.sandbox.misfit_of), so
@@ -10,7 +10,7 @@ that a reshape that cannot fit and an addition that cannot broadcast are differe
 
 from __future__ import annotations
 
-from grader.sandbox import CallResult, Misfit, misfit_of
+from grader.sandbox import CallResult, Misfit, classify_exception, misfit_of
 
 RAISES = "raises "  # a candidate "raises ValueError": the combination raises on these inputs
 # Raised before the step that cannot go on: an assert the student wrote (often copied from a starter), and a division
@@ -24,18 +24,19 @@ def raise_key(exception: str, misfit: Misfit | None = None) -> str:
 
 
 def raised_by(result: CallResult) -> str:
-    """The key of a student's call that raised (its status "raised"), from the result's fields, never its message."""
-    return raise_key(result.exception, result.misfit)
+    """The key of a student's call that raised (its status "raised"), from the result's fields, never its message:
+    the class of Python's it is (a subclass of ValueError raises ValueError; a class merely named so, not)."""
+    return raise_key(result.classes[0] if result.classes else "", result.misfit)
 
 
 def raised(exc: BaseException) -> str:
     """The key of a trusted run that raised ``exc`` (the reference with switches on, in this process)."""
-    name = type(exc).__name__
+    _, classes, standard = classify_exception(exc)
     try:
         text = str(exc)
     except Exception:  # noqa: BLE001 - a trusted exception's text; read defensively all the same
         text = ""
-    return raise_key(name, misfit_of(name, text))
+    return raise_key(classes[0], misfit_of(classes[0] if standard else "", text))
 
 
 # What each operation that could not fit tells. A reshape, a product and an addition that cannot fit are kept apart:

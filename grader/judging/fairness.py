@@ -20,7 +20,7 @@ import numpy as np
 from grader.judging.compare import FAILED, PASSED, Kind
 from grader.judging.judge import judge
 from grader.judging.session import TestOutcome
-from grader.sandbox import CallResult, misfit_of
+from grader.sandbox import CallResult, classify_exception, misfit_of
 
 
 class InProcess:
@@ -35,8 +35,9 @@ class InProcess:
             with np.errstate(all="ignore"):
                 value = self.implementations[function](*views, **kwargs)
         except Exception as exc:  # noqa: BLE001 - a trivial implementation may raise, like a student's
-            return CallResult("raised", message=f"raised {type(exc).__name__}: {exc}", exception=type(exc).__name__,
-                              misfit=misfit_of(type(exc).__name__, str(exc)))
+            name, classes, standard = classify_exception(exc)
+            return CallResult("raised", message=f"raised {name}: {exc}", exception=name, classes=classes,
+                              misfit=misfit_of(classes[0] if standard else "", str(exc)))
         if isinstance(value, np.generic):
             value = np.asarray(value)
         return CallResult("ok", value, type(value).__name__)

@@ -2,7 +2,8 @@
 
 Public API (``__all__``; nothing outside this package imports its modules): ``Sandbox``,
 ``CallResult`` and ``reply_limit`` (calls.py), ``Misfit`` and ``misfit_of`` (misfit.py), the backend in use (``chosen_backend``, backend.py), the call statuses as one ``Status`` type
-(protocol.py), ``SandboxError``, ``isolation_available``, ``isolation_mode`` and the report's
+(protocol.py), ``classify_exception`` (what a raised exception is, read as the worker reads it; protocol.py),
+``SandboxError``, ``isolation_available``, ``isolation_mode`` and the report's
 warnings; for the processes a grade or a batch starts early and hands on: ``start_early``,
 ``adopt``, ``Started`` (boot.py), ``get_zygote``, ``hand_over``, ``Handed``, ``shutdown``
 (zygote.py), ``keep_trees``; and ``read_regular_file`` (files.py), ``SYSTEM_DIRS``.
@@ -57,7 +58,7 @@ _WHERE = {  # each public name -> the module that defines it
                      "SYSTEM_DIRS", "UNISOLATED_WARNING", "USER_NAMESPACES", "WALL_CLOCK_WARNING", "isolation_available",
                      "isolation_mode", "sandbox_warnings"), "isolation"),
     **dict.fromkeys(("BAD_TYPE", "CRASHED", "IMPORT_ERROR", "MEMORY", "MISSING", "OK", "RAISED", "TIMEOUT",
-                     "TOO_LARGE", "SandboxError", "Status"), "protocol"),
+                     "TOO_LARGE", "SandboxError", "Status", "classify_exception"), "protocol"),
     **dict.fromkeys(("Handed", "shutdown"), "zygote"),
     **dict.fromkeys(("Started", "adopt", "start_early"), "boot"),
     **dict.fromkeys(("Misfit", "misfit_of"), "misfit"),
@@ -100,6 +101,7 @@ __all__ = [
     "UnknownBackend",
     "adopt",
     "chosen_backend",
+    "classify_exception",
     "get_zygote",
     "hand_over",
     "hold_cpus",
@@ -166,6 +168,7 @@ if TYPE_CHECKING:
         TOO_LARGE,
         SandboxError,
         Status,
+        classify_exception,
     )
     from grader.sandbox.trees import NPROC, hold_cpus
     from grader.sandbox.zygote import Handed, shutdown

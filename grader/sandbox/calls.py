@@ -30,6 +30,7 @@ from grader.sandbox.misfit import IDENTIFIER, MISFIT_TEXT, Misfit, misfit_of
 from grader.sandbox.protocol import (
     BAD_TYPE,
     CRASHED,
+    EXCEPTION_NAMES,
     IMPORT_ERROR,
     LOST_SOCKET_EXIT,
     MAX_TUPLE,
@@ -64,9 +65,14 @@ class CallResult:
     output: str = ""  # what the student's code printed during the call (capped)
     seconds: float = 0.0
     shape: tuple[int, ...] | None = None  # too-large: the shape its .npy header announced (unchecked), if readable
-    # raised: the exception's class name (a Python identifier, else ""), as the child's reply names it
+    # raised: the exception's class name (a Python identifier, else ""), as the child's reply names it: for messages
     exception: str = ""
-    # raised: which numpy reshape, matmul or broadcast could not fit (``misfit_of`` its message), if one
+    # raised: Python's exception classes it is an instance of, most specific first (as ``except`` judges it:
+    # ("ValueError", "Exception", "BaseException") for a ValueError or a subclass of it), checked names only
+    # (``_classes``); () when the reply did not say. What a raise is judged by, never ``exception``.
+    classes: tuple[str, ...] = ()
+    # raised: which numpy reshape, matmul or broadcast could not fit (``misfit_of`` its message), if one: read only
+    # from a raise whose class is Python's ValueError itself
     misfit: Misfit | None = None
     timed_out: str = ""  # timeout: "call" (limits.call_timeout_s) or "submission" (its whole time); else ""
 
@@ -367,15 +373,17 @@ class Sandbox:
             return self._value(reply, blobs, type_name, output)
         if status == "raised":
             exception = _clip(reply.get("exception"), 200)
+            classes, standard = _classes(reply)
             where = _clip(reply.get("where"), 100)
-            kind = MEMORY if exception in ("MemoryError", "_ArrayMemoryError") else RAISED
-            text = f"raised {exception}" + (f" at {where}" if where else "") + (f": {message}" if message else "")
-            if kind == MEMORY:
-                text = f"ran out of memory (limit {self.limits.memory_mb} MB): {text}"
-                return CallResult(kind, message=text, output=output)
+            tail = (f" at {where}" if where else "") + (f": {message}" if message else "")
+            if "MemoryError" in classes:  # Python's, or numpy's (_ArrayMemoryError, a subclass of it)
+                text = f"ran out of memory (limit {self.limits.memory_mb} MB): raised MemoryError{tail}"
+                return CallResult(MEMORY, message=text, output=output)
             name = exception if IDENTIFIER.fullmatch(exception) else ""
-            return CallResult(kind, message=text, output=output, exception=name,
-                              misfit=misfit_of(name, _clip(reply.get("message"), MISFIT_TEXT)))
+            exactly = classes[0] if standard else ""  # numpy's own misfits are Python's ValueError itself
+            return CallResult(RAISED, message=f"raised {_as_raised(exception, classes, standard)}{tail}",
+                              output=output, exception=name, classes=classes,
+                              misfit=misfit_of(exactly, _clip(reply.get("message"), MISFIT_TEXT)))
         if status in (MISSING, BAD_TYPE):
             return CallResult(status, type_name=type_name, message=message, output=output)
         return CallResult(CRASHED, message=f"unexpected reply from the submission's process: {_clip(str(status), 100)}",
@@ -415,6 +423,34 @@ class Sandbox:
     def _module(self) -> str:
         stem = Path(self.filename).stem
         return stem if stem.isidentifier() else "submission"
+
+
+def _classes(reply: dict) -> tuple[tuple[str, ...], bool]:
+    """A raised reply's "classes" and "standard" (``protocol.classify_exception``), checked: a list of distinct names
+    of Python's exception classes ending in BaseException, as every exception's does, and True; anything else is
+    ((), False): the raise is then judged no class of Python's, whatever it is named."""
+    classes = reply.get("classes")
+    if (type(classes) is not list or not 0 < len(classes) <= len(EXCEPTION_NAMES)
+            or not all(type(name) is str and name in EXCEPTION_NAMES for name in classes)
+            or len(set(classes)) != len(classes) or classes[-1] != "BaseException"):
+        return (), False
+    return tuple(classes), reply.get("standard") is True
+
+
+def _as_raised(name: str, classes: tuple[str, ...], standard: bool) -> str:
+    """The raised class as a student reads it: Python's own by its name; another with the class of Python's it derives
+    from ("ShapeError (a subclass of ValueError)"; by its name alone when that is Exception or BaseException), said
+    plainly where its name is one of Python's that it is not."""
+    if not classes:
+        return f"{name} (a class the grader could not check)"
+    first = classes[0]
+    if standard:
+        return first
+    if name == first:
+        return f"{name} (a subclass of Python's {name})"
+    if name in EXCEPTION_NAMES:
+        return f"a class named {name} that is not Python's {name} (a subclass of {first})"
+    return name if first in ("Exception", "BaseException") else f"{name} (a subclass of {first})"
 
 
 def _clip(text: object, limit: int = 2000) -> str:

@@ -34,6 +34,7 @@ from .protocol import (
     NUMERIC_KINDS,
     ProtocolError,
     array_to_blob,
+    classify_exception,
     decode_argument,
     recv_message,
     report,
@@ -115,6 +116,10 @@ def describe_result(result) -> tuple[dict, list[bytes]]:
 
 
 def _describe_exception(exc: BaseException) -> dict:
+    """An exception as a reply: its class's own name (for the message), Python's exception classes it is an
+    instance of and whether its class is one of them itself (``protocol.classify_exception``: what the grading
+    process judges it by), its message (clipped) and the submission's line it was raised at."""
+    name, classes, standard = classify_exception(exc)
     try:
         text = str(exc)
     except BaseException:  # noqa: BLE001 - an exception whose __str__ itself raises
@@ -132,7 +137,7 @@ def _describe_exception(exc: BaseException) -> dict:
             where = f"line {frames[-1].lineno}"
     except BaseException:  # noqa: BLE001, S110 - student code may raise anything
         pass
-    return {"exception": type(exc).__name__, "message": text, "where": where}
+    return {"exception": name, "classes": list(classes), "standard": standard, "message": text, "where": where}
 
 
 _SUBMISSION_FILE = ""

@@ -44,7 +44,10 @@ def misfit_of(exception: str, message: str) -> Misfit | None:
     """The misfit a ValueError's message describes (numpy's reshape, matmul, broadcast or split, or Python's
     unpacking), or None (another exception or message).
 
-    message: the text after the exception's name (untrusted: only its first MISFIT_TEXT characters are read).
+    exception: the raised class when it is one of Python's own itself, else "" (``protocol.classify_exception``:
+    numpy raises these as Python's ValueError, and a class of the submission's, whatever its name or bases, may
+    write any message). message: the text after the exception's name (untrusted: only its first MISFIT_TEXT
+    characters are read).
     """
     if exception != "ValueError":
         return None

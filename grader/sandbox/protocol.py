@@ -15,11 +15,13 @@ list of items, each a number or an ``.npy`` blob (``child.describe_result``).
 The child imports this module from a private copy (``zygote.start``), so it
 imports nothing but the standard library and numpy. The parent reads replies
 with ``MessageReader``, fed as bytes arrive; the child with ``recv_message``;
-both check a header with ``parse_header``.
+both check a header with ``parse_header``. A raised exception's classes are read alike on both sides
+(``classify_exception``): the worker's, for its reply; the grading process's, for its own trusted runs.
 """
 
 from __future__ import annotations
 
+import builtins
 import io
 import json
 import math
@@ -343,3 +345,33 @@ def decode_argument(spec: dict, blobs: list, fds: list[int]):
                             prot=mmap.PROT_READ | mmap.PROT_WRITE)
         return np.frombuffer(mapping, dtype).reshape(shape)
     return np.frombuffer(bytearray(blobs[spec["array"]]), dtype).reshape(shape)
+
+
+# ---------------------------------------------------------------- what a raised exception is (both sides)
+
+# Python's own exception classes, taken from the builtins module when this module is first imported: in a worker,
+# before any student code runs, so a submission that rebinds builtins.ValueError changes nothing here. Keyed by
+# id, so that no class's hash or equality (its metaclass's to define) is ever called. Aliases (IOError) are left out.
+_STANDARD: dict[int, str] = {id(cls): name for name, cls in vars(builtins).items()
+                             if isinstance(cls, type) and issubclass(cls, BaseException) and cls.__name__ == name}
+EXCEPTION_NAMES = frozenset(_STANDARD.values())  # the names a reply's "classes" may hold (calls._classes checks)
+_MRO = type.__dict__["__mro__"]  # type's own slots, read through its descriptors: a metaclass's
+_NAME = type.__dict__["__name__"]  # __mro__ or __name__ property is never called
+_id, _type = id, type  # bound now: a submission may rebind the builtins' names, never these
+
+
+def classify_exception(exc: BaseException) -> tuple[str, tuple[str, ...], bool]:
+    """What ``exc`` is, read without calling anything its class or metaclass can override: (its class's own name,
+    Python's exception classes it is an instance of, whether its class is the first of those itself).
+
+    The classes are the builtin exception classes in its type's method resolution order, most specific first:
+    the order ``except`` and ``isinstance`` walk (a class that ``except ValueError`` catches has ValueError among
+    them; a class merely named ValueError has not). ``class ShapeError(ValueError)`` gives ("ShapeError",
+    ("ValueError", "Exception", "BaseException"), False); numpy's AxisError ("AxisError", ("ValueError",
+    "IndexError", "LookupError", "Exception", "BaseException"), False); a plain ValueError ("ValueError",
+    ("ValueError", "Exception", "BaseException"), True). Compared by identity with the classes the builtins
+    module held when this module was imported.
+    """
+    kind = _type(exc)
+    classes = tuple(_STANDARD[_id(cls)] for cls in _MRO.__get__(kind) if _id(cls) in _STANDARD)
+    return _NAME.__get__(kind), classes, _id(kind) in _STANDARD

@@ -50,8 +50,15 @@ def test_the_key_of_a_raise_names_its_class_and_numpy_operation():
     assert raised(_raise(lambda: np.ones((2, 3)) + np.ones((4, 5)))) == "raises ValueError in broadcast"
     assert raised(KeyError("x")) == "raises KeyError"
     student = CallResult("raised", message="raised ValueError at line 3: whatever the student's text says",
-                         exception="ValueError", misfit=Misfit("matmul", (4, 3)))
+                         exception="ValueError", classes=("ValueError", "Exception", "BaseException"),
+                         misfit=Misfit("matmul", (4, 3)))
     assert raised_by(student) == "raises ValueError in matmul"
+    # The key is the class of Python's the raise is: a subclass's is its base's, a class merely named so has none.
+    shape_error = CallResult("raised", exception="ShapeError", classes=("ValueError", "Exception", "BaseException"))
+    assert raised_by(shape_error) == "raises ValueError"
+    assert raised_by(CallResult("raised", exception="ValueError", classes=("Exception", "BaseException"))) == \
+        "raises Exception"
+    assert raised(np.exceptions.AxisError("axis 3 is out of bounds")) == "raises ValueError"
     assert raised_by(CallResult("raised", message="raised ValueError: forged")) == "raises an unnamed exception"
     assert raise_key("IndexError") == "raises IndexError"
 
@@ -81,14 +88,19 @@ def test_a_raise_matches_by_class_and_operation_and_an_assert_matches_any_raise(
 
 def test_the_client_fills_the_fields_from_a_validated_reply():
     sandbox = object.__new__(Sandbox)  # _decode reads nothing but the limits: no child is needed
-    reply = {"status": "raised", "exception": "ValueError", "where": "line 21",
-             "message": "cannot reshape array of size 132 into shape (4,3,1,8)"}
+    reply = {"status": "raised", "exception": "ValueError", "classes": ["ValueError", "Exception", "BaseException"],
+             "standard": True, "where": "line 21", "message": "cannot reshape array of size 132 into shape (4,3,1,8)"}
     result = sandbox._decode(reply, [], "")
     assert (result.status, result.exception, result.misfit) == ("raised", "ValueError", Misfit("reshape", (132, 4, 3, 1, 8)))
     assert result.message == "raised ValueError at line 21: cannot reshape array of size 132 into shape (4,3,1,8)"
     # A class name that is not an identifier is kept in the message for the student, never as the field.
     forged = sandbox._decode(dict(reply, exception="ValueError: x"), [], "")
-    assert (forged.status, forged.exception, forged.misfit) == ("raised", "", None)
+    assert (forged.status, forged.exception) == ("raised", "")
+    # The misfit is read only from Python's ValueError itself: never from a subclass's message, nor a look-alike's.
+    subclass = sandbox._decode(dict(reply, exception="ShapeError", standard=False), [], "")
+    assert (subclass.exception, subclass.classes, subclass.misfit) == (
+        "ShapeError", ("ValueError", "Exception", "BaseException"), None)
+    assert sandbox._decode(dict(reply, classes=["Exception", "BaseException"], standard=False), [], "").misfit is None
     long = sandbox._decode(dict(reply, exception="E" * 101), [], "")
     assert long.exception == ""
     assert sandbox._decode(dict(reply, exception=["ValueError"]), [], "").exception == ""

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from grader.judging.compare import Kind, check_array, check_count, check_raises
+from grader.judging.compare import FAILED, PASSED, Kind, Verdict, check_array, check_count, check_raises
 from grader.judging.score import as_number, score
 from grader.sandbox import CallResult
 
@@ -66,12 +66,23 @@ def test_counts_are_exact_and_accept_numpy_integers():
         "g() returned 2,359,296, expected 2,362,368 (off by -3,072)"
 
 
-def raised(exception, text):
-    return CallResult("raised", message=f"raised {exception}: {text}", exception=exception)
+def raised(exception, text, classes=None):
+    """A call that raised ``exception``: Python's own class of that name, unless ``classes`` says what it is."""
+    classes = (exception, "Exception", "BaseException") if classes is None else classes
+    return CallResult("raised", message=f"raised {exception}: {text}", exception=exception, classes=classes)
 
 
 def test_expected_exceptions():
     assert check_raises(raised("ValueError", "bad"), "ValueError", "f()").status == "passed"
+    # What the class is decides, as `except ValueError` would: a subclass passes (numpy's AxisError is one) ...
+    axis = raised("AxisError", "axis 3 is out of bounds",
+                  ("ValueError", "IndexError", "LookupError", "Exception", "BaseException"))
+    assert check_raises(axis, "ValueError", "f()") == Verdict(PASSED)
+    # ... and a class that is only named ValueError fails, as does a reply that did not say (no classes).
+    fake = raised("ValueError", "bad", ("Exception", "BaseException"))
+    assert check_raises(fake, "ValueError", "f()") == Verdict(
+        FAILED, "f() raised ValueError: bad; expected ValueError", Kind.WRONG_EXCEPTION)
+    assert check_raises(raised("ValueError", "bad", ()), "ValueError", "f()").kind == Kind.WRONG_EXCEPTION
     assert check_raises(ok(np.zeros(2)), "ValueError", "f()").message == "f() returned a value; expected it to raise ValueError"
     assert check_raises(raised("TypeError", "x"), "ValueError", "f()").message == \
         "f() raised TypeError: x; expected ValueError"
@@ -79,7 +90,8 @@ def test_expected_exceptions():
     assert check_raises(raised("AssertionError", "embed_dim % num_heads == 0"), "ValueError", "f()").message == \
         "f() raised AssertionError: embed_dim % num_heads == 0; expected ValueError"
     # The class is the reply's field: a message a submission words like a ValueError's passes nothing.
-    forged = CallResult("raised", message="raised ValueError at line 4: bad", exception="KeyError")
+    forged = CallResult("raised", message="raised ValueError at line 4: bad", exception="KeyError",
+                        classes=("KeyError", "LookupError", "Exception", "BaseException"))
     assert check_raises(forged, "ValueError", "f()").kind == Kind.WRONG_EXCEPTION
 
 

@@ -68,6 +68,16 @@ def entropy(statuses: dict, message: str, failing: tuple = ()) -> Expect:
     return Expect(100 - lost, {**ALL_PASS, ENTROPY: statuses}, message, ENTROPY, failing)
 
 
+CONTRACT = ("param_count[h-does-not-divide-d]", "mha_errors[width-not-divisible-by-h]", "mha_errors[d-mismatch]")
+NAMED_VALUEERROR = "raised a class named ValueError that is not Python's ValueError (a subclass of Exception) at line"
+
+
+def contract_failed(message: str) -> Expect:
+    """The three tests that ask for ValueError fail, each with ``message``; every other test passes."""
+    return Expect(93.75, {MHA: {"passed": 25, "failed": 2}, COUNT: {"passed": 11, "failed": 1}, ENTROPY: {"passed": 8}},
+                  message, failing=CONTRACT)
+
+
 def import_failure(message: str) -> Expect:
     return Expect(0, {MHA: {"import-error": 27}, COUNT: {"import-error": 12}, ENTROPY: {"import-error": 8}},
                   message)
@@ -156,6 +166,22 @@ EXPECTED: dict[str, Expect] = {
     # those calls only, with a message that names no test (it used to be a grader error naming the test).
     "npy_recursion_header": entropy({"crashed": 7, "passed": 1},
                                     "unreadable array from the submission (maximum recursion depth exceeded"),
+    # A raise is what its class is, as `except` judges it (Python's exception classes in its real method resolution
+    # order, read in the worker before any of the class's code runs), never the name the class gives itself.
+    # A subclass of ValueError is one, numpy's AxisError too, whatever it is named ...
+    "valueerror_subclass": Expect(100, ALL_PASS),
+    "numpy_axiserror": Expect(100, ALL_PASS),
+    "valueerror_named_typeerror": Expect(100, ALL_PASS),
+    # ... and a class of one's own named ValueError is not one: defined so, renamed, or with a metaclass that says so.
+    "own_class_named_valueerror": contract_failed(NAMED_VALUEERROR),
+    "renamed_class_valueerror": contract_failed(NAMED_VALUEERROR),
+    "metaclass_named_valueerror": contract_failed("raised Fake at line"),
+    # d_k = d // h (tests/misconceptions/d_k_from_d_over_h.py: 47.5, diagnosed by numpy's reshape ValueError) with
+    # numpy's message re-raised as its own class named ValueError: the two contract tests fail too, and no raise of
+    # it is evidence of any mistake (test_a_class_only_named_valueerror_names_no_mistake).
+    "fake_valueerror_reshape": Expect(41.25, {MHA: {"error": 21, "passed": 4, "failed": 2},
+                                              COUNT: {"passed": 11, "failed": 1}, ENTROPY: {"passed": 8}},
+                                      NAMED_VALUEERROR),
     # Carriage returns and ANSI escapes in an exception message are shown escaped, never obeyed.
     "terminal_escapes": Expect(85, {**ALL_PASS, ENTROPY: {"error": 8}},
                                "raised ValueError at line 47: x\\x0d\\x1b[1A\\x1b[2K", ENTROPY),
@@ -366,6 +392,26 @@ def _check(report: dict, expect: Expect) -> None:
         assert [t["name"] for t in failed] == list(expect.failing)
 
 
+def test_a_class_only_named_valueerror_fails_the_contract_saying_what_it_is(graded):
+    """The exact messages of the three contract tests: the class's own name, and that it is not Python's."""
+    tests = {t["name"]: t for t in graded[0]["own_class_named_valueerror"]["tests"]}
+    named = "raised a class named ValueError that is not Python's ValueError (a subclass of Exception)"
+    widths, shapes = "W_Q (6, 10), W_V (6, 10), W_O (10, 6)", "X (2, 4, 6), W_Q (5, 12), W_K (5, 12), W_V (5, 12)"
+    assert [tests[name]["message"] for name in CONTRACT] == [
+        f"attention_param_count() {named} at line 39: h=3 does not divide d=10; expected ValueError",
+        f"multi_head_attention() {named} at line 19: bad widths for h=3: {widths}; expected ValueError",
+        f"multi_head_attention() {named} at line 17: shapes disagree: {shapes}; expected ValueError"]
+    assert {tests[name]["kind"] for name in CONTRACT} == {"wrong-exception"}
+
+
+def test_a_class_only_named_valueerror_names_no_mistake(graded):
+    """numpy's reshape message in a class that is not Python's ValueError is no misfit: no verdict, no diagnosis
+    (the same code raising numpy's own ValueError is diagnosed d_k-from-d-over-h: tests/judging/test_diagnose.py)."""
+    report = graded[0]["fake_valueerror_reshape"]
+    assert [function["verdict"] for function in report["functions"].values()] == [None, None, None]
+    assert [t["name"] for t in report["tests"] if t.get("diagnosis")] == []
+
+
 # The kinds the portable backend promises the same statuses for (docs/security.md#the-portable-backend): import
 # failures, crashes, hangs, memory under RLIMIT_AS, huge and forged replies, bad types, floods of output. Never
 # the kinds that need a cgroup or namespaces: unconfined, those would reach this machine
@@ -374,7 +420,9 @@ def _check(report: dict, expect: Expect) -> None:
 PORTABLE_KINDS = ("syntax_error", "sys_exit_at_import", "os_exit_at_import", "protocol_fd_closed", "hang_at_import",
                   "os_exit_in_entropy", "segfault_in_entropy", "busy_loop", "hang_in_attention", "huge_allocation",
                   "huge_return", "causality_huge_result", "huge_wrong_reply", "forged_reply", "forged_npy_header", "fork_forged_reply", "wrong_types", "object_array", "ndarray_subclass",
-                  "huge_output")
+                  "huge_output", "valueerror_subclass", "numpy_axiserror", "valueerror_named_typeerror",
+                  "own_class_named_valueerror", "renamed_class_valueerror", "metaclass_named_valueerror",
+                  "fake_valueerror_reshape")
 
 
 @pytest.fixture(scope="module")

@@ -45,8 +45,15 @@ from grader.report import pictures as pictures_module
 from grader.report.html import feedback_html
 from grader.report.native import to_json
 from grader.report.pictures import NOT_DRAWN, report_pictures
-from grader.sandbox import CallResult, Sandbox, client
-from grader.sandbox.protocol import MessageReader, ProtocolError, TooLarge, announced_array, array_to_blob
+from grader.sandbox import CallResult, Misfit, Sandbox, client
+from grader.sandbox.protocol import (
+    EXCEPTION_NAMES,
+    MessageReader,
+    ProtocolError,
+    TooLarge,
+    announced_array,
+    array_to_blob,
+)
 
 pytestmark = pytest.mark.sandbox  # every test here runs student code, or reads what graded it
 both_backends = pytest.mark.usefixtures("backend")  # runs once per backend (tests/sandbox/conftest.py)
@@ -124,6 +131,52 @@ def test_a_reply_is_read_only_as_the_answer_to_what_was_asked():
                                                       "only its import may answer: the grader does not accept it")
     unknown = sandbox._decode({"status": "passed", "blobs": []}, [], "")
     assert (unknown.status, unknown.message) == ("crashed", "unexpected reply from the submission's process: passed")
+
+
+def test_a_raise_is_judged_by_the_classes_its_reply_names_checked_never_by_its_name():
+    sandbox = object.__new__(Sandbox)  # _decode reads nothing but the limits: no child is needed
+    sandbox.limits = Limits()
+    value_error, plain = ("ValueError", "Exception", "BaseException"), ("Exception", "BaseException")
+    tail = " at line 7: cannot reshape array of size 132 into shape (4,3,1,8)"
+    reply = {"status": "raised", "exception": "ValueError", "classes": list(value_error), "standard": True,
+             "where": "line 7", "message": "cannot reshape array of size 132 into shape (4,3,1,8)"}
+
+    def decoded(**changes):
+        result = sandbox._decode(dict(reply, **changes), [], "")
+        return result.status, result.message, result.exception, result.classes, result.misfit
+
+    assert decoded() == ("raised", "raised ValueError" + tail, "ValueError", value_error,
+                         Misfit("reshape", (132, 4, 3, 1, 8)))
+    # A subclass is one, with the class of Python's it is; numpy's misfits are read only from ValueError itself.
+    assert decoded(exception="ShapeError", standard=False) == (
+        "raised", "raised ShapeError (a subclass of ValueError)" + tail, "ShapeError", value_error, None)
+    # A class named after one of Python's that it is not says so, and is judged what it is.
+    assert decoded(classes=list(plain), standard=False) == (
+        "raised", "raised a class named ValueError that is not Python's ValueError (a subclass of Exception)" + tail,
+        "ValueError", plain, None)
+    assert decoded(standard=False)[1] == "raised ValueError (a subclass of Python's ValueError)" + tail
+    assert decoded(exception="Loud", classes=list(plain), standard=False)[1] == "raised Loud" + tail  # nothing to add
+    # What a forged reply may say of its classes is checked: Python's names only, distinct, ending in BaseException
+    # (every exception's do); anything else is no class at all, and no misfit.
+    for forged in (["ValueError"], ["AxisError", "ValueError", "BaseException"], [*value_error, "BaseException"],
+                   ["ValueError", "BaseException", "Exception"], "ValueError", [["ValueError"]], [], None,
+                   [*sorted(EXCEPTION_NAMES - {"BaseException"}), "BaseException", "BaseException"]):
+        assert decoded(classes=forged)[1:] == (
+            "raised ValueError (a class the grader could not check)" + tail, "ValueError", (), None), forged
+    assert decoded(standard="true")[4] is None and decoded(standard=1)[4] is None  # True itself, or not Python's own
+    # Memory: Python's MemoryError or a subclass of it (numpy's is named "MemoryError"), never a look-alike.
+    memory = ("MemoryError", "Exception", "BaseException")
+    assert decoded(exception="MemoryError", classes=list(memory), standard=False, message="", where="")[:2] == (
+        "memory", "ran out of memory (limit 2048 MB): raised MemoryError")
+    assert decoded(exception="MemoryError", classes=list(plain), standard=False, message="", where="")[:2] == (
+        "raised", "raised a class named MemoryError that is not Python's MemoryError (a subclass of Exception)")
+    # The contract's check reads the classes: the subclass passes, the look-alike fails.
+    shape_error = sandbox._decode(dict(reply, exception="ShapeError", standard=False), [], "")
+    assert check_raises(shape_error, "ValueError", "f()").status == PASSED
+    look_alike = sandbox._decode(dict(reply, classes=list(plain), standard=False), [], "")
+    assert check_raises(look_alike, "ValueError", "f()").message == (
+        "f() raised a class named ValueError that is not Python's ValueError (a subclass of Exception)" + tail
+        + "; expected ValueError")
 
 
 def test_the_import_answer_holds_no_arrays(tmp_path):

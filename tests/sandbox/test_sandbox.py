@@ -24,7 +24,17 @@ from hypothesis.extra import numpy as hnp
 
 from grader.config import Limits
 from grader.judging import compare
-from grader.sandbox import Sandbox, accounting, child, isolation, isolation_available, linux_cgroups, protocol, trees
+from grader.sandbox import (
+    Sandbox,
+    accounting,
+    child,
+    isolation,
+    isolation_available,
+    linux_cgroups,
+    misfit_of,
+    protocol,
+    trees,
+)
 from grader.sandbox.linux import TREE_UID_BASE, TREE_UIDS
 from grader.sandbox.protocol import MessageReader
 from grader.sandbox.zygote import get_zygote
@@ -337,6 +347,67 @@ def test_output_belongs_to_its_call(tmp_path):
         outputs = [sandbox.call("say", word).output for word in ("one", "two")]
     # Unbuffered writes to fd 1 may come before print()'s buffered text; all of it lands in its own call.
     assert [sorted(o.splitlines()) for o in outputs] == [["ONE", "one", "raw"], ["TWO", "raw", "two"]]
+
+
+@pytest.mark.sandbox
+@both_backends
+def test_a_raise_is_what_its_class_is_in_the_worker_whatever_it_is_named(tmp_path):
+    """The worker reports Python's exception classes a raise is an instance of (protocol.classify_exception), read
+    before any of its methods run and against the builtins as they were before the submission was imported; the
+    trusted side judges the raise by them (compare.check_raises) and words the name the class gives itself."""
+    path = write(tmp_path, """
+        import builtins
+        import numpy as np
+
+        class ShapeError(ValueError):
+            pass
+
+        class Meta(type):
+            __name__ = property(lambda cls: "ValueError")
+            __mro__ = property(lambda cls: (cls, ValueError, Exception, BaseException, object))
+
+        class Fake(Exception, metaclass=Meta):
+            pass
+
+        class ValueError(Exception):
+            pass
+
+        builtins.ValueError = ValueError  # rebound before any call: the worker took Python's own at its start
+
+        def reshape():
+            np.ones(24).reshape(5, 5)
+
+        def subclass():
+            raise ShapeError("cannot reshape array of size 24 into shape (5,5)")
+
+        def axis():
+            raise np.exceptions.AxisError("axis 3 is out of bounds for array of dimension 2")
+
+        def metaclass():
+            raise Fake("cannot reshape array of size 24 into shape (5,5)")
+
+        def named():
+            raise ValueError("cannot reshape array of size 24 into shape (5,5)")
+    """)
+    value_error, plain = ("ValueError", "Exception", "BaseException"), ("Exception", "BaseException")
+    text, axis = "cannot reshape array of size 24 into shape (5,5)", "axis 3 is out of bounds for array of dimension 2"
+    named = "a class named ValueError that is not Python's ValueError (a subclass of Exception)"
+    with Sandbox(path, LIMITS) as sandbox:
+        got = {name: sandbox.call(name) for name in ("reshape", "subclass", "axis", "metaclass", "named")}
+    seen = {name: (r.status, r.message, r.exception, r.classes, r.misfit) for name, r in got.items()}
+    assert seen == {
+        "reshape": ("raised", f"raised ValueError at line 21: {text}", "ValueError", value_error,
+                    misfit_of("ValueError", text)),
+        "subclass": ("raised", f"raised ShapeError (a subclass of ValueError) at line 24: {text}", "ShapeError",
+                     value_error, None),
+        "axis": ("raised", f"raised AxisError (a subclass of ValueError) at line 27: {axis}", "AxisError",
+                 ("ValueError", "IndexError", "LookupError", *plain), None),
+        "metaclass": ("raised", f"raised Fake at line 30: {text}", "Fake", plain, None),
+        "named": ("raised", f"raised {named} at line 33: {text}", "ValueError", plain, None),
+    }
+    raises = {name: compare.check_raises(result, "ValueError", f"{name}()").status for name, result in got.items()}
+    assert raises == {"reshape": "passed", "subclass": "passed", "axis": "passed", "metaclass": "failed",
+                      "named": "failed"}
 
 
 @pytest.mark.sandbox
@@ -1025,7 +1096,8 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | s
 _REPLIES = st.fixed_dictionaries(
     {"status": st.one_of(st.sampled_from(["ok", "raised", "ready", "import-error", "missing", "bad-type"]), _JSON)},
     optional={"array": st.one_of(st.integers(-3, 3), _JSON), "value": _JSON, "type": _JSON, "message": _JSON,
-              "exception": _JSON, "where": _JSON})
+              "exception": _JSON, "where": _JSON, "standard": _JSON,
+              "classes": st.one_of(_JSON, st.lists(st.sampled_from(sorted(protocol.EXCEPTION_NAMES)), max_size=4))})
 
 
 @pytest.mark.sandbox
@@ -1038,6 +1110,7 @@ def test_a_reply_the_parent_cannot_read_fails_that_call_and_never_raises(offline
     result = offline_sandbox._decode(reply, blobs, "")
     assert result.status in ("ok", "raised", "memory", "import-error", "missing", "bad-type", "crashed")
     assert isinstance(result.message, str) and len(result.message) < 5000
+    assert type(result.classes) is tuple and set(result.classes) <= protocol.EXCEPTION_NAMES
     if result.status == "ok" and result.value is not None:
         assert type(result.value) in (int, float, bool) or (
             type(result.value) is np.ndarray and result.value.dtype.kind in "biuf")
