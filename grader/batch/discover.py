@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -106,6 +107,21 @@ def discover(paths: Iterable[Path], exclude: Path | None = None, main_file: str 
     return _unique_keys(once)
 
 
+def _special_kind(child: os.DirEntry) -> str:
+    """What a folder entry that is neither a regular file, a folder nor a link is, for its row."""
+    try:
+        mode = child.stat(follow_symlinks=False).st_mode
+    except OSError:
+        return "a file that cannot be read"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    return "not a regular file"
+
+
 @dataclass
 class _Walk:
     exclude: Path | None
@@ -133,6 +149,9 @@ class _Walk:
                     folders.append(path)
             elif child.is_file(follow_symlinks=False):
                 files.append(path)
+            else:  # a named pipe, socket or device: reading one could block or never end
+                odd.append(Entry(path, _safe_key(_relative(root, path)), _file_student(path),
+                                 f"not a submission: {_special_kind(child)} (only regular files are read)"))
         return files, folders, odd
 
     def folder(self, root: Path, folder: Path, depth: int) -> Iterator[Entry]:

@@ -315,7 +315,7 @@ def starter_functions(source: str) -> list[str]:
 def fingerprint(source: str, starter: set[int] = frozenset(), k: int = K, window: int = WINDOW) -> Fingerprint:  # type: ignore[assignment]
     """The winnowed fingerprints of ``source`` less the ``starter``'s k-grams; ``error`` set when it does not parse."""
     if len(source) > MAX_SOURCE:
-        return Fingerprint(error=f"over {MAX_SOURCE >> 20} MiB: not compared")
+        return Fingerprint(error=f"its code is over {MAX_SOURCE >> 20} MiB ({MAX_SOURCE:,} characters): not compared")
     try:
         source, kept = bounded(source)
         if kept == 0:

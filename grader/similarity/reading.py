@@ -6,7 +6,10 @@ grader.submission.notebook.extract_script), so what is compared is what was grad
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +108,9 @@ def _attach_source(work: Work, report: dict, outdir: Path, known: Mapping[str, b
         if data is None:
             try:
                 data = _read_bounded(candidate)
+            except NotRegular:
+                work.note = f"{given} is not a regular file (a link, named pipe or device): its code is not compared"
+                continue
             except OSError:
                 continue
         elif not candidate.is_file():
@@ -121,7 +127,23 @@ def _attach_source(work: Work, report: dict, outdir: Path, known: Mapping[str, b
     work.note = work.note or f"{given} was not found: its code is not compared"
 
 
+class NotRegular(OSError):
+    """A path that is not a regular file (a link, named pipe, socket, device or folder): never read."""
+
+
 def _read_bounded(path: Path) -> bytes:
-    """The file's bytes, its first MAX_READ + 1 only when it is larger (then it is not compared)."""
-    with path.open("rb") as handle:
+    """The file's bytes, its first MAX_READ + 1 only when it is larger (then it is not compared).
+
+    Opened without following a link and without waiting (a named pipe would block a plain open), and
+    read only when the descriptor opened is a regular file; raises NotRegular otherwise, OSError if unreadable.
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegular(f"{path} is a symbolic link") from exc
+        raise
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise NotRegular(f"{path} is not a regular file")
         return handle.read(MAX_READ + 1)

@@ -837,3 +837,15 @@ def test_jobs_at_twice_the_cores_with_a_cpu_hog_in_the_class_cost_no_classmate_a
     assert {name: report["score"] for name, report in reports.items() if name != "hog"} == {
         f"student{index}": 100 for index in range(8)}
     assert "timeout" in {t["status"] for t in reports["hog"]["tests"]}
+
+
+def test_a_named_pipe_gets_a_not_a_submission_row(tmp_path):
+    # Listed, never opened: a FIFO's open would wait for a writer.
+    klass = tmp_path / "class"
+    klass.mkdir()
+    shutil.copy(SUBMISSIONS / "correct.py", klass / "alice.py")
+    os.mkfifo(klass / "eve.py")
+    entries = discover([klass], functions=MHA_FUNCTIONS)
+    assert [(e.key, e.skip, e.skip_status) for e in entries] == [
+        ("eve.py", "not a submission: a named pipe (FIFO) (only regular files are read)", "not-a-submission"),
+        ("alice.py", None, "not-a-submission")]

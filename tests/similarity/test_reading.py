@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from grader.similarity import analyse, calibrate, fingerprint, load_works, starter_hashes
@@ -61,3 +63,24 @@ def test_the_class_compares_bom_crlf_and_notebook_copies_of_one_file(tmp_path):
     data = analyse(works, calibrate([], STARTER), STARTER)
     assert data["flagged"] == 6 and data["pairs_compared"] == 6
     assert {p["code_score"] for p in data["pairs"]} == {1.0}
+
+
+def test_a_graded_file_become_a_named_pipe_or_link_is_listed_not_read(tmp_path):
+    # A plain open of a FIFO waits for a writer forever; it is refused before any read, like a link. The read runs in a
+    # thread so that a regression fails here after 20 s instead of hanging the suite.
+    (tmp_path / "reports").mkdir()
+    for name in ("pipe.py", "link.py", "plain.py"):
+        (tmp_path / "reports" / f"{name}.json").write_text(json.dumps(
+            {"schema_version": 1, "status": "graded", "score": 100, "tests": [],
+             "submission": {"path": str(tmp_path / name), "sha256": hashlib.sha256(EINSUM).hexdigest()}}))
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "plain.py").write_bytes(EINSUM)
+    (tmp_path / "link.py").symlink_to(tmp_path / "plain.py")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        works = pool.submit(load_works, tmp_path).result(timeout=20)
+    assert [(w.key, w.note, w.source is None) for w in works] == [
+        ("link.py", f"{tmp_path / 'link.py'} is not a regular file (a link, named pipe or device): its code is not compared",
+         True),
+        ("pipe.py", f"{tmp_path / 'pipe.py'} is not a regular file (a link, named pipe or device): its code is not compared",
+         True),
+        ("plain.py", "", False)]

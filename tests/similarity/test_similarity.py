@@ -119,7 +119,7 @@ def test_the_starter_and_a_nearly_empty_file_are_no_evidence():
     assert deep.error in ("not readable as Python: MemoryError", "not readable as Python: RecursionError")
     long = fingerprint("-" * 200_000 + "1\n", STARTER)  # one statement over the bound of tokens read
     assert long.error == "its first statement is over 40,000 tokens: not compared"
-    assert fingerprint("x = 1\n" * 200_000, STARTER).error == "over 1 MiB: not compared"
+    assert fingerprint("x = 1\n" * 200_000, STARTER).error == "its code is over 1 MiB (1,048,576 characters): not compared"
     assert fingerprint("a\x00b", STARTER).error == "not readable as Python: ValueError"  # the tokenizer refuses a NUL
 
 
