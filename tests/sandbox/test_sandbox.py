@@ -885,7 +885,8 @@ def test_a_tree_past_its_memory_ends_as_memory_whichever_process_the_kernel_kill
     call's status is "memory" on every run (v2 kills the group itself; v1 kills one process: the keeper
     ends the rest)."""
     path = write(tmp_path, TOGETHER)
-    limits = replace(LIMITS, memory_mb=384)
+    # Reclaim near the limit costs CPU time, on every core the tree runs on: the call's limit must not end it first.
+    limits = replace(LIMITS, memory_mb=384, call_timeout_s=15, submission_timeout_s=60)
     seen = []
     for _ in range(3):
         with Sandbox(path, limits, isolated=isolated) as sandbox:
