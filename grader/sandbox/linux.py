@@ -112,15 +112,34 @@ def _drop_capabilities() -> None:
 # ---------------------------------------------------------------- the process tree of one submission
 
 
+# The limits a worker has besides those of the grader.toml, each fixed here rather than inherited, so that no
+# grade depends on the shell that started the grader (its `ulimit -d`, say) or on what an earlier process of
+# the machine lowered in pid 1: Linux's defaults, or none. RLIMIT_NPROC is set apart (_nproc_limit).
+_FIXED = {"RLIMIT_CPU": resource.RLIM_INFINITY,  # CPU is bounded per call by the tree's clock (tree_clock)
+          "RLIMIT_STACK": 8 << 20, "RLIMIT_RSS": resource.RLIM_INFINITY, "RLIMIT_NOFILE": 256,
+          "RLIMIT_MEMLOCK": 8 << 20, "RLIMIT_LOCKS": resource.RLIM_INFINITY, "RLIMIT_SIGPENDING": 1 << 12,
+          "RLIMIT_MSGQUEUE": 819_200, "RLIMIT_NICE": 0, "RLIMIT_RTPRIO": 0, "RLIMIT_RTTIME": resource.RLIM_INFINITY}
+
+
 def _set_limits(limits: dict, nproc: int | None) -> None:
+    """Set every resource limit of this process (a worker, before its identity is dropped): soft and hard alike.
+
+    AS and DATA are the memory limit (DATA counts what AS does not always: brk and private writable maps),
+    FSIZE the file size limit, CORE none; the rest are _FIXED. A limit whose inherited hard value is
+    lower keeps that value: raising it needs CAP_SYS_RESOURCE, which a grader in a container may lack.
+    """
     memory = limits["memory_mb"] << 20
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    size = limits["file_size_mb"] << 20
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    wanted = {**_FIXED, "RLIMIT_AS": memory, "RLIMIT_DATA": memory, "RLIMIT_FSIZE": limits["file_size_mb"] << 20,
+              "RLIMIT_CORE": 0}
     if nproc is not None:
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        wanted["RLIMIT_NPROC"] = nproc
+    for name, value in wanted.items():
+        if (which := getattr(resource, name, None)) is None:
+            continue  # a limit this Python or kernel lacks
+        hard = resource.getrlimit(which)[1]
+        if hard != resource.RLIM_INFINITY and (value == resource.RLIM_INFINITY or value > hard):
+            value = hard
+        resource.setrlimit(which, (value, value))
 
 
 def _inherited() -> tuple:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 import time
 from dataclasses import replace
@@ -306,6 +308,38 @@ def test_a_path_hook_on_the_zygotes_path_is_no_visible_folder(monkeypatch, tmp_p
     hook = "__editable__.course_grader-0.1.0.finder.__path_hook__"
     visible = isolation._visible_paths((hook, str(tmp_path)))
     assert not any(hook in p for p in visible) and str(tmp_path.resolve()) in visible
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("isolated", [pytest.param(True, marks=needs_root), False], ids=["root-mode", "user-mode"])
+def test_a_worker_s_limits_are_its_own_not_the_grading_process_s(isolated, tmp_path):
+    """A grading process started with other limits (a shell's ``ulimit -d``, a pid 1 an earlier program lowered):
+    its worker has the limits of the grader.toml and linux._FIXED all the same, soft and hard."""
+    path = write(tmp_path, """
+        import resource
+        NAMES = ("RLIMIT_DATA", "RLIMIT_AS", "RLIMIT_STACK", "RLIMIT_SIGPENDING", "RLIMIT_MSGQUEUE", "RLIMIT_NOFILE")
+        def limits():
+            return [value for name in NAMES for value in resource.getrlimit(getattr(resource, name))]
+    """)
+    mark = (1 << 40) + 12345  # a data limit no worker has of its own
+    program = f"""if True:
+        import json, resource
+        from grader.config import Limits
+        from grader.sandbox import Sandbox
+        resource.setrlimit(resource.RLIMIT_DATA, ({mark}, {mark}))
+        for name in ("RLIMIT_STACK", "RLIMIT_SIGPENDING", "RLIMIT_MSGQUEUE"):  # soft values only: hard stays
+            which = getattr(resource, name)
+            resource.setrlimit(which, (1 << 16, resource.getrlimit(which)[1]))
+        with Sandbox({str(path)!r}, Limits(memory_mb=512), isolated={isolated}) as sandbox:
+            result = sandbox.call("limits")
+        print(json.dumps([result.status, result.value.tolist()]))
+    """
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False,
+                         env={**os.environ, "GRADER_SANDBOX": "linux"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    memory = 512 << 20
+    assert json.loads(run.stdout) == ["ok", [memory, memory, memory, memory, 8 << 20, 8 << 20, 4096, 4096,
+                                             819_200, 819_200, 256, 256]]
 
 
 @pytest.mark.sandbox
