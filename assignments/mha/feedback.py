@@ -193,15 +193,20 @@ def _shows(step: str, T: int, h: int, d_k: int, d_v: int, d: int) -> bool:
 
 
 def _shape(tests: list[tuple[int, dict]], codes: tuple[str, ...], step: str = ""
-           ) -> tuple[tuple[int, int, int, int, int], str]:
-    """(T, h, d_k, d_v, d) of the clearest visible case named with one of ``codes`` and its test name; else the example.
+           ) -> tuple[tuple[int, int, int, int, int], str, str]:
+    """(T, h, d_k, d_v, d) of the clearest visible case named with one of ``codes``, its test name and the caption's
+    words for it (the name); else the example shape, "", and why.
 
     Preferred: several tokens, up to 4 heads, then the fewest values (as the head map);
-    only a case whose shape shows the step's mistake.
+    only a case whose shape shows the step's mistake. A test that raised has no evidence (no shapes) to draw from.
     """
     chosen: list[tuple[tuple[bool, int, int], tuple[int, int, int, int, int], str]] = []
+    raised = False
     for _, test in tests:
-        if not set(codes) & set(diagnosis_codes(test["diagnosis"])) or not test.get("evidence"):
+        if not set(codes) & set(diagnosis_codes(test["diagnosis"])):
+            continue
+        if not test.get("evidence"):
+            raised = raised or test.get("status") == "error"
             continue
         shape = head_shape(test["evidence"])
         try:
@@ -213,16 +218,17 @@ def _shape(tests: list[tuple[int, dict]], codes: tuple[str, ...], step: str = ""
             if T * h * max(d_k, d_v) <= MAX_CELLS and _shows(step, T, h, d_k, d_v, d):
                 chosen.append(((T < 2 or h < 2, -min(h, 4), T * h * max(d_k, d_v)), (T, h, d_k, d_v, d), test["name"]))
     if not chosen:
-        return EXAMPLE_SHAPE, ""
+        return EXAMPLE_SHAPE, "", ("an example shape: your code raised on the visible cases that show it" if raised
+                                   else "an example shape: no visible case shows it")
     _, found, name = min(chosen, key=lambda c: c[0])
-    return found, name
+    return found, name, name
 
 
 def _draw(step: str, codes: tuple[str, ...], tests: list[tuple[int, dict]], known: dict[str, Picture]
           ) -> Picture | None:
-    (T, h, d_k, d_v, d), name = _shape(tests, codes, step)
+    (T, h, d_k, d_v, d), name, caption = _shape(tests, codes, step)
     index = next((i for i, t in tests if name and t["name"] == name), -1)
-    where = f" ({name})" if name else " (an example shape: no visible case shows it)"
+    where = f" ({caption})"
     code = codes[0]
     if step in ("split", "merge"):
         if step == "split":

@@ -16,7 +16,9 @@ import numpy as np
 from grader.judging.compare import FAILED, PASSED, Kind, Verdict, call_failed, check_array
 from grader.sandbox import CallResult
 
-LEAK_HINT = "the causal mask lets queries see later keys"
+# Where a leak comes from is the diagnosis's to say: the hint names each step that can let one through.
+LEAK_HINT = ("a query sees later tokens: the causal mask is missing or misplaced, or a step mixes positions "
+             "(a softmax over the wrong axis)")
 
 
 def leaked(verdict: Verdict) -> bool:

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from grader.exercise.findings import Explained, Finding
-from grader.exercise.raising import raise_matches
+from grader.exercise.raising import RAISES, raise_matches
 
 SEP = "+"  # joins the codes of a combination's key
 
@@ -62,6 +62,7 @@ class Diagnosis:
     codes: tuple[str, ...] = ()  # every switch of the combination named (empty for a generic finding)
     matches: tuple[str, ...] = ()  # keys of every combination that matches this test, cheapest first
     raised: bool = False  # matched by raising where the combination raises
+    asserted: bool = field(default=False, compare=False)  # that raise was an AssertionError (an assert of the student's)
     # Keys of ``matches`` matched only by the class of what they raise, in another operation (``Search``): each a
     # composition the probes left with every step explained. Not part of the report.
     loose: tuple[str, ...] = field(default=(), compare=False, hash=False, repr=False)
@@ -359,6 +360,8 @@ class Search:
         ``loose``: those of ``found`` matched only by the class of their raise (``_hits``)."""
         key = _cheapest(found)
         diagnosis = named(key, catalogue, found, isinstance(got, str))
+        if isinstance(got, str) and got.removeprefix(RAISES).startswith("AssertionError"):
+            diagnosis = replace(diagnosis, asserted=True)
         if loose:
             diagnosis = replace(diagnosis, loose=tuple(k for k in loose if k in found))
         if probed is None or not probed.unexplained or key in probed.keys:
@@ -505,6 +508,9 @@ def settle(function: str, tests: Sequence[tuple[str, Diagnosis | None]], catalog
         elsewhere = sum(best in cast(Diagnosis, d).loose for _, d in failed)
         if elsewhere:  # matched by class only: the probes found the composition (Search._hits)
             evidence += f" ({elsewhere} of them in another operation than its own, as the extra calls showed)"
+        if asserted := sum(cast(Diagnosis, d).asserted for _, d in failed):  # raise_matches: EARLY
+            evidence += (f"; {asserted} of them through an assert of its own before that step: the assert refuses "
+                         f"inputs the statement allows")
     free = costless(best, common, cast(Diagnosis, failed[0][1]).probed)
     said = sentence(function, best.split(SEP), catalogue)
     if unknown:

@@ -31,7 +31,8 @@ def test_unchanged_earlier_outputs_pass_and_a_moved_one_is_a_leak():
     verdict = check(ok(before), ok(after))
     assert verdict.status == "failed"
     assert verdict.message == ("changing tokens 2… only changed f()'s output at earlier position 1 "
-                               "(by up to 0.5, index (1, 1, 2)): the causal mask lets queries see later keys")
+                               "(by up to 0.5, index (1, 1, 2)): a query sees later tokens: the causal mask is missing or "
+                               "misplaced, or a step mixes positions (a softmax over the wrong axis)")
 
 
 def test_an_output_that_ignores_the_tokens_is_not_causal_attention():

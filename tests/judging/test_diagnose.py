@@ -384,7 +384,8 @@ def test_a_leak_no_variant_explains_is_reported_as_a_leak(config, tmp_path, vali
     for name in causality:
         assert failed[name]["diagnosis"]["code"] == CAUSAL_LEAK
         assert failed[name]["message"].startswith("changing tokens ")
-        assert failed[name]["message"].endswith(": the causal mask lets queries see later keys")
+        assert failed[name]["message"].endswith(": a query sees later tokens: the causal mask is missing or misplaced, "
+                                                "or a step mixes positions (a softmax over the wrong axis)")
     # The other failed tests are not named, but the probe of the mask says where it is wrong.
     assert {failed[n]["diagnosis"]["explanation"] for n in failed if n not in causality} == {
         ("Something is wrong in the causal mask that no known misconception explains: an extra call that isolates "
@@ -776,7 +777,8 @@ def test_an_error_test_and_a_right_valued_wrong_type_hide_no_verdict():
 
 @pytest.mark.sandbox
 def test_an_assert_copied_from_a_starter_hides_nothing(config, validate_report):
-    # The assert fires on 12 tests (h does not divide d), the d // h reshape raises on 9 others: one pattern.
+    # The assert fires on 12 tests (h does not divide d), the d // h reshape raises on 9 others: one pattern,
+    # and the evidence says what the assert does.
     report = validate_report(grade_submission(MISCONCEPTIONS / "starter_assert_d_over_h.py", config).report)
     wrong = [t for t in report["tests"] if t["status"] != "passed" and not is_unpaid(t)]
     raised = {}
@@ -787,7 +789,8 @@ def test_an_assert_copied_from_a_starter_hides_nothing(config, validate_report):
     assert named_per_test(wrong) == {"d_k-from-d-over-h": 21}
     assert report["score"] == 47.5 and report["functions"][MHA]["verdict"] == {
         "codes": ["d_k-from-d-over-h"], "sentence": "multi_head_attention splits the heads with d_k = d // h (§4.5).",
-        "evidence": "explains all 21 failed tests of multi_head_attention: each raised where it raises"}
+        "evidence": "explains all 21 failed tests of multi_head_attention: each raised where it raises; 12 of them "
+                    "through an assert of its own before that step: the assert refuses inputs the statement allows"}
 
 
 @pytest.mark.sandbox

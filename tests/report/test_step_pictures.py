@@ -94,6 +94,17 @@ def test_five_mistakes_show_five_steps_each_with_a_picture():
 
 
 @pytest.mark.sandbox
+def test_a_step_shown_only_by_raises_says_so_under_its_example_shape():
+    """d // h raises on every visible case that shows it: a raise records no shapes, so the picture takes the
+    example shape, and the caption says why (not that no visible case shows the mistake)."""
+    sections = _sections(feedback_html(_misconception("d_k_from_d_over_h")))
+    assert list(sections) == ["width"]
+    assert re.search(r"<figcaption>(.*?)</figcaption>", sections["width"]).group(1) == (
+        "How the 12 columns of X·W_Q are cut into h=2 heads: by d_k = W_Q.shape[1] // h = 6, and by d // h = 4 as "
+        "your code does (an example shape: your code raised on the visible cases that show it)")
+
+
+@pytest.mark.sandbox
 def test_a_correct_file_has_no_step_section():
     page = feedback_html(graded("correct"))
     assert "class='step'" not in page and "Step: " not in page
