@@ -5,7 +5,8 @@ a check returns) and ``load_ipython_extension`` (the ``%grade`` magic).
 
 By role:
     kernel.py   the kernel's side: the cells IPython kept, the grading process, the magic
-    cells.py    the exercise's functions and what they use, from the cells (pure: ast and symtable)
+    cells.py    the cells read: what each statement binds, and whether it may be written again (ast, symtable)
+    script.py   the exercise's functions and what they use, chosen from the cells' statements and written out
     pure.py     what may be written again without re-running student code: values, references, decorators
     run.py      the grading process (``python -m grader.notebook.run``): course, script, grade, page
     result.py   what a check returns, shown by Jupyter (``_repr_html_``) or printed

@@ -59,7 +59,7 @@ def check(assignment: str | None = None, *, config: str | os.PathLike | None = N
 
 def kernel_cells() -> tuple[list[dict[str, Any]], str | None, dict[str, Any] | None]:
     """The cells the kernel ran, in execution order ({count, source, upto, file, raised}), the notebook's file
-    name if known, and what the kernel's namespace holds (``held``: grader.notebook.cells.assemble's).
+    name if known, and what the kernel's namespace holds (``held``: grader.notebook.script.assemble's).
 
     IPython keeps each cell as it ran it (magics already ``get_ipython()`` calls) at its execution count.
     The cell that calls the check has run only up to the call: ``upto`` is that line. ``file`` is the

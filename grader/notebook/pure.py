@@ -1,6 +1,6 @@
 """What the notebook check may write again without re-running a student's code: its rules, on ast nodes alone.
 
-The extraction (grader.notebook.cells) writes a statement again only if executing it runs no code of the
+The extraction (grader.notebook.cells, then .script) writes a statement again only if executing it runs no code of the
 student's but the definition itself. Three kinds of expression, each a subset of the next:
 
 - a **value**: a literal; a name bound to a value (a carried constant, an import, a builtin); an

@@ -3,7 +3,7 @@
 It reads FOLDER/request.json (the cells the kernel ran, in execution order, and the options of the
 check), finds the course as ``grade FILE`` does from the kernel's folder (a student kit's own cases
 win inside it), takes the exercise's functions and what they use from the cells
-(grader.notebook.cells), writes them to FOLDER/<notebook>.py and grades that file with the ``grade``
+(grader.notebook.script), writes them to FOLDER/<notebook>.py and grades that file with the ``grade``
 command itself, in this process: the same sandbox, limits and report. Then it writes, beside
 report.json (its messages' lines turned into "In [n], line m", and its ``submission.path`` the
 notebook's name or its cells', since the graded file goes with FOLDER: ``source_label``), feedback.html (the feedback page with
@@ -26,8 +26,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.notebook.cells import Assembled, Cell, Origin, assemble, without_ipython_lines
+from grader.notebook.cells import Cell, Origin, without_ipython_lines
 from grader.notebook.kernel import CHECKED, ERROR, PAGE, REPORT, REQUEST, SUMMARY
+from grader.notebook.script import Assembled, assemble
 
 HEADER = "# The exercise's functions as the kernel defines them, with what they use, taken from the cells it ran."
 

@@ -1,7 +1,7 @@
 """The sandbox: runs one submission's functions in a child process (the only part of the grader that starts processes).
 
-Public API (``__all__``; nothing outside this package imports its modules): ``Sandbox``,
-``CallResult`` and ``reply_limit`` (calls.py), ``Misfit`` and ``misfit_of`` (misfit.py), the backend in use (``chosen_backend``, backend.py), the call statuses as one ``Status`` type
+Public API (``__all__``; nothing outside this package imports its modules): ``Sandbox``
+and ``reply_limit`` (calls.py), ``CallResult`` (replies.py), ``Misfit`` and ``misfit_of`` (misfit.py), the backend in use (``chosen_backend``, backend.py), the call statuses as one ``Status`` type
 (protocol.py), ``classify_exception`` (what a raised exception is, read as the worker reads it; protocol.py),
 ``SandboxError``, ``isolation_available``, ``isolation_mode`` and the report's
 warnings; for the processes a grade or a batch starts early and hands on: ``start_early``,
@@ -10,7 +10,8 @@ warnings; for the processes a grade or a batch starts early and hands on: ``star
 
 By role:
     backend.py   which backend runs here: linux, or portable (GRADER_SANDBOX; the system)
-    calls.py     Sandbox (it makes the backend's; a call, made alike), CallResult, reading the child's replies: both backends
+    calls.py     Sandbox (it makes the backend's; a call, made alike), reply_limit, the text budget: both backends
+    replies.py   CallResult, and a worker's reply read into one, validated (decode): both backends
     misfit.py    what numpy could not fit, read from a raised message on the trusted side (plain numbers)
     client.py    the Linux backend's parent side (LinuxSandbox): its face and the per-call protocol, over a socket
     trees.py     its process trees: forked from the zygote, given a new worker, kept for the next submission, ended
@@ -51,7 +52,8 @@ from typing import TYPE_CHECKING
 _WHERE = {  # each public name -> the module that defines it
     **dict.fromkeys(("NPROC", "hold_cpus"), "trees"),
     **dict.fromkeys(("get_zygote", "hand_over", "keep_trees"), "early"),
-    **dict.fromkeys(("TEXT_BUDGET", "TEXT_FLOOR", "CallResult", "Sandbox", "reply_limit"), "calls"),
+    **dict.fromkeys(("TEXT_BUDGET", "TEXT_FLOOR", "Sandbox", "reply_limit"), "calls"),
+    "CallResult": "replies",
     **dict.fromkeys(("LINUX", "PORTABLE", "UnknownBackend", "chosen_backend"), "backend"),
     **dict.fromkeys(("DEFAULT_HIDDEN", "NO_CGROUP_WARNING", "NO_SECCOMP_WARNING", "ROOT_MODE", "UNISOLATED",
                      "PORTABLE_MODE", "NOT_ISOLATED", "PORTABLE_WARNING",
@@ -133,7 +135,7 @@ if TYPE_CHECKING:
     from grader.sandbox.backend import LINUX, PORTABLE, UnknownBackend
     from grader.sandbox.backend import chosen as chosen_backend
     from grader.sandbox.boot import Started, adopt, start_early
-    from grader.sandbox.calls import TEXT_BUDGET, TEXT_FLOOR, CallResult, Sandbox, reply_limit
+    from grader.sandbox.calls import TEXT_BUDGET, TEXT_FLOOR, Sandbox, reply_limit
     from grader.sandbox.early import hand_over_if_linux as hand_over
     from grader.sandbox.early import keep_trees_if_linux as keep_trees
     from grader.sandbox.early import zygote_if_linux as get_zygote
@@ -170,5 +172,6 @@ if TYPE_CHECKING:
         Status,
         classify_exception,
     )
+    from grader.sandbox.replies import CallResult
     from grader.sandbox.trees import NPROC, hold_cpus
     from grader.sandbox.zygote import Handed, shutdown

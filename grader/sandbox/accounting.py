@@ -14,8 +14,9 @@ import time
 from dataclasses import dataclass
 
 from grader.sandbox import linux_cgroups, tree_clock
-from grader.sandbox.calls import CallResult, Sandbox, _Output
+from grader.sandbox.calls import Sandbox, _Output
 from grader.sandbox.protocol import GREETING, MEMORY
+from grader.sandbox.replies import CallResult
 from grader.sandbox.zygote import get_zygote
 
 # The time limits (limits.call_timeout_s, limits.submission_timeout_s) are judged on the CPU time of the

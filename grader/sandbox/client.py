@@ -32,15 +32,10 @@ from pathlib import Path
 from grader.config import Limits
 from grader.sandbox import isolation, trees
 from grader.sandbox.accounting import WALL_BACKSTOP, _Child
-from grader.sandbox.calls import (  # noqa: F401 - CallResult, reply_limit, TEXT_*: also this module's, as before
-    _CALL,
-    _LOAD,
-    _PING,
+from grader.sandbox.calls import (  # noqa: F401 - reply_limit, TEXT_*: also this module's, as before
     TEXT_BUDGET,
     TEXT_FLOOR,
-    CallResult,
     Sandbox,
-    _clip,
     _Output,
     _reply_bound,
     reply_limit,
@@ -63,6 +58,7 @@ from grader.sandbox.protocol import (
     TooLarge,
     send_message,
 )
+from grader.sandbox.replies import _CALL, _LOAD, _PING, CallResult, _clip  # noqa: F401 - CallResult: also this module's
 from grader.sandbox.trees import LinuxTrees
 from grader.sandbox.zygote import get_zygote
 

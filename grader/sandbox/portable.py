@@ -8,7 +8,7 @@ per child read the two pipes; nothing here selects on a pipe, passes a descripto
 and nothing POSIX-only is imported. Arrays travel as blobs on the pipe (no memfd).
 
 Promised as by the Linux backend: the same replies accepted and the same statuses and messages for
-them (calls.py), the same reply bounds (``reply_limit``, ``limits.max_result_bytes``) and text budget,
+them (calls.py, replies.py), the same reply bounds (``reply_limit``, ``limits.max_result_bytes``) and text budget,
 the same per-call and per-submission time limits (on the wall clock: there is no cgroup to count CPU
 time), and a hang killed with its process group (POSIX: SIGKILL to the group; Windows: TerminateProcess).
 Not promised: namespaces, a cgroup (memory of the whole tree, a process count), seccomp, a uid of its
@@ -35,7 +35,7 @@ from typing import BinaryIO
 
 from grader.config import Limits
 from grader.sandbox import boot
-from grader.sandbox.calls import _CALL, _LOAD, CallResult, Sandbox, _Output, _reply_bound
+from grader.sandbox.calls import Sandbox, _Output, _reply_bound
 from grader.sandbox.isolation import DEFAULT_HIDDEN, PORTABLE, PORTABLE_WARNING
 from grader.sandbox.protocol import (
     GREETING,
@@ -46,6 +46,7 @@ from grader.sandbox.protocol import (
     TooLarge,
     send_message,
 )
+from grader.sandbox.replies import _CALL, _LOAD, CallResult
 
 CHILD_MODULES = ("protocol", "child", "portable_child")  # what the worker runs, copied apart from grader
 MARK = b"\x00\x1egrader: reply follows\x1e\x00"  # portable_child.MARK: written before each reply on the output pipe

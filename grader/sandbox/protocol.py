@@ -354,7 +354,7 @@ def decode_argument(spec: dict, blobs: list, fds: list[int]):
 # id, so that no class's hash or equality (its metaclass's to define) is ever called. Aliases (IOError) are left out.
 _STANDARD: dict[int, str] = {id(cls): name for name, cls in vars(builtins).items()
                              if isinstance(cls, type) and issubclass(cls, BaseException) and cls.__name__ == name}
-EXCEPTION_NAMES = frozenset(_STANDARD.values())  # the names a reply's "classes" may hold (calls._classes checks)
+EXCEPTION_NAMES = frozenset(_STANDARD.values())  # the names a reply's "classes" may hold (replies._classes checks)
 _MRO = type.__dict__["__mro__"]  # type's own slots, read through its descriptors: a metaclass's
 _NAME = type.__dict__["__name__"]  # __mro__ or __name__ property is never called
 _id, _type = id, type  # bound now: a submission may rebind the builtins' names, never these

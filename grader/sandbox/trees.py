@@ -23,9 +23,10 @@ from pathlib import Path
 from grader.sandbox import isolation, linux_cgroups, tree_clock
 from grader.sandbox.accounting import LinuxAccounting, _Child
 from grader.sandbox.boot import ENV
-from grader.sandbox.calls import _CALL, _LOAD, _PING, CallResult, _Output
+from grader.sandbox.calls import _Output
 from grader.sandbox.isolation import UNISOLATED, USER_NAMESPACES
 from grader.sandbox.protocol import CRASHED, GREETING, OK, SOCKET_BUFFER, SandboxError, send_message
+from grader.sandbox.replies import _CALL, _LOAD, _PING, CallResult
 from grader.sandbox.zygote import get_zygote
 
 NPROC = 256  # processes and threads student code may have at once (RLIMIT_NPROC)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from grader.config import Limits
 from grader.exercise.raising import raise_key, raise_matches, raised, raised_by
 from grader.sandbox import CallResult, Misfit, Sandbox, misfit_of
 
@@ -88,6 +89,7 @@ def test_a_raise_matches_by_class_and_operation_and_an_assert_matches_any_raise(
 
 def test_the_client_fills_the_fields_from_a_validated_reply():
     sandbox = object.__new__(Sandbox)  # _decode reads nothing but the limits: no child is needed
+    sandbox.limits = Limits()
     reply = {"status": "raised", "exception": "ValueError", "classes": ["ValueError", "Exception", "BaseException"],
              "standard": True, "where": "line 21", "message": "cannot reshape array of size 132 into shape (4,3,1,8)"}
     result = sandbox._decode(reply, [], "")

@@ -3,8 +3,9 @@ the page and the text say was taken."""
 
 from __future__ import annotations
 
-from grader.notebook.cells import Cell, Origin, assemble
+from grader.notebook.cells import Cell, Origin
 from grader.notebook.run import _located, _note_located, _script_name, _where, described, source_label
+from grader.notebook.script import assemble
 
 
 def test_a_sandbox_message_names_the_cell_and_its_line_not_the_scripts():
