@@ -31,6 +31,8 @@ from grader.sandbox.protocol import (
     MEMORY,
     TIMEOUT,
     TOO_LARGE,
+    MessageReader,
+    ProtocolError,
     TooLarge,
     announced_array,
     encode_values,
@@ -210,6 +212,19 @@ class Sandbox:
             return replace(self._out_of_time(), output=output)
         return CallResult(TIMEOUT, message=f"the call did not finish within {timeout:g} s", output=output,
                           timed_out="call")
+
+    def _feed(self, child: Any, reader: MessageReader, data: bytes, expect: str
+              ) -> tuple[dict, list[bytes]] | CallResult | None:
+        """``data`` read from the child, fed to ``reader``: a whole reply (a tuple for ``_decode``), None while one
+        is still coming, or what a reply that breaks the protocol or exceeds its bound ends as (the child ended)."""
+        try:
+            return reader.feed(data)
+        except TooLarge as refused:
+            if expect != _CALL:
+                return self._failure(child, f"the submission's process broke the grading protocol ({refused})")
+            return self._refuse(child, refused)
+        except ProtocolError as exc:
+            return self._failure(child, f"the submission's process broke the grading protocol ({exc})")
 
     def _refuse(self, child: Any, refused: TooLarge) -> CallResult:
         """A reply larger than its call accepts: "too-large", its arrays never read; the worker is replaced."""

@@ -55,7 +55,6 @@ from grader.sandbox.protocol import (
     ProtocolError,
     SandboxError,
     Status,
-    TooLarge,
     send_message,
 )
 from grader.sandbox.replies import _CALL, _LOAD, _PING, CallResult, _clip  # noqa: F401 - CallResult: also this module's
@@ -237,14 +236,10 @@ class LinuxSandbox(LinuxTrees):
                     continue  # another process's bytes, dropped
                 if not data:
                     return self._failure(child, "")
-                try:
-                    message = reader.feed(data)
-                except TooLarge as refused:
-                    if expect != _CALL:
-                        return self._failure(child, f"the submission's process broke the grading protocol ({refused})")
-                    return self._refuse(child, refused)
-                except ProtocolError as exc:
-                    return self._failure(child, f"the submission's process broke the grading protocol ({exc})")
+                fed = self._feed(child, reader, data, expect)
+                if isinstance(fed, CallResult):
+                    return fed
+                message = fed
         self._drain_output(child)
         if self._judged_on_cpu() and self._read_cpu(child) - spent >= timeout:
             return self._timed_out(child, timeout, last)  # threads that used the limit before the wall clock did

@@ -41,9 +41,7 @@ from grader.sandbox.protocol import (
     GREETING,
     OK,
     MessageReader,
-    ProtocolError,
     SandboxError,
-    TooLarge,
     send_message,
 )
 from grader.sandbox.replies import _CALL, _LOAD, CallResult
@@ -184,14 +182,10 @@ class PortableSandbox(Sandbox):
                 worker.greeting, data = worker.greeting[len(head):], data[len(head):]
                 if not data:
                     continue
-            try:
-                message = reader.feed(data)
-            except TooLarge as refused:
-                if expect != _CALL:
-                    return self._failure(worker, f"the submission's process broke the grading protocol ({refused})")
-                return self._refuse(worker, refused)
-            except ProtocolError as exc:
-                return self._failure(worker, f"the submission's process broke the grading protocol ({exc})")
+            fed = self._feed(worker, reader, data, expect)
+            if isinstance(fed, CallResult):
+                return fed
+            message = fed
         worker.answered += 1
         return self._decode(*message, self._output_before(worker), expect=expect)
 
