@@ -173,6 +173,6 @@ def _threshold_source(calibration: dict) -> str:
     own = calibration.get("class_fit")
     model = f"the model of {calibration['independent_pairs']} independent pairs"
     if calibration.get("threshold_set_by") == CLASS and isinstance(own, dict):
-        return (f"this class's own fit of its {own['pairs']} pairs that share code: median {own['median']:.2f}, "
+        return (f"from this class's own fit of its {own['pairs']} pairs that share code: median {own['median']:.2f}, "
                 f"spread {own['spread']:.2f}; {model} asks for {calibration['code']['threshold']:.2f}")
     return f"from {model}" + (f"; the class's own fit was {own['note']}" if isinstance(own, dict) else "")

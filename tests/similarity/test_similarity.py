@@ -357,8 +357,8 @@ def test_the_closing_line_names_the_fit_that_set_the_threshold():
                             "threshold_set_by": "class", "class_fit": own}}
     assert terminal_lines(data) == [
         "a.py ~ b.py: code; code score 0.80 (percentile 99.2 of this class's pairs)",
-        "1 of 120 pair(s) flagged as a reason to look (code threshold 0.75, this class's own fit of its 120 pairs that "
-        "share code: median 0.31, spread 0.12; the model of 78 independent pairs asks for 0.62)"]
+        ("1 of 120 pair(s) flagged as a reason to look (code threshold 0.75, from this class's own fit of its 120 "
+         "pairs that share code: median 0.31, spread 0.12; the model of 78 independent pairs asks for 0.62)")]
     data["calibration"].update(threshold=0.6153, threshold_set_by="independent solutions")
     data["calibration"]["class_fit"] = {**own, "note": "not needed: it asks for 0.55, not above the model's 0.62"}
     assert terminal_lines(data)[-1] == (
