@@ -5,9 +5,9 @@ Finds pairs of submissions that share more than independent work does:
 - **code**: winnowed fingerprints of normalized code (grader.similarity.fingerprints), the starter's
   code subtracted, and the fingerprints that more than max(COMMON_FLOOR, COMMON_SHARE of the class)
   submissions hold discounted (MOSS's ``-m``: what much of the class writes is how the exercise is
-  written, not evidence). A pair's score is symmetric: the share of the larger file's fingerprints the
-  other holds, the lesser of the two directions (``a_in_b``, ``b_in_a`` are both reported), so a partial
-  file is not "similar" to every full file. It is flagged above the calibration's threshold
+  written, not evidence). A pair's score is symmetric: the harmonic mean of the two directions, the share of
+  each file's fingerprints the other holds (``a_in_b``, ``b_in_a`` are both reported), 2·shared / (|a| + |b|),
+  so a partial file is not "similar" to every full file. It is flagged above the calibration's threshold
   (grader.similarity.calibration: a stated false-flag rate on a model of independent pairs, or the class's
   own fit where it asks for more and the class is mostly independent), and always when the two files hold
   each other's fingerprints whole (identical code).

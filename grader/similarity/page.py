@@ -271,8 +271,8 @@ def render_html(data: dict, works: list[Work]) -> str:
 <p class="notice">{_e(data['about'])} Look at the code and the outputs side by side, and talk with the students,
 before drawing any conclusion.</p>
 <p>{data['pairs_compared']} pair(s) compared; <b>{data['flagged']}</b> flagged as a reason to look.
-A code score is the share of the larger file's fingerprints (normalized code, the starter's code and what much
-of the class writes removed) that the other file holds too. {_e(_threshold(calibration))} Shared wrong outputs count only where no known misconception explains
+A code score is the harmonic mean of two shares: of each file's fingerprints (normalized code, the starter's code
+and what much of the class writes removed), the share the other file holds too. {_e(_threshold(calibration))} Shared wrong outputs count only where no known misconception explains
 them, fewer than {data['parameters']['rare_below']:g} submissions return them, and no independent solution of the
 calibration of wrong outputs returns them{_e(_known_outputs(calibration))}.</p>
 <h2>Pairs</h2><p class="hint">Click a column's header to sort by it; follow a name to see the two files.</p>
