@@ -135,7 +135,7 @@ class ClassFit:
         return self.usable and self.threshold > self.model_threshold
 
     def percentile(self, score: float) -> float:
-        """The share of the class's pairs scoring below ``score``, in percent."""
+        """The share of the class's pairs that share code (score above 0) scoring below ``score``, in percent."""
         if not self.scores:
             return 100.0
         return round(100.0 * bisect.bisect_left(self.scores, score) / len(self.scores), 1)
