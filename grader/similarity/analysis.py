@@ -5,10 +5,12 @@ Finds pairs of submissions that share more than independent work does:
 - **code**: winnowed fingerprints of normalized code (grader.similarity.fingerprints), the starter's
   code subtracted, and the fingerprints that more than max(COMMON_FLOOR, COMMON_SHARE of the class)
   submissions hold discounted (MOSS's ``-m``: what much of the class writes is how the exercise is
-  written, not evidence). A pair's score is symmetric: the share of the larger file's fingerprints the
-  other holds, the lesser of the two directions (``a_in_b``, ``b_in_a`` are both reported), so a partial
-  file is not "similar" to every full file. It is flagged above the calibration's threshold
-  (grader.similarity.calibration: a stated false-flag rate on a model of independent pairs).
+  written, not evidence). A pair's score is symmetric: the harmonic mean of the two directions, the share of
+  each file's fingerprints the other holds (``a_in_b``, ``b_in_a`` are both reported), 2·shared / (|a| + |b|),
+  so a partial file is not "similar" to every full file. It is flagged above the calibration's threshold
+  (grader.similarity.calibration: a stated false-flag rate on a model of independent pairs, or the class's
+  own fit where it asks for more and the class is mostly independent), and always when the two files hold
+  each other's fingerprints whole (identical code).
 - **function**: one of the exercise's functions (those the starter defines) shared beyond that function's
   own calibration, when the files are not alike as a whole: a copy of one function only.
 - **containment**: a file that holds most of another's code (the smaller file's fingerprints, beyond
@@ -35,10 +37,11 @@ import numpy as np
 
 from grader.judging.diagnose import GENERIC
 from grader.report.native import one_line
-from grader.similarity.calibration import Calibration, KnownOutputs, fit, robust_threshold
+from grader.similarity.calibration import CLASS, MODEL, Calibration, ClassFit, KnownOutputs, Scale, class_fit, fit
 from grader.similarity.fingerprints import MAX_TOKENS, Fingerprint, fingerprint
 from grader.similarity.reading import Work
 
+IDENTICAL = 1.0  # a pair scoring this (each file holds the other's fingerprints whole) is code evidence, whatever the threshold
 MIN_FINGERPRINTS = 8  # a file with fewer (an almost empty submission) has no code score
 MIN_CONTAINED = 30  # a file held in another has at least this many fingerprints (a partial file is no evidence)
 MIN_UNIT = 30  # a function compared on its own has at least this many fingerprints on each side (a short one is alike by nature)
@@ -186,8 +189,10 @@ def analyse(works: list[Work], calibration: Calibration, starter: set[int],
     outputs_shared = shared_counts(rare)
     past = np.array([bool(w.term) for w in works])
     compare = np.triu(np.ones((len(works), len(works)), dtype=bool), 1) & ~np.logical_and.outer(past, past)
-    threshold = max(calibration.threshold, robust_threshold(scores[compare & (scores > 0)].tolist()))
-    code = compare & (scores > threshold)
+    own = class_fit(scores[compare & (scores > 0)].tolist(), calibration.threshold)
+    threshold = own.threshold if own.sets_threshold else calibration.threshold
+    judged: Scale | ClassFit = own if own.sets_threshold else calibration.code  # the fit the threshold is of
+    code = compare & ((scores > threshold) | (scores >= IDENTICAL))
     sizes = np.array([len(p) for p in prints])
     held = compare & ~code & (contain > calibration.contain.threshold) & (np.minimum.outer(sizes, sizes) >= MIN_CONTAINED)
     functions = np.zeros_like(compare)
@@ -208,14 +213,17 @@ def analyse(works: list[Work], calibration: Calibration, starter: set[int],
         kinds = (["code"] if code[i, j] else []) + (["function"] if functions[i, j] else []) + (
             ["containment"] if held[i, j] else [])
         listed.append(_pair(works[i], works[j], kinds, prints[i] & prints[j], (scores[i, j], contain[i, j]),
-                            sizes[i], sizes[j], rare[i] & rare[j], threshold, calibration, function_names[(i, j)],
+                            sizes[i], sizes[j], rare[i] & rare[j], threshold, judged, own,
+                            function_names[(i, j)],
                             outputs, output_counts, patterns, pattern_counts, rare_below, common_outputs))
     listed.sort(key=lambda p: (not p["flagged"], -p["code_score"], -len(p["shared_wrong_outputs"]), p["a"], p["b"]))
     holders = containment([(p["a"], p["b"], p["a_in_b"], p["b_in_a"]) for p in listed if "containment" in p["evidence"]])
     grouped = [(p["a"], p["b"]) for p in listed if p["flagged"] and "containment" not in p["evidence"]]
     summary = calibration.summary()
     summary["threshold"] = threshold
-    summary["class_threshold"] = robust_threshold(scores[compare & (scores > 0)].tolist())
+    summary["threshold_set_by"] = CLASS if own.sets_threshold else MODEL
+    summary["class_threshold"] = own.threshold
+    summary["class_fit"] = own.summary()
     summary["wrong_outputs"] = known.summary()
     return {
         "about": ("Evidence of shared work: a flagged pair is a reason to look at two submissions side by side, "
@@ -259,11 +267,13 @@ def _note(work: Work) -> str:
 
 
 def _pair(a: Work, b: Work, kinds: list[str], shared: frozenset, score: tuple[float, float], size_a: int,
-          size_b: int, same: frozenset, threshold: float, calibration: Calibration, functions: list[str],
+          size_b: int, same: frozenset, threshold: float, scale: Scale | ClassFit, own: ClassFit, functions: list[str],
           outputs: dict, output_counts: Counter, patterns: dict, pattern_counts: Counter, rare_below: float,
           common_outputs: set) -> dict:
     """One pair of similarity.json: its scores (both directions), evidence kinds, matched spans, shared wrong outputs
-    (the rare ones; ``known_wrong_outputs`` counts those independent solutions return too, no evidence)."""
+    (the rare ones; ``known_wrong_outputs`` counts those independent solutions return too, no evidence).
+    scale: the fit that set the threshold (the model of independent solutions, or the class's own): the pair's
+    percentile and chance are of it; own: the class's fit (``class_percentile``: among the class's pairs)."""
     symmetric, _ = score
     if len(same) >= MIN_SHARED_TESTS:
         kinds.append("wrong-outputs")
@@ -275,9 +285,10 @@ def _pair(a: Work, b: Work, kinds: list[str], shared: frozenset, score: tuple[fl
             "code_score": round(float(symmetric), 4),
             "a_in_b": round(len(shared) / size_a, 4) if size_a else 0.0,
             "b_in_a": round(len(shared) / size_b, 4) if size_b else 0.0,
-            "percentile": calibration.percentile(float(symmetric)),
+            "percentile": scale.percentile(float(symmetric)),
+            "class_percentile": own.percentile(float(symmetric)),
             "margin": round(float(symmetric) - threshold, 4),
-            "chance": float(f"{calibration.code.chance(float(symmetric)):.3g}"),
+            "chance": float(f"{scale.chance(float(symmetric)):.3g}"),
             "flagged": bool({"code", "function", "containment", "wrong-outputs"} & set(kinds)), "evidence": kinds,
             "functions": functions,
             "shared_fingerprints": len(shared), "spans": matched_spans(a.fp, b.fp, set(shared)) if shared else [],

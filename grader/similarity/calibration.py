@@ -9,9 +9,15 @@ scores as high below FALSE_FLAG_RATE. Two rules keep the model honest where it h
 threshold is never below the highest independent score plus FLOOR_MARGIN (no calibration pair is
 ever flagged), and with fewer than MIN_PAIRS independent pairs the threshold is FALLBACK.
 
-The class itself is a second sample of independent work (most of a class's pairs are): its
-scores are fitted robustly (median and median absolute deviation, which a minority of copies does
-not move), and where that fit asks for a higher threshold, it is used.
+The class itself is a second sample of independent work while most of its pairs are (``class_fit``):
+its pair scores (the raw scores, not their logits: most of a class's pairs score near 0, where logits
+spread without bound) are fitted robustly, with their median and median absolute deviation, which a
+minority of copies does not move, and where that fit asks for a higher threshold, it is used. It is
+not used when more than CLASS_ALIKE of the class's pairs score above the model's threshold: then the
+class is not mostly independent (a shared template or tutorial), and its median and deviation
+describe that. It never raises the threshold above CLASS_CAP, so that near-identical code is always
+flagged; a pair whose files hold each other's fingerprints whole (identical code) is flagged whatever
+the threshold (grader.similarity.analysis).
 
 Wrong outputs have a calibration of their own (``KnownOutputs``): the wrong outputs that independent
 people produce on the exercise's cases (public implementations, solutions written fresh, natural
@@ -37,6 +43,9 @@ FLOOR_MARGIN = 0.02  # a flagged score lies at least this far above the highest 
 MIN_PAIRS = 3  # fewer independent pairs fit no model: FALLBACK is the threshold
 FALLBACK = 0.90
 CLASS_PAIRS = 50  # the class's own scores are fitted when it has at least this many pairs
+CLASS_ALIKE = 0.25  # the class's fit is used only while at most this share of its pairs score above the model's threshold
+CLASS_CAP = FALLBACK  # the class's fit never raises the threshold above this
+MODEL, CLASS = "independent solutions", "class"  # which fit set the code threshold
 _EDGE = 1e-3  # scores are clipped to [_EDGE, 1 - _EDGE] before their logit is taken
 _Z = NormalDist().inv_cdf(1 - FALSE_FLAG_RATE)
 
@@ -90,18 +99,85 @@ def fit(scores: Sequence[float]) -> Scale:
     return Scale(ordered, mean, sd, round(min(1.0, threshold), 4))
 
 
-def robust_threshold(scores: Sequence[float]) -> float:
-    """The threshold a robust normal fit of the class's own pair ``scores`` gives (0.0 with too few pairs).
+@dataclass(frozen=True)
+class ClassFit:
+    """The robust fit of the class's own pair scores, and whether it may raise the code threshold.
 
-    Median and median absolute deviation of the scores themselves (a minority of copies moves neither):
-    the score a normal distribution of that centre and spread exceeds with FALSE_FLAG_RATE.
+    median, spread: of the raw scores (spread: 1.4826 times the median absolute deviation, a normal
+    distribution's standard deviation); threshold: the score such a distribution exceeds with
+    FALSE_FLAG_RATE, capped at CLASS_CAP (0.0 with fewer than CLASS_PAIRS pairs). alike: the pairs scoring
+    above the model's threshold. usable: the fit describes independent work (enough pairs, and at most
+    CLASS_ALIKE of them alike).
     """
-    if len(scores) < CLASS_PAIRS:
-        return 0.0
-    ordered = sorted(scores)
+
+    scores: list[float]  # sorted
+    model_threshold: float
+    median: float = 0.0
+    spread: float = 0.0
+    fitted: float = 0.0  # the fit's threshold before the cap
+    alike: int = 0
+
+    @property
+    def pairs(self) -> int:
+        return len(self.scores)
+
+    @property
+    def threshold(self) -> float:
+        return round(min(CLASS_CAP, self.fitted), 4)
+
+    @property
+    def usable(self) -> bool:
+        return self.pairs >= CLASS_PAIRS and self.alike <= CLASS_ALIKE * self.pairs
+
+    @property
+    def sets_threshold(self) -> bool:
+        """Whether this fit, not the model of independent solutions, sets the code threshold."""
+        return self.usable and self.threshold > self.model_threshold
+
+    def percentile(self, score: float) -> float:
+        """The share of the class's pairs that share code (score above 0) scoring below ``score``, in percent."""
+        if not self.scores:
+            return 100.0
+        return round(100.0 * bisect.bisect_left(self.scores, score) / len(self.scores), 1)
+
+    def chance(self, score: float) -> float:
+        """The fit's chance that one of the class's pairs scores ``score`` or more (1.0 or 0.0 without a spread)."""
+        if self.spread <= 0:
+            return 1.0 if score <= self.median else 0.0
+        return 1 - NormalDist(self.median, self.spread).cdf(score)
+
+    def summary(self) -> dict:
+        """similarity.json's ``calibration.class_fit``."""
+        asks = f"it asks for {self.fitted:.2f}" + (f", capped at {CLASS_CAP:.2f}" if self.fitted > CLASS_CAP else "")
+        if self.pairs < CLASS_PAIRS:
+            why = f"not fitted: {self.pairs} pair(s) of the class score above 0, fewer than {CLASS_PAIRS}"
+        elif not self.usable:
+            why = (f"not used: {self.alike} of its {self.pairs} pairs score above the model's threshold "
+                   f"{self.model_threshold:.2f}, more than {CLASS_ALIKE:.0%}, so the class is not mostly independent "
+                   "(a shared template or tutorial?) and its fit would describe what they share")
+        elif self.sets_threshold:
+            why = f"used: {asks}, above the model's {self.model_threshold:.2f}"
+        else:
+            why = f"not needed: {asks}, not above the model's {self.model_threshold:.2f}"
+        return {"pairs": self.pairs, "median": round(self.median, 4), "spread": round(self.spread, 4),
+                "threshold": self.threshold, "fitted": self.fitted, "alike_pairs": self.alike, "alike_share_limit": CLASS_ALIKE,
+                "cap": CLASS_CAP, "used": self.sets_threshold, "note": why}
+
+
+def class_fit(scores: Sequence[float], model_threshold: float) -> ClassFit:
+    """The ClassFit of the class's pair ``scores`` (those above 0), beside the model's threshold.
+
+    Median and median absolute deviation of the raw scores (a minority of copies moves neither): the score
+    a normal distribution of that centre and spread exceeds with FALSE_FLAG_RATE.
+    """
+    ordered = sorted(float(s) for s in scores)
+    alike = len(ordered) - bisect.bisect_right(ordered, model_threshold)
+    if len(ordered) < CLASS_PAIRS:
+        return ClassFit(ordered, model_threshold, alike=alike)
     median = ordered[len(ordered) // 2]
     mad = sorted(abs(x - median) for x in ordered)[len(ordered) // 2]
-    return round(min(1.0, median + _Z * 1.4826 * mad), 4)
+    return ClassFit(ordered, model_threshold, median, 1.4826 * mad, round(min(1.0, median + _Z * 1.4826 * mad), 4),
+                    alike)
 
 
 @dataclass

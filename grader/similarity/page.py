@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from grader.report.native import printable
 from grader.report.page import SORT_SCRIPT, SORTABLE_STYLE, escape, html_page
+from grader.similarity.calibration import CLASS
 from grader.similarity.reading import Work
 
 ROWS = 500  # pairs listed in the page's table (the first listed); similarity.json lists them all
@@ -55,6 +56,7 @@ pre.code span.gap { color: #999; font-style: italic; }
 
 
 _e = escape
+_CLASS_PAIRS = "this class's pairs that share code"
 
 
 def _kinds(kinds: list[str]) -> str:
@@ -130,7 +132,25 @@ def _marks(spans: list[dict], side: str) -> dict[int, int]:
     return marks
 
 
-def _pair_view(index: int, pair: dict, works: dict[str, Work], labels: dict[str, str]) -> str:
+def _standing(pair: dict, of: str) -> str:
+    """Where the pair's score stands: its percentile among the pairs of the fit that set the threshold (``of``),
+    and among the class's pairs where that is not the class's fit."""
+    said = f"at the {pair['percentile']:g}th percentile of {of}"
+    if of != _CLASS_PAIRS and "class_percentile" in pair:
+        said += f" and the {pair['class_percentile']:g}th of this class's pairs that share code"
+    return said
+
+
+def _margin(margin: float) -> str:
+    """The score's distance from the threshold, in words: a flag needs a score above it."""
+    if margin > 0:
+        return f"{margin:.2f} above the threshold" if round(margin, 2) else f"above the threshold (by {margin:.4f})"
+    if margin < 0:
+        return f"{-margin:.2f} below the threshold" if round(margin, 2) else f"below the threshold (by {-margin:.4f})"
+    return "at the threshold (a score above it is flagged)"
+
+
+def _pair_view(index: int, pair: dict, works: dict[str, Work], labels: dict[str, str], of: str) -> str:
     a, b = pair["a"], pair["b"]
     outputs = "".join(f"<li><b>{_e(_cut(o['test'], LABEL_CHARS))}</b> (shown by {o['students_sharing']} "
                       f"submission(s)): <code>{_e(_cut(o['output'], OUTPUT_CHARS))}</code></li>"
@@ -144,8 +164,8 @@ def _pair_view(index: int, pair: dict, works: dict[str, Work], labels: dict[str,
                          "people make alone, no evidence.</p>")
     return (f"<section class='pair' id='pair-{index}'><h3>{_e(labels.get(a, a))} and {_e(labels.get(b, b))}</h3>"
             f"<p>Code score {pair['code_score']:.2f} (a's code in b: {pair.get('a_in_b', 0):.2f}; b's in a: "
-            f"{pair.get('b_in_a', 0):.2f}), at the {pair['percentile']:g}th percentile of independent pairs, "
-            f"{pair.get('margin', 0):+.2f} from the threshold; {pair['shared_fingerprints']} shared fingerprint(s) in "
+            f"{pair.get('b_in_a', 0):.2f}), {_e(_standing(pair, of))}, {_e(_margin(pair.get('margin', 0)))}; "
+            f"{pair['shared_fingerprints']} shared fingerprint(s) in "
             f"{len(pair['spans'])} region(s); evidence: {_kinds(pair['evidence'])}</p>"
             f"<p>{_e(_carried(pair))}</p>{outputs_html}"
             f"<p class='hint'>Regions of the same colour match each other.</p><div class='sides'>"
@@ -155,7 +175,10 @@ def _pair_view(index: int, pair: dict, works: dict[str, Work], labels: dict[str,
 
 def _carried(pair: dict) -> str:
     """Which evidence carried the flag, in words."""
-    said = {"code": "the two files are alike as a whole, beyond the calibration",
+    alike = ("the two files' code is identical (each holds every fingerprint of the other), which is flagged "
+             "whatever the threshold" if pair["code_score"] >= 1 else
+             "the two files are alike as a whole, beyond the calibration")
+    said = {"code": alike,
             "function": f"a function is alike beyond its own calibration ({', '.join(pair.get('functions', []))})",
             "containment": "one file holds most of the other's code, though the two are not alike as a whole",
             "wrong-outputs": "they return the same rare wrong values on the same cases",
@@ -206,6 +229,33 @@ def _known_outputs(calibration: dict) -> str:
     return f" (that calibration is {known['status']}: {known['note']})"
 
 
+def _threshold(calibration: dict) -> str:
+    """Which fit set the code threshold, with its figures, and what became of the other (similarity.json's
+    ``calibration``; one of an older grader has no ``class_fit``: the model is the only fit it names)."""
+    maximum = "–" if calibration["max"] is None else f"{calibration['max']:.2f}"
+    rate = f"{calibration.get('false_flag_rate', 0):g}"
+    model = calibration.get("code", {}).get("threshold", calibration["threshold"])
+    said = (f"Calibration: {calibration['independent_pairs']} pairs of {calibration['independent_files']} independent "
+            f"solutions score at most {maximum}; a model of their scores puts the chance that an independent pair "
+            f"scores above {model:.2f} below {rate}")
+    own = calibration.get("class_fit")
+    if calibration.get("threshold_set_by") == CLASS and isinstance(own, dict):
+        capped = own.get("fitted", own["threshold"]) > own["threshold"]
+        return (f"{said}. The threshold, {calibration['threshold']:.2f}, is this class's own fit: a normal "
+                f"distribution of the median ({own['median']:.2f}) and spread ({own['spread']:.2f}, 1.4826 times the "
+                f"median absolute deviation) of the scores of its {own['pairs']} pairs that share code puts the "
+                f"chance that one of them scores above {own.get('fitted', own['threshold']):.2f} below {rate}"
+                + (f", and that fit is capped at {own['threshold']:.2f} so that near-identical code is always flagged"
+                   if capped else "")
+                + f" ({own['note']}). A code score above {calibration['threshold']:.2f} is flagged, and identical code "
+                "always is; percentiles and chances are of this class's pairs.")
+    said += (f", and a code score above {calibration['threshold']:.2f} is flagged (identical code always is); "
+             "percentiles and chances are of the independent pairs.")
+    if isinstance(own, dict):
+        said += f" The class's own fit (median and median absolute deviation of its pairs' scores) was {own['note']}."
+    return said
+
+
 def render_html(data: dict, works: list[Work]) -> str:
     """similarity.json's ``data`` as a self-contained page; ``works`` give the files' text for the side-by-side views."""
     by_key = {w.key: w for w in works}
@@ -213,19 +263,16 @@ def render_html(data: dict, works: list[Work]) -> str:
     calibration = data["calibration"]
     clusters = _groups(data["clusters"], labels)
     title = f"{data.get('assignment', '')}: similarity evidence"
-    views = "".join(_pair_view(i, pair, by_key, labels) for i, pair in enumerate(data["pairs"][:VIEWS]))
+    of = _CLASS_PAIRS if calibration.get("threshold_set_by") == CLASS else "independent pairs"
+    views = "".join(_pair_view(i, pair, by_key, labels, of) for i, pair in enumerate(data["pairs"][:VIEWS]))
     if len(data["pairs"]) > VIEWS:
         views += f"<p class='hint'>Side-by-side views of the first {VIEWS} pairs only; similarity.json lists them all.</p>"
-    maximum = "–" if calibration["max"] is None else f"{calibration['max']:.2f}"
     body = f"""<h1>{_e(title)}</h1>
 <p class="notice">{_e(data['about'])} Look at the code and the outputs side by side, and talk with the students,
 before drawing any conclusion.</p>
 <p>{data['pairs_compared']} pair(s) compared; <b>{data['flagged']}</b> flagged as a reason to look.
-A code score is the share of the larger file's fingerprints (normalized code, the starter's code and what much
-of the class writes removed) that the other file holds too. Calibration: {calibration['independent_pairs']} pairs
-of {calibration['independent_files']} independent solutions score at most {maximum}; a model of their scores puts
-the chance that an independent pair scores above {calibration['threshold']:.2f} below
-{calibration.get('false_flag_rate', 0):g}, and a score above it is flagged. Shared wrong outputs count only where no known misconception explains
+A code score is the harmonic mean of two shares: of each file's fingerprints (normalized code, the starter's code
+and what much of the class writes removed), the share the other file holds too. {_e(_threshold(calibration))} Shared wrong outputs count only where no known misconception explains
 them, fewer than {data['parameters']['rare_below']:g} submissions return them, and no independent solution of the
 calibration of wrong outputs returns them{_e(_known_outputs(calibration))}.</p>
 <h2>Pairs</h2><p class="hint">Click a column's header to sort by it; follow a name to see the two files.</p>

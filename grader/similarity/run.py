@@ -18,7 +18,7 @@ from grader.exercise.assignment import Assignment, AssignmentError, load_assignm
 from grader.report.csvcells import csv_text
 from grader.report.native import one_line, write_atomic
 from grader.similarity.analysis import analyse, calibrate
-from grader.similarity.calibration import CURRENT, KnownOutputs, load_known_outputs, outputs_key
+from grader.similarity.calibration import CLASS, CURRENT, KnownOutputs, load_known_outputs, outputs_key
 from grader.similarity.fingerprints import starter_functions, starter_hashes
 from grader.similarity.page import render_html
 from grader.similarity.reading import Work, calibration_sources, load_works, read_code
@@ -147,21 +147,32 @@ def link_summary(path: Path, data: dict) -> None:
 def terminal_lines(data: dict, works: Sequence[Work] = ()) -> list[str]:
     """One line per flagged pair, one per cluster, and a closing line."""
     lines = []
+    calibration = data["calibration"]
+    of = "this class's pairs" if calibration.get("threshold_set_by") == CLASS else "independent pairs"
     for pair in data["pairs"]:
         if not pair["flagged"]:
             continue
         outputs = len(pair["shared_wrong_outputs"])
         lines.append(one_line(f"{pair['a']} ~ {pair['b']}: {', '.join(pair['evidence'])}; code score "
-                              f"{pair['code_score']:.2f} (percentile {pair['percentile']:g})"
+                              f"{pair['code_score']:.2f} (percentile {pair['percentile']:g} of {of})"
                               + (f", {outputs} shared wrong output(s)" if outputs else "")))
     lines += [one_line(f"{entry['holder']} holds code of {entry['count']} other(s): {', '.join(entry['holds'])}")
               for entry in data.get("containment", [])]
     lines += [one_line(f"cluster of {len(group)}: {', '.join(group)}") for group in data["clusters"]]
-    calibration = data["calibration"]
     known = calibration.get("wrong_outputs") or {}
     if known.get("status", CURRENT) != CURRENT and known.get("file"):
         lines.append(one_line(f"the calibration of wrong outputs is {known['status']} ({known['file']}): "
                               f"{known['note']}"))
-    lines.append(f"{data['flagged']} of {data['pairs_compared']} pair(s) flagged as a reason to look (code threshold "
-                 f"{calibration['threshold']:.2f}, above {calibration['independent_pairs']} independent pairs)")
+    lines.append(one_line(f"{data['flagged']} of {data['pairs_compared']} pair(s) flagged as a reason to look (code "
+                          f"threshold {calibration['threshold']:.2f}, {_threshold_source(calibration)})"))
     return lines
+
+
+def _threshold_source(calibration: dict) -> str:
+    """Which fit set the code threshold, in a few words, and what became of the class's own fit."""
+    own = calibration.get("class_fit")
+    model = f"the model of {calibration['independent_pairs']} independent pairs"
+    if calibration.get("threshold_set_by") == CLASS and isinstance(own, dict):
+        return (f"from this class's own fit of its {own['pairs']} pairs that share code: median {own['median']:.2f}, "
+                f"spread {own['spread']:.2f}; {model} asks for {calibration['code']['threshold']:.2f}")
+    return f"from {model}" + (f"; the class's own fit was {own['note']}" if isinstance(own, dict) else "")

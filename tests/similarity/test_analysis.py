@@ -113,3 +113,36 @@ def test_a_wrong_output_independent_solutions_return_is_no_evidence():
     assert data["flagged"] == 1 and data["calibration"]["wrong_outputs"] == {
         "status": "current", "file": "w.json", "signatures": 3, "sources": 52,
         "note": "3 wrong outputs of 52 independent solutions, none of them evidence"}
+
+
+def test_the_class_fit_of_a_mostly_independent_class_sets_the_threshold_it_asks_for():
+    # Twelve files that share 25 to 69 fingerprints of one pool (each 100 in all: pairs score 0.25 to 0.65), and
+    # a copy holding 85 of s00.py's. Their spread is wider than the independent solutions': the class's fit asks
+    # for 0.77, above the model's 0.62, and 2 of its 78 pairs score above the model's threshold, so it is used:
+    # s10.py and s11.py (0.65) are not code evidence, the copy (0.85) is, and its percentile is of the class.
+    from grader.similarity.fingerprints import Fingerprint
+    from grader.similarity.run import terminal_lines
+
+    def fingerprints(hashes) -> Fingerprint:
+        return Fingerprint(hashes={h: ("multi_head_attention", 1, 1) for h in hashes}, tokens=2 * len(hashes))
+
+    pool = range(1000, 1100)
+    works = [Work(f"s{i:02}.py", f"s{i:02}.py", fp=fingerprints([*pool[:c], *range(10_000 * (i + 1), 10_000 * (i + 1) + 100 - c)]))
+             for i, c in enumerate(range(25, 70, 4))]
+    works.append(Work("copy.py", "copy.py", fp=fingerprints([*list(works[0].fp.hashes)[:85], *range(900_000, 900_015)])))
+    data = analyse(works, calibration(), STARTER)
+    calibration_ = data["calibration"]
+    assert (calibration_["threshold_set_by"], calibration_["threshold"], calibration_["code"]["threshold"]) == (
+        "class", 0.7711, 0.6153)
+    assert calibration_["class_fit"] == {
+        "pairs": 78, "median": 0.33, "spread": 0.1186, "threshold": 0.7711, "fitted": 0.7711, "alike_pairs": 2,
+        "alike_share_limit": 0.25, "cap": 0.9, "used": True, "note": "used: it asks for 0.77, above the model's 0.62"}
+    copy, siblings = data["pairs"][:2]
+    assert (copy["a"], copy["b"], copy["code_score"], copy["evidence"], copy["margin"]) == (
+        "s00.py", "copy.py", 0.85, ["code"], 0.0789)
+    assert (copy["percentile"], copy["class_percentile"], copy["chance"]) == (98.7, 98.7, 5.82e-06)
+    assert (siblings["a"], siblings["b"], siblings["code_score"], siblings["evidence"]) == (
+        "s10.py", "s11.py", 0.65, ["containment"])
+    assert terminal_lines(data)[-1] == (
+        "2 of 78 pair(s) flagged as a reason to look (code threshold 0.77, from this class's own fit of its 78 pairs "
+        "that share code: median 0.33, spread 0.12; the model of 78 independent pairs asks for 0.62)")

@@ -1,5 +1,5 @@
-"""grader.similarity.calibration's calibration of wrong outputs: the exercise's file, its key, and what happens when
-it is stale, absent or not one."""
+"""grader.similarity.calibration: the class's own fit of its code scores (when it may raise the threshold), and the
+calibration of wrong outputs: the exercise's file, its key, and what happens when it is stale, absent or not one."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ import pytest
 from grader.exercise.assignment import Assignment, load_assignment
 from grader.similarity.calibration import (
     ABSENT,
+    CLASS_CAP,
     CURRENT,
     MAX_OUTPUTS_BYTES,
     STALE,
     UNREADABLE,
+    class_fit,
     known_outputs_document,
     load_known_outputs,
     output_signature,
@@ -26,6 +28,39 @@ from grader.similarity.run import _reference_files, known_outputs, known_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 MHA = load_assignment(ROOT / "assignments" / "mha")
+
+
+def _spread_class(alike: int) -> list[float]:
+    """100 pair scores: 100 - alike spread evenly from 0.10 (0.005 apart), and ``alike`` copies at 0.97."""
+    return [0.10 + 0.005 * i for i in range(100 - alike)] + [0.97] * alike
+
+
+def test_the_class_fit_raises_the_threshold_only_while_the_class_is_mostly_independent():
+    # A class whose pairs spread more than the independent solutions' do, with a fifth of its pairs copies: its
+    # median and spread are of independent work, and it asks for more than the model's 0.50.
+    used = class_fit(_spread_class(20), 0.50)
+    assert (used.pairs, used.median, round(used.spread, 4), used.alike) == (100, 0.35, 0.1853, 20)
+    assert used.sets_threshold and used.threshold == 0.9 and used.fitted == 1.0  # 0.35 + 3.719 × 0.1853: capped
+    assert used.summary()["note"] == "used: it asks for 1.00, capped at 0.90, above the model's 0.50"
+    assert used.percentile(0.97) == 80.0 and f"{used.chance(0.97):.3g}" == "0.000411"
+    assert CLASS_CAP == 0.9
+    # The same spread with 30 copies: more than a quarter of the pairs is alike beyond independent work, so its
+    # median and spread describe what they share, and the model's threshold stands.
+    shared = class_fit(_spread_class(30), 0.50)
+    assert shared.alike == 30 and not shared.usable and not shared.sets_threshold
+    assert shared.summary()["note"] == (
+        "not used: 30 of its 100 pairs score above the model's threshold 0.50, more than 25%, so the class is not "
+        "mostly independent (a shared template or tutorial?) and its fit would describe what they share")
+    # A narrow class: its fit asks for 0.33 (uncapped), above a model's 0.30 and not above a model's 0.60.
+    narrow = [0.10 + 0.002 * i for i in range(60)]
+    assert class_fit(narrow, 0.30).threshold == 0.3254 and class_fit(narrow, 0.30).sets_threshold
+    assert class_fit(narrow, 0.30).summary()["note"] == "used: it asks for 0.33, above the model's 0.30"
+    assert not class_fit(narrow, 0.60).sets_threshold
+    assert class_fit(narrow, 0.60).summary()["note"] == "not needed: it asks for 0.33, not above the model's 0.60"
+    # Fewer than 50 pairs fit nothing.
+    few = class_fit([0.3] * 49, 0.30)
+    assert few.threshold == 0.0 and not few.sets_threshold
+    assert few.summary()["note"] == "not fitted: 49 pair(s) of the class score above 0, fewer than 50"
 
 
 def test_a_signature_is_16_hex_digits_of_the_test_and_what_it_returned():

@@ -90,3 +90,38 @@ def test_a_view_says_which_shared_wrong_outputs_are_no_evidence():
     assert "(that calibration is stale: made for other cases)" in page
     older = render_html(_data([quiet], []), works)  # a similarity.json written before the calibration: none said
     assert "calibration of wrong outputs returns them.</p>" in older
+
+
+def _class_set(data: dict) -> dict:
+    """``data`` as when the class's own fit set the code threshold (0.75, above the model's 0.62)."""
+    data["calibration"] = {"independent_pairs": 78, "independent_files": 13, "max": 0.44, "threshold": 0.75,
+                           "false_flag_rate": 0.0001, "code": {"threshold": 0.6153}, "threshold_set_by": "class",
+                           "class_fit": {"pairs": 120, "median": 0.31, "spread": 0.1183, "threshold": 0.75,
+                                         "fitted": 0.75, "note": "used: it asks for 0.75, above the model's 0.62"}}
+    return data
+
+
+def test_the_page_names_the_class_fit_when_it_set_the_threshold():
+    works = [Work(n, n, source="x = 1\n", fp=Fingerprint(tokens=1)) for n in ("a.py", "b.py", "c.py", "d.py")]
+    at, above = _pair("a.py", "b.py", []), _pair("c.py", "d.py", [])
+    at.update(code_score=0.75, margin=0.0, percentile=99.2, evidence=["function"])
+    above.update(code_score=0.754, margin=0.004, percentile=99.2, class_percentile=99.2)
+    page = render_html(_class_set(_data([above, at], [])), works)
+    assert ("The threshold, 0.75, is this class&#x27;s own fit: a normal distribution of the median (0.31) and spread "
+            "(0.12, 1.4826 times the median absolute deviation) of the scores of its 120 pairs that share code puts "
+            "the chance that one of them scores above 0.75 below 0.0001 (used: it asks for 0.75, above the model&#x27;s "
+            "0.62). A code score above 0.75 is flagged, and identical code always is; percentiles and chances are of "
+            "this class&#x27;s pairs.") in page
+    assert ("at the 99.2th percentile of this class&#x27;s pairs that share code, above the threshold (by 0.0040);"
+            in page)
+    assert "at the 99.2th percentile of this class&#x27;s pairs that share code, at the threshold (a score above it is flagged);" in page
+
+
+def test_an_older_similarity_json_is_described_by_its_model_alone():
+    works = [Work(n, n, source="x = 1\n", fp=Fingerprint(tokens=1)) for n in ("a.py", "b.py")]
+    data = _data([_pair("a.py", "b.py", [])], [])
+    data["calibration"]["false_flag_rate"] = 0.0001
+    page = render_html(data, works)
+    assert ("Calibration: 78 pairs of 13 independent solutions score at most 0.46; a model of their scores puts the "
+            "chance that an independent pair scores above 0.51 below 0.0001, and a code score above 0.51 is flagged "
+            "(identical code always is); percentiles and chances are of the independent pairs. Shared") in page

@@ -294,7 +294,7 @@ def test_against_a_past_term(batch, tmp_path):
     report["student"] = {"id": "old", "name": "Past Student", "source": "file"}
     (past / "reports" / "old_submission.py.json").write_text(json.dumps(report))
     output = invoke("similar", str(batch), "--against", str(past))
-    assert "correct.py ~ fall2025/old_submission.py: code; code score 1.00 (percentile 100)" in output
+    assert "correct.py ~ fall2025/old_submission.py: code; code score 1.00 (percentile 100 of independent pairs)" in output
     data = json.loads((batch / "similarity.json").read_text())
     assert data["pairs_compared"] == 21 + 7
     past_pair = next(p for p in data["pairs"] if p["b"] == "fall2025/old_submission.py" and p["flagged"])
@@ -343,3 +343,24 @@ def test_grade_similar_reads_the_course_given_by_course(tmp_path, monkeypatch):
     files = json.loads((outdir / "similarity.json").read_text())["calibration"]["files"]
     assert len(files) == len(INDEPENDENT) and all(f.startswith(course.as_posix() + "/") for f in files)
     assert "0 of 1 pair(s) flagged as a reason to look" in result.output
+
+
+def test_the_closing_line_names_the_fit_that_set_the_threshold():
+    from grader.similarity.run import terminal_lines
+
+    pair = {"a": "a.py", "b": "b.py", "flagged": True, "evidence": ["code"], "code_score": 0.8, "percentile": 99.2,
+            "shared_wrong_outputs": []}
+    own = {"pairs": 120, "median": 0.31, "spread": 0.1183, "threshold": 0.75,
+           "note": "used: it asks for 0.75, above the model's 0.62"}
+    data = {"pairs": [pair], "clusters": [], "flagged": 1, "pairs_compared": 120,
+            "calibration": {"threshold": 0.75, "independent_pairs": 78, "code": {"threshold": 0.6153},
+                            "threshold_set_by": "class", "class_fit": own}}
+    assert terminal_lines(data) == [
+        "a.py ~ b.py: code; code score 0.80 (percentile 99.2 of this class's pairs)",
+        ("1 of 120 pair(s) flagged as a reason to look (code threshold 0.75, from this class's own fit of its 120 "
+         "pairs that share code: median 0.31, spread 0.12; the model of 78 independent pairs asks for 0.62)")]
+    data["calibration"].update(threshold=0.6153, threshold_set_by="independent solutions")
+    data["calibration"]["class_fit"] = {**own, "note": "not needed: it asks for 0.55, not above the model's 0.62"}
+    assert terminal_lines(data)[-1] == (
+        "1 of 120 pair(s) flagged as a reason to look (code threshold 0.62, from the model of 78 independent pairs; "
+        "the class's own fit was not needed: it asks for 0.55, not above the model's 0.62)")
