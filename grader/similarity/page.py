@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from grader.report.native import printable
 from grader.report.page import SORT_SCRIPT, SORTABLE_STYLE, escape, html_page
-from grader.similarity.calibration import CLASS
+from grader.similarity.calibration import CLASS, MIN_PAIRS
 from grader.similarity.reading import Work
 
 ROWS = 500  # pairs listed in the page's table (the first listed); similarity.json lists them all
@@ -238,6 +238,10 @@ def _threshold(calibration: dict) -> str:
     said = (f"Calibration: {calibration['independent_pairs']} pairs of {calibration['independent_files']} independent "
             f"solutions score at most {maximum}; a model of their scores puts the chance that an independent pair "
             f"scores above {model:.2f} below {rate}")
+    if calibration["independent_pairs"] < MIN_PAIRS:  # calibration.fit: no model, the fallback threshold
+        said = (f"Calibration: {calibration['independent_pairs']} pair(s) of {calibration['independent_files']} "
+                f"independent solutions, too few to model (at least {MIN_PAIRS}): the model's threshold is the "
+                f"fallback {model:.2f}")
     own = calibration.get("class_fit")
     if calibration.get("threshold_set_by") == CLASS and isinstance(own, dict):
         capped = own.get("fitted", own["threshold"]) > own["threshold"]

@@ -125,3 +125,13 @@ def test_an_older_similarity_json_is_described_by_its_model_alone():
     assert ("Calibration: 78 pairs of 13 independent solutions score at most 0.46; a model of their scores puts the "
             "chance that an independent pair scores above 0.51 below 0.0001, and a code score above 0.51 is flagged "
             "(identical code always is); percentiles and chances are of the independent pairs. Shared") in page
+
+
+def test_too_few_independent_pairs_to_model_are_said_with_the_fallback_threshold():
+    works = [Work(n, n, source="x = 1\n", fp=Fingerprint(tokens=1)) for n in ("a.py", "b.py")]
+    data = _data([_pair("a.py", "b.py", [])], [])
+    data["calibration"].update(independent_pairs=1, independent_files=2, max=0.3, threshold=0.9, false_flag_rate=0.0001)
+    page = render_html(data, works)
+    assert ("Calibration: 1 pair(s) of 2 independent solutions, too few to model (at least 3): the model&#x27;s "
+            "threshold is the fallback 0.90, and a code score above 0.90 is flagged (identical code always is); "
+            "percentiles and chances are of the independent pairs. Shared") in page
