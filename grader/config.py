@@ -97,9 +97,9 @@ KEYS: list[tuple[str, str, type, str]] = [
     ("limits", "submission_timeout_s", float, ("Time limit of one submission's whole run, in seconds, judged as "
      "call_timeout_s is.")),
     ("limits", "timeouts_per_function", int, "Timed-out calls of one function after which its remaining tests fail at once, not run (status timeout)."),
-    ("limits", "memory_mb", int, ("Memory limit in MiB: of each student process's address space (RLIMIT_AS), and of all "
-                                       "its processes together, shared memory and in-memory files included (its cgroup, "
-                                       "where one can be made).")),
+    ("limits", "memory_mb", int, ("Memory limit in MiB: of each student process's address space and data (RLIMIT_AS, "
+                                       "RLIMIT_DATA), and of all its processes together, shared memory and in-memory "
+                                       "files included (its cgroup, where one can be made).")),
     ("limits", "file_size_mb", int, "Largest file the student's process may write (RLIMIT_FSIZE), in MiB."),
     ("limits", "output_bytes", int, "Student output kept per call: head and tail, in bytes."),
     ("limits", "processes", bool, "Whether student code may start processes (fork, multiprocessing, subprocess); false: each attempt fails with PermissionError, threads still run."),
