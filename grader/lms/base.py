@@ -36,12 +36,15 @@ class Identity:
     Files and folders with the same ``submission`` key (within one folder of the
     download) are one submission. ``file`` is the file's own name inside that
     submission (Canvas prefixes it with the student's name and ids); "" for a folder,
-    whose files keep their names.
+    whose files keep their names. ``content``: what the LMS says this part holds when
+    it is no file the student uploaded ("online text", Moodle's), for the row of a
+    submission that has nothing else; "" for uploaded files.
     """
 
     student: dict
     submission: str
     file: str = ""
+    content: str = ""
 
 
 @dataclass(frozen=True)

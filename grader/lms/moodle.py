@@ -48,6 +48,7 @@ from grader.report.native import printable
 # "_" into spaces, then its clean_filename drops & < > " ` | ' : \\ / and control characters; letters of any
 # script stay ("Zoë ONeil-Brown"). With blind marking the name is "Participant".
 DOWNLOAD_NAME = re.compile(r"^(?P<name>[^_]*)_(?P<participant>\d+)_(?P<plugin>assignsubmission_[a-z]+)_(?P<file>.*)$")
+ONLINE_TEXT = "assignsubmission_onlinetext"  # the plugin of online text: onlinetext.html, and the files it embeds
 # The worksheet's columns (English Moodle; the upload finds them by these names in the site's language).
 IDENTIFIER, GRADE, GRADE_MODIFIED = "Identifier", "Grade", "Last modified (grade)"
 MAXIMUM, CHANGEABLE = "Maximum Grade", "Grade can be changed"
@@ -295,9 +296,9 @@ class Moodle(LMS):
         found = read_name(path.name)
         if found is None or (path.is_dir() != (found[3] == "")):
             return None
-        name, participant, _, file = found
+        name, participant, plugin, file = found
         student = {"id": participant, "name": printable(name.strip(), newlines=False), "source": "moodle"}
-        return Identity(student, participant, file)
+        return Identity(student, participant, file, "online text" if plugin == ONLINE_TEXT else "")
 
     def export(self, reports: list[GradedReport], options: dict[str, Any]) -> ExportResult:
         column = options.get("column") or GRADE

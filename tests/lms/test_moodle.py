@@ -84,7 +84,32 @@ def test_discover_reads_moodle_folders_with_names_ids_and_several_files(tmp_path
     assert entries["4104"].student["name"] == "Chen Wei"
     assert entries["4103"].path.name == "attention.py" and entries["4103"].skip is None  # the online text is no code
     # Online text alone: that participant's row, refused with the reason, never someone else's.
-    assert entries["4104"].skip == "not a submission: .html extension, expected .py or .ipynb"
+    assert entries["4104"].skip == "not a submission: only online text was sent (onlinetext.html), no .py or .ipynb file"
+
+
+def test_online_text_alone_says_so_with_its_embedded_files_and_outside_folders(tmp_path):
+    # Moodle's download puts the files an online text embeds beside its onlinetext.html.
+    folder = tmp_path / "dl" / folder_name("Grace Hopper", 4102, "onlinetext")
+    folder.mkdir(parents=True)
+    (folder / "onlinetext.html").write_text('<p>My answer: <img src="@@PLUGINFILE@@/plot.png"></p>')
+    (folder / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    # A participant whose files are no code, beside online text: the files' type is the reason, not the text.
+    other = tmp_path / "dl" / folder_name("Alan Turing", 4106, "file")
+    other.mkdir()
+    (other / "answer.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "dl" / folder_name("Alan Turing", 4106, "onlinetext")).mkdir()
+    (tmp_path / "dl" / folder_name("Alan Turing", 4106, "onlinetext") / "onlinetext.html").write_text("<p>hi</p>")
+    entries = {e.student["id"]: e for e in discover([tmp_path / "dl"])}
+    assert entries["4102"].skip == ("not a submission: only online text was sent (onlinetext.html, plot.png), "
+                                    "no .py or .ipynb file")
+    assert entries["4106"].skip == "not a submission: no .py or .ipynb file in the submission"
+    # "Download submissions in folders" unticked: the file carries the plugin in its name.
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "Grace Hopper_4102_assignsubmission_onlinetext_onlinetext.html").write_text("<p>See below.</p>")
+    [entry] = discover([flat])
+    assert entry.student == {"id": "4102", "name": "Grace Hopper", "source": "moodle"}
+    assert entry.skip == "not a submission: only online text was sent (onlinetext.html), no .py or .ipynb file"
 
 
 def test_moodle_files_not_in_folders_are_read_too(tmp_path):
