@@ -28,6 +28,9 @@ no submission time orders them, none (``conflicts`` says why). Nothing is
 guessed: reports of one key whose other identifier differs (two ID numbers for
 one email address, say), and reports of two keys that share the other
 identifier, are ``contradictions`` naming both, and the caller writes nothing.
+An email address or ID number a spreadsheet would run as a formula is never
+neutralized (Moodle would match no user by it): its report gets no row and is
+``unmatched``.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.lms.base import LMS, ExportError, ExportResult, Identity, Option
+from grader.lms.base import LMS, ExportError, ExportResult, Identity, Option, formula_identifier
 from grader.lms.reports import GradedReport, choose
 from grader.report.csvcells import csv_text, neutralize
 from grader.report.native import printable
@@ -106,6 +109,12 @@ def build(reports: list[GradedReport], key: str = "email") -> Export:
             export.unmatched.append((chosen.label, failed))
             continue
         email, idnumber, name = identity(chosen)
+        # Moodle matches the column the instructor maps (--key), and may be told either: neither is ever altered
+        columns = [("email address", email), ("ID number", idnumber)]
+        refused = formula_identifier(columns if key == "email" else columns[::-1], "Moodle")
+        if refused:
+            export.unmatched.append((chosen.label, f"its {refused}; no row written: enter this grade by hand"))
+            continue
         export.rows.append((email, idnumber, name, chosen.report["score"]))
     export.rows.sort(key=lambda row: (row[0] if key == "email" else row[1]).lower())
     return export
@@ -288,8 +297,9 @@ class Moodle(LMS):
     grade, keyed by --key, for Grades → Import → CSV file. Contradictions (two ID
     numbers for one address, reports no submission time orders, two rows of one
     participant) are error lines and nothing is written (exit 1). Reports without
-    a row, or that the grader failed on, are listed and the command exits 1 after
-    writing the others; so does an export with no grade.
+    a row, or that the grader failed on, or whose email address or ID number a
+    spreadsheet would run as a formula (never written altered), are listed and
+    the command exits 1 after writing the others; so does an export with no grade.
     """
 
     def identify(self, path: Path) -> Identity | None:
