@@ -151,6 +151,39 @@ def test_fill_worksheet_keeps_rows_and_columns_and_lists_what_has_no_row():
                                      "Participant 4105 (=Mallory)"]
 
 
+def test_feedback_comments_are_kept_as_moodle_wrote_them_and_a_formula_among_them_is_a_note():
+    # Moodle's upload stores each feedback column whose text differs from the feedback as it is
+    # (assignfeedback_offline's process_import_grades): a quote added here would land in the feedback.
+    rows = [list(row) for row in WORKSHEET]
+    rows[3][9] = "=1+2"  # Participant 4103's comment, as a grader typed it
+    rows[1][9] = "Good work; see -> the mask"
+    rows[5][1] = "=Mallory"
+    result = moodle.fill_worksheet([_report("z.json", 60.8333, {"id": "4103", "source": "moodle"})],
+                                   moodle.read_worksheet(_sheet(rows)))
+    written = list(csv.reader(io.StringIO(result.text)))
+    assert [row[9] for row in written[1:]] == ["Good work; see -> the mask", "", "=1+2", "", ""]
+    assert written[3][4] == "60.83" and written[5][1] == "'=Mallory"  # other cells neutralized as before
+    assert result.notes == [(
+        "Participant 4103: its Feedback comments '=1+2' begins with '=', which a spreadsheet runs as a formula; it "
+        "is kept as Moodle wrote it (Moodle's upload stores this column as the student's feedback, so a quote in "
+        "front would land there): upload the file without opening it in a spreadsheet")]
+
+
+def test_feedback_columns_are_those_moodle_writes_after_last_modified_grade():
+    # mod/assign's grading table: submission plugins' text before "Last modified (grade)", the feedback
+    # plugins' text fields after it, then "Outcomes" when outcomes are on.
+    header = [*HEADER[:8], "Online text", "Last modified (grade)", "Feedback comments", "Rubric notes", "Outcomes"]
+    assert moodle.feedback_columns(header) == [10, 11]
+    assert moodle.feedback_columns(HEADER) == [9]
+    assert moodle.feedback_columns(HEADER[:9]) == []
+    rows = [header, ["Participant 4101", "Ada", "ada@uni.edu", "Submitted", "", "100.00", "Yes", "-", "=online",
+                     "-", "=comment", "+notes", "-outcome"]]
+    result = moodle.fill_worksheet([], moodle.read_worksheet(_sheet(rows)))
+    assert list(csv.reader(io.StringIO(result.text)))[1][8:] == ["'=online", "-", "=comment", "+notes", "'-outcome"]
+    assert [note.split(" begins")[0] for note in result.notes] == [  # the whole note: the test above
+        "Participant 4101: its Feedback comments '=comment'", "Participant 4101: its Rubric notes '+notes'"]
+
+
 def test_a_worksheet_without_the_columns_moodle_needs_is_refused():
     with pytest.raises(moodle.ExportError, match="the grading worksheet has no 'Last modified \\(grade\\)' column"):
         moodle.read_worksheet(_sheet([HEADER[:8], WORKSHEET[1][:8]]))
