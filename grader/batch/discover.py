@@ -17,7 +17,7 @@ import re
 import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.lms.base import Identity, LayoutError
@@ -127,6 +127,8 @@ class _Walk:
     exclude: Path | None
     main_file: str
     functions: tuple[str, ...] = ()  # the assignment's functions (grader.submission.load.choose_main)
+    # Files an LMS says hold what the student sent otherwise than as a file (Identity.content: Moodle's online text)
+    sent_as: dict[Path, str] = field(default_factory=dict)
 
     def _children(self, root: Path, folder: Path) -> tuple[list[Path], list[Path], list[Entry]]:
         """(files, folders, rows for links and unreadable folders) directly in ``folder``, never following links."""
@@ -182,6 +184,7 @@ class _Walk:
                 continue
             mine = by_folders.setdefault(found[0], (found[1].student, [], child))
             inside, odd = self._collect(root, child)
+            self.sent_as.update((path, found[1].content) for _, path in inside if found[1].content)
             yield from (Entry(e.path, e.key, mine[0], e.skip) for e in odd)
             mine[1].extend(inside)
         yield from self.files(root, files, by_folders)
@@ -223,6 +226,8 @@ class _Walk:
             found = _identify(path)
             if found is not None:
                 named.setdefault(found[0], (found[1].student, [], path))[1].append((found[1].file or path.name, path))
+                if found[1].content:
+                    self.sent_as[path] = found[1].content
                 continue
             unreadable = next((why for lms in layouts() if (why := lms.unreadable(path))), None)
             if unreadable:  # an LMS's download name it cannot read: listed as such, never graded as someone else
@@ -239,12 +244,18 @@ class _Walk:
 
     def _one_submission(self, root: Path, named: list[tuple[str, Path]], student: dict, fallback: Path) -> Iterator[Entry]:
         """One submission made of ``named`` (name, path) files: its main file, with the .py files beside it."""
+        code = [(n, p) for n, p in named if p.suffix in SUBMISSION_SUFFIXES]
+        sent_as = {self.sent_as.get(p, "") for _, p in named}
+        if named and not code and len(sent_as) == 1 and "" not in sent_as:  # all sent otherwise than as files
+            yield Entry(named[0][1], _safe_key(_relative(root, named[0][1])), student,
+                        f"not a submission: only {sent_as.pop()} was sent ({', '.join(n for n, _ in named)}), "
+                        "no .py or .ipynb file")
+            return
         if len(named) == 1 or not named:  # a single file says itself why it is not a submission
             path = named[0][1] if named else fallback
             yield Entry(path, _safe_key(_relative(root, path)), student,
                         _not_a_submission(path) if named else "not a submission: the folder holds no file")
             return
-        code = [(n, p) for n, p in named if p.suffix in SUBMISSION_SUFFIXES]
         # Each code file up to PARSE_LIMIT bytes read once: judged, parsed and graded from these bytes. A larger
         # one (no exercise's code) is judged on its head and not parsed, as before, never read whole here.
         read: dict[Path, Submission] = {}

@@ -69,6 +69,21 @@ def read_metadata(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def describe_submission(metadata: dict) -> str:
+    """The log's first line: which submission this is and whose, as submission_metadata.json says.
+
+    "submission 123 by Ada Lovelace <ada@example.edu>"; what the metadata lacks is said in words:
+    "a submission with no id, by ...", "a user with no name", "submission 123, with no users listed".
+    """
+    users = metadata.get("users")
+    people = ", ".join(f"{u.get('name') or 'a user with no name'}" + (f" <{u['email']}>" if u.get("email") else "")
+                       for u in (users if isinstance(users, list) else []) if isinstance(u, dict))
+    submission = metadata.get("id")
+    if submission in (None, ""):
+        return f"a submission with no id, by {people}" if people else "a submission with no id and no users listed"
+    return f"submission {submission} by {people}" if people else f"submission {submission}, with no users listed"
+
+
 def zero_result(message: str) -> dict:
     """A valid results.json that gives no points and tells the student why."""
     return {"score": 0, "execution_time": 0, "output": message, "output_format": "text",
@@ -84,8 +99,7 @@ def run(root: Path) -> dict:
     from grader.submission.load import SubmissionError
 
     metadata = read_metadata(root / "submission_metadata.json")
-    users = ", ".join(f"{u.get('name')} <{u.get('email')}>" for u in metadata.get("users", []) if isinstance(u, dict))
-    print(f"submission {metadata.get('id', '?')} by {users or 'unknown users'}")
+    print(describe_submission(metadata))
     config = load_config(Path(__file__).resolve().parents[2] / "grader.toml")
     path, helpers, problem = find_submission(root / "submission", config.main_file, describe(config).function_names)
     if path is None:

@@ -13,11 +13,13 @@ the submissions, as Gradescope's ``submission_metadata.yml``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from grader.lms.reports import GradedReport
+from grader.report.csvcells import is_formula
 
 
 class LayoutError(ValueError):
@@ -36,12 +38,15 @@ class Identity:
     Files and folders with the same ``submission`` key (within one folder of the
     download) are one submission. ``file`` is the file's own name inside that
     submission (Canvas prefixes it with the student's name and ids); "" for a folder,
-    whose files keep their names.
+    whose files keep their names. ``content``: what the LMS says this part holds when
+    it is no file the student uploaded ("online text", Moodle's), for the row of a
+    submission that has nothing else; "" for uploaded files.
     """
 
     student: dict
     submission: str
     file: str = ""
+    content: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,21 @@ class ExportResult:
     superseded: list[tuple[str, str]] = field(default_factory=list)  # (report, which counts instead)
     without_report: list[str] = field(default_factory=list)  # students of the LMS with no grade written
     notes: list[str] = field(default_factory=list)
+
+
+def formula_identifier(identifiers: Iterable[tuple[str, str]], title: str) -> str:
+    """Why a row cannot be written when one of its (what, value) identifiers is a formula cell; "" when none is.
+
+    Every CSV cell a spreadsheet would run is neutralized (grader.report.csvcells), but
+    a cell the LMS matches students by cannot be: with a quote in front, the email
+    address, ID or login is no longer the user's, and the import matches nobody, or
+    someone else. So an export writes no row for it and says why.
+    """
+    for what, value in identifiers:
+        if is_formula(value):
+            return (f"{what} {value!r} begins with {value[:1]!r}, which a spreadsheet runs as a formula; {title} "
+                    "matches users by it, and neutralized (a quote in front) it would name no user, or another one")
+    return ""
 
 
 class LMS:

@@ -21,7 +21,9 @@ named, and the caller writes nothing. Reports that match nobody and students
 with no report are listed. A student with several reports gets the latest
 submission's, by the LMS's submission time or id (never by the time of
 grading). The assignment column must be one of the export's (``check_column``),
-so that a typo never makes Canvas create an assignment.
+so that a typo never makes Canvas create an assignment. A student whose ID,
+SIS User ID or SIS Login ID a spreadsheet would run as a formula gets no row
+(``refused``): neutralized, the identifier would name nobody, or someone else.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.lms.base import LMS, ExportError, ExportResult, Identity, Option
+from grader.lms.base import LMS, ExportError, ExportResult, Identity, Option, formula_identifier
 from grader.lms.reports import GradedReport, choose, normal_name
 from grader.report.csvcells import csv_text
 from grader.report.native import printable
@@ -78,6 +80,8 @@ class Export:
     conflicts: list[tuple[CanvasStudent, str]] = field(default_factory=list)  # students whose reports no rule orders
     contradictions: list[str] = field(default_factory=list)  # reports whose identity points to two rows, or to a row it is not
     without_report: list[CanvasStudent] = field(default_factory=list)  # gradebook students with no score
+    refused: dict[str, str] = field(default_factory=dict)  # Canvas ID -> why its row is not written (formula_identifier)
+    notes: list[str] = field(default_factory=list)  # rows not written that no report's grade was for
 
 
 def check_assignment(assignment: str) -> str:
@@ -143,9 +147,15 @@ def match(reports: list[GradedReport], students: list[CanvasStudent], match_name
         else:
             export.unmatched.append((report.label, found[1]))
     for student in students:
+        refused = formula_identifier([("ID", student.id), ("SIS User ID", student.sis_user_id),
+                                      ("SIS Login ID", student.sis_login_id)], "Canvas")
+        if refused:
+            export.refused[student.id] = refused
         mine = candidates.get(student.id, [])
         if not mine:
             export.without_report.append(student)
+            if refused:
+                export.notes.append(f"{_row(student)} has no row (no score was to be written): its {refused}")
             continue
         chosen, why = choose(mine)
         if chosen is None:
@@ -156,6 +166,13 @@ def match(reports: list[GradedReport], students: list[CanvasStudent], match_name
         if chosen.report.get("status") != "graded":
             failed = f"the grader failed on it ({chosen.report.get('error')}); no score exported"
             export.unmatched.append((chosen.label, failed))
+            export.without_report.append(student)
+            if refused:
+                export.notes.append(f"{_row(student)} has no row (no score was to be written): its {refused}")
+            continue
+        if refused:
+            why = f"it is {_row(student)}'s, whose {refused}; no row written: enter this score by hand"
+            export.unmatched.append((chosen.label, why))
             export.without_report.append(student)
             continue
         export.scores[student.id] = chosen.report["score"]
@@ -234,10 +251,14 @@ def _find(report: GradedReport, students: list[CanvasStudent], match_names: bool
 
 
 def to_csv(export: Export, assignment: str) -> str:
-    """The import CSV: the five identity columns and the assignment's column; blank where no score."""
+    """The import CSV: the five identity columns and the assignment's column; blank where no score.
+
+    A student whose ID, SIS User ID or SIS Login ID is a formula cell has no row (``refused``):
+    Canvas's import leaves a student the file does not list as they were.
+    """
     return csv_text([*IDENTITY_COLUMNS, assignment],
                     [[*s.row(), "" if export.scores.get(s.id) is None else export.scores[s.id]]
-                     for s in export.students])
+                     for s in export.students if s.id not in export.refused])
 
 
 def assignment_columns(text: str) -> list[str]:
@@ -282,8 +303,10 @@ class Canvas(LMS):
     ID, SIS Login ID) in their student object or file name; by name only with
     --match-names. A contradiction (a report whose ID, email or name point to two
     rows, two reports for one row that no submission time orders) is an error line
-    and nothing is written (exit 1). Reports that match nobody, or that the grader
-    failed on, are listed and the command exits 1 after writing the others; so
+    and nothing is written (exit 1). Reports that match nobody, that the grader
+    failed on, or whose student's ID, SIS User ID or SIS Login ID a spreadsheet
+    would run as a formula (that row is not written: an identifier is never
+    altered), are listed and the command exits 1 after writing the others; so
     does an export with no score. The column must already be in the export unless
     --new-column.
     """
@@ -318,6 +341,7 @@ class Canvas(LMS):
         result = ExportResult(to_csv(export, assignment), len(export.scores), f"score(s) for {assignment}",
                               [*export.contradictions, *(f"{_row(s)}: {why}" for s, why in export.conflicts)],
                               export.unmatched, export.superseded, [_row(s) for s in export.without_report])
+        result.notes += export.notes
         possible = points_possible(text, assignment)
         maxima = sorted({r.report["max_score"] for r in reports if r.report.get("status") == "graded"})
         if possible is not None and maxima and maxima != [possible]:

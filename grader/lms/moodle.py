@@ -15,7 +15,9 @@ submission.
 grading worksheet ("Download grading worksheet", then "Upload grading
 worksheet"): a CSV whose "Identifier" column reads ``Participant <id>``, with
 "Grade" and "Last modified (grade)" (which Moodle's upload requires) among
-others. ``fill_worksheet`` keeps its columns and rows and fills Grade.
+others. ``fill_worksheet`` keeps its columns and rows and fills Grade; the
+cells the upload reads back (the feedback comments among them) stay exactly as
+Moodle wrote them.
 
 **Gradebook import.** Moodle's "Import grades from CSV" maps one column to a user field (email
 address or ID number) and another to the grade item; the file written here has
@@ -28,6 +30,9 @@ no submission time orders them, none (``conflicts`` says why). Nothing is
 guessed: reports of one key whose other identifier differs (two ID numbers for
 one email address, say), and reports of two keys that share the other
 identifier, are ``contradictions`` naming both, and the caller writes nothing.
+An email address or ID number a spreadsheet would run as a formula is never
+neutralized (Moodle would match no user by it): its report gets no row and is
+``unmatched``.
 """
 
 from __future__ import annotations
@@ -39,18 +44,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.lms.base import LMS, ExportError, ExportResult, Identity, Option
+from grader.lms.base import LMS, ExportError, ExportResult, Identity, Option, formula_identifier
 from grader.lms.reports import GradedReport, choose
-from grader.report.csvcells import csv_text, neutralize
+from grader.report.csvcells import csv_text, is_formula, neutralize
 from grader.report.native import printable
 
 # "<full name>_<participant id>_<plugin subtype>_<plugin type>_[<file name>]". Moodle turns the full name's
 # "_" into spaces, then its clean_filename drops & < > " ` | ' : \\ / and control characters; letters of any
 # script stay ("Zoë ONeil-Brown"). With blind marking the name is "Participant".
 DOWNLOAD_NAME = re.compile(r"^(?P<name>[^_]*)_(?P<participant>\d+)_(?P<plugin>assignsubmission_[a-z]+)_(?P<file>.*)$")
+ONLINE_TEXT = "assignsubmission_onlinetext"  # the plugin of online text: onlinetext.html, and the files it embeds
 # The worksheet's columns (English Moodle; the upload finds them by these names in the site's language).
 IDENTIFIER, GRADE, GRADE_MODIFIED = "Identifier", "Grade", "Last modified (grade)"
-MAXIMUM, CHANGEABLE = "Maximum Grade", "Grade can be changed"
+MAXIMUM, CHANGEABLE, OUTCOMES = "Maximum Grade", "Grade can be changed", "Outcomes"
 _PARTICIPANT = re.compile(r"^\D*?(\d+)\s*$")  # "Participant 12345"
 
 KEYS = {"email": "Email address", "idnumber": "ID number"}
@@ -105,6 +111,12 @@ def build(reports: list[GradedReport], key: str = "email") -> Export:
             export.unmatched.append((chosen.label, failed))
             continue
         email, idnumber, name = identity(chosen)
+        # Moodle matches the column the instructor maps (--key), and may be told either: neither is ever altered
+        columns = [("email address", email), ("ID number", idnumber)]
+        refused = formula_identifier(columns if key == "email" else columns[::-1], "Moodle")
+        if refused:
+            export.unmatched.append((chosen.label, f"its {refused}; no row written: enter this grade by hand"))
+            continue
         export.rows.append((email, idnumber, name, chosen.report["score"]))
     export.rows.sort(key=lambda row: (row[0] if key == "email" else row[1]).lower())
     return export
@@ -184,8 +196,9 @@ def fill_worksheet(reports: list[GradedReport], sheet: Worksheet, grade_column: 
     (``student.id`` of a report whose ``student.source`` is "moodle"). Rows without
     a report keep their cells; reports without a row, or the grader failed on, are
     ``unmatched``. Cells that Moodle's upload does not read are neutralized like every
-    CSV cell we write; Identifier, the grade and Last modified (grade) are kept as
-    the upload reads them.
+    CSV cell we write; those it reads are kept as they were: Identifier, the grade,
+    Last modified (grade), and the feedback columns (``feedback_columns``), which it
+    stores as the student's feedback. A feedback cell a spreadsheet would run is a note.
     """
     ident, grade = sheet.header.index(IDENTIFIER), sheet.header.index(grade_column)
     maximum, changeable = sheet.column(MAXIMUM), sheet.column(CHANGEABLE)
@@ -235,7 +248,12 @@ def fill_worksheet(reports: list[GradedReport], sheet: Worksheet, grade_column: 
     if maxima and reports_max and _numbers(maxima) != set(map(float, reports_max)):
         result.notes.append(f"the worksheet's Maximum Grade is {', '.join(sorted(maxima))}; the reports are out of "
                             f"{', '.join(f'{m:g}' for m in reports_max)} (grades are written as they are)")
-    kept = {ident, grade, sheet.header.index(GRADE_MODIFIED)}
+    feedback = feedback_columns(sheet.header)
+    kept = {ident, grade, sheet.header.index(GRADE_MODIFIED), *feedback}
+    result.notes += [f"{row[ident]}: its {sheet.header[at]} {row[at][:40]!r} begins with {row[at][:1]!r}, which a "
+                     "spreadsheet runs as a formula; it is kept as Moodle wrote it (Moodle's upload stores this column "
+                     "as the student's feedback, so a quote in front would land there): upload the file without "
+                     "opening it in a spreadsheet" for row in cells for at in feedback if is_formula(row[at])]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(sheet.header)
@@ -244,6 +262,18 @@ def fill_worksheet(reports: list[GradedReport], sheet: Worksheet, grade_column: 
                      for row in cells)
     result.text = ("\ufeff" if sheet.bom else "") + out.getvalue()
     return result
+
+
+def feedback_columns(header: list[str]) -> list[int]:
+    """The columns of a worksheet that Moodle's upload writes back into each student's feedback.
+
+    Moodle's download writes the feedback plugins' text fields ("Feedback comments", and those of
+    any other feedback plugin) right after "Last modified (grade)", each headed by the field's name,
+    and then, with outcomes on, "Outcomes"; its upload finds the same fields by name and stores
+    each one whose text differs from the feedback as it is.
+    """
+    start = header.index(GRADE_MODIFIED) + 1
+    return [at for at in range(start, len(header)) if header[at] != OUTCOMES]
 
 
 def _number(value: float) -> str:
@@ -287,17 +317,18 @@ class Moodle(LMS):
     grade, keyed by --key, for Grades → Import → CSV file. Contradictions (two ID
     numbers for one address, reports no submission time orders, two rows of one
     participant) are error lines and nothing is written (exit 1). Reports without
-    a row, or that the grader failed on, are listed and the command exits 1 after
-    writing the others; so does an export with no grade.
+    a row, or that the grader failed on, or whose email address or ID number a
+    spreadsheet would run as a formula (never written altered), are listed and
+    the command exits 1 after writing the others; so does an export with no grade.
     """
 
     def identify(self, path: Path) -> Identity | None:
         found = read_name(path.name)
         if found is None or (path.is_dir() != (found[3] == "")):
             return None
-        name, participant, _, file = found
+        name, participant, plugin, file = found
         student = {"id": participant, "name": printable(name.strip(), newlines=False), "source": "moodle"}
-        return Identity(student, participant, file)
+        return Identity(student, participant, file, "online text" if plugin == ONLINE_TEXT else "")
 
     def export(self, reports: list[GradedReport], options: dict[str, Any]) -> ExportResult:
         column = options.get("column") or GRADE

@@ -5,6 +5,10 @@ read by Excel, LibreOffice and Google Sheets as a formula (``=HYPERLINK(...)`` i
 student's name, say). As OWASP's advice on CSV injection says, such text cells
 are prefixed with a single quote, which the spreadsheet shows as text. Numbers
 are written as they are (a score is never negative).
+
+A cell an LMS matches students by (an email address, an ID number, a login) is
+never written with that quote: it would name no student, or another one. An
+export checks such cells with ``is_formula`` and refuses the row instead.
 """
 
 from __future__ import annotations
@@ -16,11 +20,14 @@ from collections.abc import Iterable, Sequence
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+def is_formula(cell: object) -> bool:
+    """Whether ``cell`` is text a spreadsheet would run as a formula (what ``neutralize`` changes)."""
+    return isinstance(cell, str) and cell.startswith(FORMULA_STARTS)
+
+
 def neutralize(cell: object) -> object:
     """``cell``, with a quote in front when it is text a spreadsheet would run as a formula."""
-    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
-        return "'" + cell
-    return cell
+    return "'" + cell if isinstance(cell, str) and is_formula(cell) else cell
 
 
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:

