@@ -17,8 +17,8 @@ For each:
 - off: grading it with the diagnosis switched off (``Search.diagnose`` returns None: no search,
   no probe), after one warm-up grading so imports, cases and expected values are built;
 - cold: grading it with the diagnosis on, the per-case cache of the combinations' outputs (and of
-  the projections they share), the probes' reference outputs (and each probe's inputs, projections and
-  weights: assignments/mha/probes.py) and the list of combinations emptied first (a fresh grading process);
+  the projections they share), the probes' reference outputs and the list of combinations emptied
+  first (a fresh grading process);
 - warm: grading it again with those caches full (a batch worker's later students).
 
 Prints each as CPU seconds (``time.process_time``: this process only; the sandbox's child,
@@ -110,9 +110,6 @@ def _clear_caches() -> None:
         values.pop("variants", None)
         values.pop("shared", None)  # what the combinations share on a case (its projections)
     probes._RUNS.clear()
-    mha_probes = sys.modules.get("grader_course_mha_probes")  # assignments/mha/probes.py, once imported
-    if mha_probes is not None:
-        mha_probes._PREPARED.clear()  # each probe's float64 inputs, projections and weights
     variants._combos.cache_clear()  # the list of the combinations searched
 
 

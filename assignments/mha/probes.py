@@ -177,28 +177,11 @@ def _entropy_probes(generators) -> tuple[Probe, ...]:
     )
 
 
-# (function, probe id) -> the probe's arguments in float64 and, for multi_head_attention, what the switches share
-# on it ({"products": ..., "steps": ...}): made once per process (benchmarks/diagnosis_bench.py empties it for a
-# cold run).
-_PREPARED: dict[tuple[str, str], tuple[tuple, dict]] = {}
-
-
 def _run(function: str):
-    """The plan's ``run``: the reference with switches on, on a probe's inputs (float64, converted once per probe).
-
-    The switches of multi_head_attention share, on each probe, its projections and the attention weights of the
-    options they agree on (variants.combo_outputs' ``products`` and ``steps``): the same operations on the same
-    arrays, so the same bits, computed once per process; the probes' inputs are fixed, so both stay small.
-    """
     def run(codes, probe):
-        prepared = _PREPARED.get((function, probe.id))
-        if prepared is None or len(prepared[1].get("steps", ())) > 4096:  # the student kit asks every option
-            prepared = _PREPARED[function, probe.id] = (
-                tuple(np.array(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in probe.args),
-                {"products": {}, "steps": {}} if function == MHA else {})
-        args, shared = prepared
+        args = tuple(np.array(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in probe.args)
         with np.errstate(all="ignore"):
-            return variants.run_switches(function, codes, *args, **dict(probe.kwargs), **shared)
+            return variants.run_switches(function, codes, *args, **dict(probe.kwargs))
     return run
 
 
