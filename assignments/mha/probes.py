@@ -14,7 +14,7 @@ Every probe has B = 1 and tiny widths. What makes each step irrelevant:
 Trusted side only: runs the reference's switches (reference.mha.variants).
 
 The probes' random inputs are drawn from fixed seeds once and stored in probe_draws.json, read back in the order
-they were drawn: a grading process then never imports numpy.random (about 12 ms of CPU at its first diagnosis).
+they were drawn: a grading process then never imports numpy.random (4–7 ms of CPU at its first diagnosis).
 ``fresh_draws`` draws them again; tests/exercises/test_mha_probes.py holds the file equal to it, and
 ``python tests/exercises/test_mha_probes.py`` writes it again after a probe's inputs change.
 """
