@@ -12,10 +12,16 @@ Every probe has B = 1 and tiny widths. What makes each step irrelevant:
 - W_O = I with h·d_v = d_out ≠ d: X cannot be added to the output, whatever the projection does (a second
   look at the residual, made only where the first probe blamed it with the output projection).
 Trusted side only: runs the reference's switches (reference.mha.variants).
+
+The probes' random inputs are drawn from fixed seeds once and stored in probe_draws.json, read back in the order
+they were drawn: a grading process then never imports numpy.random (4–7 ms of CPU at its first diagnosis).
+``fresh_draws`` draws them again; tests/exercises/test_mha_probes.py holds the file equal to it, and
+``python tests/exercises/test_mha_probes.py`` writes it again after a probe's inputs change.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +41,61 @@ def _steps(function: str) -> tuple[Step, ...]:
     return tuple(declared[name] for name in dict.fromkeys(v.switch for v in variants.VARIANTS if v.function == function))
 
 
+DRAWS = Path(__file__).resolve().parent / "probe_draws.json"  # {generator: its draws, in order}
+SEEDS = {"mha": 4_5, "residual": 32, "entropy": 4_5}  # fixed: the probes are the same for every student
+
+
+class _Stored:
+    """A generator's draws as probe_draws.json keeps them, handed out in the order they were drawn."""
+
+    def __init__(self, name: str, draws: list) -> None:
+        self.name, self.draws = name, iter(draws)
+
+    def _next(self, shape: tuple[int, ...]) -> np.ndarray:
+        values = np.array(next(self.draws, None), dtype=np.float64)
+        if values.shape != shape:  # the probes draw otherwise than when the file was written
+            raise ValueError(f"{DRAWS.name}: the {self.name} probes' draw of shape {shape} is stored as "
+                             f"{values.shape}")
+        return values
+
+    def standard_normal(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self._next(tuple(shape))
+
+    def dirichlet(self, alpha: np.ndarray, size: tuple[int, ...]) -> np.ndarray:
+        return self._next((*size, len(alpha)))
+
+
+class _Drawing:
+    """A generator seeded now, whose every draw is kept (as lists of floats, which JSON writes exactly)."""
+
+    def __init__(self, seed: int, kept: list) -> None:
+        self.rng, self.kept = np.random.default_rng(seed), kept
+
+    def standard_normal(self, shape: tuple[int, ...]) -> np.ndarray:
+        values = self.rng.standard_normal(shape)
+        self.kept.append(values.tolist())
+        return values
+
+    def dirichlet(self, alpha: np.ndarray, size: tuple[int, ...]) -> np.ndarray:
+        values = self.rng.dirichlet(alpha, size=size)
+        self.kept.append(values.tolist())
+        return values
+
+
+def fresh_draws() -> dict[str, list]:
+    """The probes' random inputs drawn now from ``SEEDS``: what probe_draws.json holds. {generator: draws, in order}."""
+    drawn: dict[str, list] = {name: [] for name in SEEDS}
+    generators = {name: _Drawing(seed, drawn[name]) for name, seed in SEEDS.items()}
+    _mha_probes(generators)
+    _entropy_probes(generators)
+    return drawn
+
+
+def _stored() -> dict[str, _Stored]:
+    stored = json.loads(DRAWS.read_text(encoding="utf-8"))
+    return {name: _Stored(name, stored[name]) for name in SEEDS}
+
+
 def _weights(rng, T, d, h, d_k, d_v, d_out, X=None, W_Q=None, W_K=None, W_O=None):
     X = rng.standard_normal((1, T, d)) if X is None else np.asarray(X, dtype=np.float64).reshape(1, T, d)
     W_Q = rng.standard_normal((d, h * d_k)) if W_Q is None else np.asarray(W_Q, dtype=np.float64)
@@ -44,8 +105,8 @@ def _weights(rng, T, d, h, d_k, d_v, d_out, X=None, W_Q=None, W_K=None, W_O=None
     return X, W_Q, W_K, W_V, W_O, h
 
 
-def _mha_probes() -> tuple[Probe, ...]:
-    rng = np.random.default_rng(4_5)  # fixed: the probes are the same for every student
+def _mha_probes(generators) -> tuple[Probe, ...]:
+    rng = generators["mha"]
     out = ("output", "residual")
     heads = ("split", "merge", "scale", "keys", "softmax", *out)  # what h = 2 and T > 1 let through
     one = np.array([[1.0]])
@@ -61,7 +122,7 @@ def _mha_probes() -> tuple[Probe, ...]:
         # beside them, a LayerNorm say): W_O = I with h·d_v = d_out ≠ d, so the projection does not matter and
         # X cannot be added to the output. Raising in that addition, as residual-added does, settles the residual.
         Probe("residual", "residual", ("residual", "width", "value-width"),
-              _weights(np.random.default_rng(32), 1, 2, 1, 2, 3, 3, W_O=np.eye(3)), full,  # its own draws: the
+              _weights(generators["residual"], 1, 2, 1, 2, 3, 3, W_O=np.eye(3)), full,  # its own draws: the
               # other probes' inputs stay as they were
               "h = 1 and T = 1 with W_O = I and d_out ≠ d (made only where the first probe found the output wrong)",
               blamed_only=True),
@@ -103,8 +164,8 @@ def _mha_probes() -> tuple[Probe, ...]:
     )
 
 
-def _entropy_probes() -> tuple[Probe, ...]:
-    rng = np.random.default_rng(4_5)
+def _entropy_probes(generators) -> tuple[Probe, ...]:
+    rng = generators["entropy"]
     square = rng.dirichlet(np.ones(3), size=(1, 3))  # (1, 3, 3), no zeros
     wide = rng.dirichlet(np.ones(3), size=(1, 2))  # (1, T_q = 2, T_k = 3)
     return (
@@ -129,9 +190,24 @@ def _run(function: str):
 _REDUNDANT = {MHA: frozenset({frozenset({"d_k-from-d-over-h", "d_v-assumed-d_k"}),
                               frozenset({"d_k-from-d-over-h", "d_k-assumed-d-over-h"})})}
 
-PLANS = {function: ProbePlan(function, _steps(function), probes, _run(function), variants.combo_key,
-                             redundant=_REDUNDANT.get(function, frozenset()))
-         for function, probes in ((MHA, _mha_probes()), (ENTROPY, _entropy_probes()))}
+
+
+def _plans(generators) -> dict[str, ProbePlan]:
+    return {function: ProbePlan(function, _steps(function), probes, _run(function), variants.combo_key,
+                                redundant=_REDUNDANT.get(function, frozenset()))
+            for function, probes in ((MHA, _mha_probes(generators)), (ENTROPY, _entropy_probes(generators)))}
+
+
+def _stored_plans() -> dict[str, ProbePlan]:
+    """The plans built on the stored draws; on draws made now where probe_draws.json is missing or no longer fits the
+    probes (the same inputs, at numpy.random's cost: tests/exercises/test_mha_probes.py fails until it is written)."""
+    try:
+        return _plans(_stored())
+    except (OSError, ValueError, KeyError):
+        return _plans({name: _Drawing(seed, []) for name, seed in SEEDS.items()})
+
+
+PLANS = _stored_plans()
 
 
 def plan(function: str) -> ProbePlan | None:

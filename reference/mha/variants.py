@@ -184,11 +184,14 @@ def _combos(function: str, size: int) -> tuple[tuple[str, ...], ...]:
     return tuple(found)
 
 
-def _attention(X, W_Q, W_K, W_V, W_O, h, causal=True, *, bugs=frozenset(), products=None):
+def _attention(X, W_Q, W_K, W_V, W_O, h, causal=True, *, bugs=frozenset(), products=None, steps=None):
     """The reference's multi-head attention with the steps named in ``bugs`` done wrong.
 
     products: {name: array} that holds X @ W_Q, X @ W_K and X @ W_V once computed,
     so that many combinations on one case compute them once (they never depend on a switch).
+    steps: {key: array}, shared by the combinations of one call on the same inputs: the attention weights keyed by
+    every option they depend on, so that combinations that agree up to them compute them once (the same
+    operations on the same arrays: the same bits). Kept for one call only: it grows with the combinations.
     """
     X = np.asarray(X)
     if not isinstance(h, (int, np.integer)) or isinstance(h, bool) or h < 1:
@@ -223,28 +226,37 @@ def _attention(X, W_Q, W_K, W_V, W_O, h, causal=True, *, bugs=frozenset(), produ
     K = split(products["K"], "K", d_k)  # (B, h, T, d_k)
     V = split(products["V"], "V", d_k if "d_v-assumed-d_k" in bugs else d_v)  # (B, h, T, d_v)
 
-    if "keys-reshaped-not-transposed" in bugs:
-        scores = Q @ K.reshape(B, h, K.shape[3], T)  # (B, h, T, T), columns mix tokens
-    else:
-        scores = Q @ K.transpose(0, 1, 3, 2)  # (B, h, T, T)
-    if "missing-scale" not in bugs:
-        scores = scores / math.sqrt(scale_width)  # (B, h, T, T)
-    query, key = np.arange(T)[:, None], np.arange(T)  # (T, 1), (T,): positions
-    hidden = key >= query if "mask-off-by-one" in bugs else key > query  # (T, T): np.triu's, without its overhead
-    if (causal and not bugs & {"causal-ignored", "mask-after-softmax"}) or (not causal and "always-causal" in bugs):
-        fill = -1e-12 if "mask-value-near-zero" in bugs else -1e4 if "mask-value-1e4" in bugs else -np.inf
-        scores = np.where(hidden, fill, scores)  # (B, h, T, T)
+    # What the attention weights depend on (a key of ``steps``): the queries' and keys' split and width, causal,
+    # and every switch but the values', the merge's and the output's, which act after them.
+    later = {"d_v-assumed-d_k", "wrong-merge-order", "missing-output-projection", "residual-added"}
+    options = ("Q" in wrong, "K" in wrong, d_k, causal,
+               frozenset(code for code in bugs if code not in SPLITS and code not in later))
+    weights = None if steps is None else steps.get(options)
+    if weights is None:
+        if "keys-reshaped-not-transposed" in bugs:
+            scores = Q @ K.reshape(B, h, K.shape[3], T)  # (B, h, T, T), columns mix tokens
+        else:
+            scores = Q @ K.transpose(0, 1, 3, 2)  # (B, h, T, T)
+        if "missing-scale" not in bugs:
+            scores = scores / math.sqrt(scale_width)  # (B, h, T, T)
+        query, key = np.arange(T)[:, None], np.arange(T)  # (T, 1), (T,): positions
+        hidden = key >= query if "mask-off-by-one" in bugs else key > query  # (T, T): np.triu's, without its overhead
+        if (causal and not bugs & {"causal-ignored", "mask-after-softmax"}) or (not causal and "always-causal" in bugs):
+            fill = -1e-12 if "mask-value-near-zero" in bugs else -1e4 if "mask-value-1e4" in bugs else -np.inf
+            scores = np.where(hidden, fill, scores)  # (B, h, T, T)
 
-    max_axis = -2 if bugs & {"softmax-wrong-axis", "softmax-max-over-queries"} else -1
-    sum_axis = -2 if bugs & {"softmax-wrong-axis", "softmax-sum-over-queries"} else -1
-    if "softmax-over-heads" in bugs:
-        max_axis = sum_axis = 1
-    if "unstable-softmax" not in bugs:
-        scores = scores - scores.max(axis=max_axis, keepdims=True)  # (B, h, T, T)
-    weights = np.exp(scores)  # (B, h, T, T)
-    weights = weights / weights.sum(axis=sum_axis, keepdims=True)  # (B, h, T, T)
-    if causal and "mask-after-softmax" in bugs:
-        weights = np.where(hidden, 0.0, weights)  # (B, h, T, T), rows no longer sum to 1
+        max_axis = -2 if bugs & {"softmax-wrong-axis", "softmax-max-over-queries"} else -1
+        sum_axis = -2 if bugs & {"softmax-wrong-axis", "softmax-sum-over-queries"} else -1
+        if "softmax-over-heads" in bugs:
+            max_axis = sum_axis = 1
+        if "unstable-softmax" not in bugs:
+            scores = scores - scores.max(axis=max_axis, keepdims=True)  # (B, h, T, T)
+        weights = np.exp(scores)  # (B, h, T, T)
+        weights = weights / weights.sum(axis=sum_axis, keepdims=True)  # (B, h, T, T)
+        if causal and "mask-after-softmax" in bugs:
+            weights = np.where(hidden, 0.0, weights)  # (B, h, T, T), rows no longer sum to 1
+        if steps is not None:
+            steps[options] = weights
 
     heads = weights @ V  # (B, h, T, d_v)
     if "wrong-merge-order" in bugs:
@@ -291,14 +303,15 @@ _SIGNATURES = {  # the student-facing signature and the call into the private fu
 }
 
 
-def run_combo(codes: Sequence[str], *args, products: dict | None = None, **kwargs):
+def run_combo(codes: Sequence[str], *args, products: dict | None = None, steps: dict | None = None, **kwargs):
     """The output of the reference with the switches ``codes`` on (it may raise, like a student's code).
 
-    products: for multi_head_attention, a dict shared by calls on the same inputs (see ``_attention``).
+    products, steps: for multi_head_attention, dicts shared by calls on the same inputs (see ``_attention``).
     """
     function = CATALOGUE[codes[0]].function
     if function == MHA:
         kwargs["products"] = products
+        kwargs["steps"] = steps
     return _IMPLEMENTATIONS[function](*args, **kwargs, bugs=frozenset(codes))
 
 
@@ -329,10 +342,11 @@ def combo_outputs(function: str, args: tuple, kwargs: dict, keys: Iterable[str] 
     outputs: dict[str, np.ndarray | int | str] = {}
     todo = [tuple(key.split(SEP)) for key in keys] if keys is not None else combos(function)
     products = {} if products is None else products  # the projections, computed once for every combination
+    steps: dict = {}  # the attention weights, computed once for the combinations of this call that agree on them
     with np.errstate(all="ignore"):
         for codes in todo:
             try:
-                outputs[SEP.join(codes)] = run_combo(codes, *args, products=products, **kwargs)
+                outputs[SEP.join(codes)] = run_combo(codes, *args, products=products, steps=steps, **kwargs)
             except Exception as exc:  # noqa: BLE001 - raising where the reference does not is an output too
                 outputs[SEP.join(codes)] = on_raise(exc)
     return outputs
