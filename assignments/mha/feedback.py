@@ -194,8 +194,8 @@ def _shows(step: str, T: int, h: int, d_k: int, d_v: int, d: int) -> bool:
 
 def _shape(tests: list[tuple[int, dict]], codes: tuple[str, ...], step: str = ""
            ) -> tuple[tuple[int, int, int, int, int], str, str]:
-    """(T, h, d_k, d_v, d) of the clearest visible case named with one of ``codes``, its test name and the caption's
-    words for it (the name); else the example shape, "", and why.
+    """(T, h, d_k, d_v, d) of the clearest visible case named with one of ``codes``, its test name and ""; else the
+    example shape, "", and why (the caption's words).
 
     Preferred: several tokens, up to 4 heads, then the fewest values (as the head map);
     only a case whose shape shows the step's mistake. A test that raised has no evidence (no shapes) to draw from.
@@ -221,14 +221,14 @@ def _shape(tests: list[tuple[int, dict]], codes: tuple[str, ...], step: str = ""
         return EXAMPLE_SHAPE, "", ("an example shape: your code raised on the visible cases that show it" if raised
                                    else "an example shape: no visible case shows it")
     _, found, name = min(chosen, key=lambda c: c[0])
-    return found, name, name
+    return found, name, ""
 
 
 def _draw(step: str, codes: tuple[str, ...], tests: list[tuple[int, dict]], known: dict[str, Picture]
           ) -> Picture | None:
-    (T, h, d_k, d_v, d), name, caption = _shape(tests, codes, step)
+    (T, h, d_k, d_v, d), name, why = _shape(tests, codes, step)
     index = next((i for i, t in tests if name and t["name"] == name), -1)
-    where = f" ({caption})"
+    where = f" ({name or why})"
     code = codes[0]
     if step in ("split", "merge"):
         if step == "split":

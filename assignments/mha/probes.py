@@ -191,7 +191,6 @@ _REDUNDANT = {MHA: frozenset({frozenset({"d_k-from-d-over-h", "d_v-assumed-d_k"}
                               frozenset({"d_k-from-d-over-h", "d_k-assumed-d-over-h"})})}
 
 
-
 def _plans(generators) -> dict[str, ProbePlan]:
     return {function: ProbePlan(function, _steps(function), probes, _run(function), variants.combo_key,
                                 redundant=_REDUNDANT.get(function, frozenset()))

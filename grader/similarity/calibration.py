@@ -59,6 +59,13 @@ def _expit(value: float) -> float:
     return 1 / (1 + math.exp(-value))
 
 
+def _percentile(ordered: Sequence[float], score: float) -> float:
+    """The share of the sorted ``ordered`` scores below ``score``, in percent (100 with none: above every one)."""
+    if not ordered:
+        return 100.0
+    return round(100.0 * bisect.bisect_left(ordered, score) / len(ordered), 1)
+
+
 @dataclass
 class Scale:
     """One distribution of independent scores (sorted), its logit-normal fit and the threshold it gives."""
@@ -70,9 +77,7 @@ class Scale:
 
     def percentile(self, score: float) -> float:
         """The share of independent pairs scoring below ``score``, in percent (100: above every one)."""
-        if not self.scores:
-            return 100.0
-        return round(100.0 * bisect.bisect_left(self.scores, score) / len(self.scores), 1)
+        return _percentile(self.scores, score)
 
     def chance(self, score: float) -> float:
         """The modelled chance that an independent pair scores ``score`` or more (1.0 without a model)."""
@@ -136,9 +141,7 @@ class ClassFit:
 
     def percentile(self, score: float) -> float:
         """The share of the class's pairs that share code (score above 0) scoring below ``score``, in percent."""
-        if not self.scores:
-            return 100.0
-        return round(100.0 * bisect.bisect_left(self.scores, score) / len(self.scores), 1)
+        return _percentile(self.scores, score)
 
     def chance(self, score: float) -> float:
         """The fit's chance that one of the class's pairs scores ``score`` or more (1.0 or 0.0 without a spread)."""
